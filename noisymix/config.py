@@ -1,0 +1,145 @@
+"""Typed ``key=value`` overrides for config dataclasses (as nanoGPT's configurator, minus exec).
+
+``apply_overrides(cfg, ["lr=0.05", "mix.noise.add=0.5"])`` returns a new frozen config:
+each value is parsed by the type of the field it replaces, dotted keys reach nested
+dataclasses, and an unknown key fails with the list of valid ones.  ``config_to_dict`` and
+``config_from_dict`` round-trip configs through ``config.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+
+__all__ = ["apply_overrides", "config_from_dict", "config_keys", "config_to_dict", "parse_value"]
+
+C = TypeVar("C")
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def config_keys(cfg: Any, prefix: str = "") -> list[str]:
+    """All dotted keys of a (nested) config dataclass instance."""
+    keys = []
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            keys += config_keys(value, f"{prefix}{f.name}.")
+        else:
+            keys.append(prefix + f.name)
+    return keys
+
+
+def parse_value(text: str, annotation: Any, key: str = "value") -> Any:
+    """Parse ``text`` as ``annotation`` (bool, int, float, str, Literal, Optional, tuple)."""
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        options = [a for a in get_args(annotation) if a is not type(None)]
+        if text.lower() in ("none", "null") and len(options) < len(get_args(annotation)):
+            return None
+        errors = []
+        for option in options:
+            try:
+                return parse_value(text, option, key)
+            except ValueError as error:
+                errors.append(str(error))
+        raise ValueError(f"{key}: cannot parse {text!r} as {annotation}")
+    if origin is Literal:
+        choices = get_args(annotation)
+        for choice in choices:
+            if str(choice) == text:
+                return choice
+        raise ValueError(f"{key} must be one of {list(choices)}, got {text!r}")
+    if origin is tuple:
+        items = [t for t in text.split(",") if t != ""]
+        args = get_args(annotation)
+        item_type = args[0] if args else str
+        return tuple(parse_value(t.strip(), item_type, key) for t in items)
+    if annotation is bool:
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+        raise ValueError(f"{key} must be a boolean (true/false), got {text!r}")
+    if annotation is int:
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"{key} must be an integer, got {text!r}") from None
+    if annotation is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"{key} must be a number, got {text!r}") from None
+    if annotation is str or annotation is Any:
+        return text
+    raise ValueError(f"{key}: overriding fields of type {annotation} is not supported")
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    module = typing.cast(Any, __import__(cls.__module__, fromlist=["_"]))
+    return get_type_hints(cls, globalns=vars(module))
+
+
+def _replace(cfg: C, path: list[str], text: str, full_key: str) -> C:
+    names = [f.name for f in dataclasses.fields(cfg)]
+    head = path[0]
+    if head not in names:
+        raise KeyError(full_key)
+    current = getattr(cfg, head)
+    if len(path) > 1:
+        if not dataclasses.is_dataclass(current):
+            raise KeyError(full_key)
+        return dataclasses.replace(cfg, **{head: _replace(current, path[1:], text, full_key)})
+    if dataclasses.is_dataclass(current):
+        raise KeyError(full_key)
+    value = parse_value(text, _hints(type(cfg))[head], full_key)
+    return dataclasses.replace(cfg, **{head: value})
+
+
+def apply_overrides(cfg: C, overrides: Iterable[str]) -> C:
+    """Return ``cfg`` with each ``key=value`` applied; unknown keys list the valid ones."""
+    for item in overrides:
+        if "=" not in item:
+            raise ValueError(f"override {item!r} is not of the form key=value")
+        key, text = item.split("=", 1)
+        key = key.strip().removeprefix("--")
+        try:
+            cfg = _replace(cfg, key.split("."), text.strip(), key)
+        except KeyError:
+            valid = ", ".join(config_keys(cfg))
+            raise ValueError(f"unknown config key {key!r}; valid keys: {valid}") from None
+    return cfg
+
+
+def config_to_dict(cfg: Any) -> dict[str, Any]:
+    """A JSON-ready dict (tuples become lists)."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, tuple | list):
+            return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return value
+    return plain(dataclasses.asdict(cfg))
+
+
+def config_from_dict(cls: type[C], data: Mapping[str, Any]) -> C:
+    """Rebuild a (nested) config dataclass from ``config_to_dict`` output; unknown keys fail."""
+    hints = _hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        raise ValueError(f"unknown keys for {cls.__name__}: {sorted(unknown)}")
+    kwargs = {}
+    for name, value in data.items():
+        annotation = hints[name]
+        if dataclasses.is_dataclass(annotation) and isinstance(value, Mapping):
+            value = config_from_dict(annotation, value)
+        elif get_origin(annotation) is tuple and isinstance(value, list):
+            value = tuple(value)
+        kwargs[name] = value
+    return cls(**kwargs)

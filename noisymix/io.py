@@ -1,0 +1,101 @@
+"""Files that survive a crash: every write goes to a temporary file that is renamed into place.
+
+A reader never sees a half-written checkpoint or result: ``os.replace`` is atomic on POSIX
+and Windows when source and target are on the same file system, hence the temporary file
+beside the target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = [
+    "atomic_write",
+    "load_state_dict",
+    "read_json",
+    "save_npy",
+    "save_torch",
+    "sha256_file",
+    "write_bytes",
+    "write_json",
+    "write_text",
+]
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[Any]:
+    """Open a temporary file beside ``path``; on success fsync it and rename it to ``path``."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, mode) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    with atomic_write(path, "wb") as handle:
+        handle.write(data)
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    with atomic_write(path, "w") as handle:
+        handle.write(text)
+
+
+def write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    """JSON with sorted keys and a trailing newline; NaN/inf are refused (not valid JSON)."""
+    write_text(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def save_torch(path: str | os.PathLike[str], obj: Any) -> None:
+    """``torch.save`` through a temporary file (checkpoints are tensors and plain containers)."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    write_bytes(path, buffer.getvalue())
+
+
+def save_npy(path: str | os.PathLike[str], array: np.ndarray) -> None:
+    with atomic_write(path, "wb") as handle:
+        np.save(handle, np.asarray(array), allow_pickle=False)
+
+
+def load_state_dict(path: str | os.PathLike[str], map_location: str | torch.device = "cpu") -> Any:
+    """Load a checkpoint safely (``weights_only=True``): tensors and plain containers only."""
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"checkpoint not found: {path}") from None
+    except Exception as error:  # pickle of arbitrary objects, truncated file, ...
+        raise ValueError(f"cannot load checkpoint {path} with weights_only=True: {error}") from None
+
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
