@@ -1,0 +1,123 @@
+"""CIFAR-10/100 from the python pickle batches, exactly as distributed.
+
+    cifar-10-batches-py/  data_batch_1 ... data_batch_5, test_batch, batches.meta
+    cifar-100-python/     train, test, meta
+
+Each batch is a pickled dict with ``b"data"`` (N, 3072) uint8 — 1024 red, then green, then
+blue values per image, rows of 32 — and ``b"labels"`` (CIFAR-10) or ``b"fine_labels"``
+(CIFAR-100).  Unpickling is unavoidable for this format; it is the only place we allow it.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from fullscale.data.imageset import ImageSet, Split
+from noisymix.io import write_bytes
+
+LAYOUT = {
+    "cifar10": {
+        "folder": "cifar-10-batches-py",
+        "train": [f"data_batch_{i}" for i in range(1, 6)],
+        "test": ["test_batch"],
+        "meta": "batches.meta",
+        "label_key": b"labels",
+        "classes": 10,
+    },
+    "cifar100": {
+        "folder": "cifar-100-python",
+        "train": ["train"],
+        "test": ["test"],
+        "meta": "meta",
+        "label_key": b"fine_labels",
+        "classes": 100,
+    },
+}
+
+
+def _folder(root: Path, kind: str) -> Path:
+    layout = LAYOUT[kind]
+    for candidate in (root / layout["folder"], root):
+        if all((candidate / f).is_file() for f in layout["train"] + layout["test"]):
+            return candidate
+    expected = ", ".join(layout["train"] + layout["test"])
+    raise FileNotFoundError(
+        f"no {kind} pickle batches under {root}: expected {layout['folder']}/ with {expected}"
+    )
+
+
+def _read_batch(path: Path, label_key: bytes, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        with open(path, "rb") as handle:
+            batch = pickle.load(handle, encoding="bytes")
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as error:
+        raise ValueError(f"{path}: not a readable CIFAR pickle batch ({error or 'truncated'})") from None
+    if not isinstance(batch, dict) or b"data" not in batch or label_key not in batch:
+        raise ValueError(f"{path}: expected a dict with b'data' and {label_key!r}")
+    data = np.asarray(batch[b"data"])
+    labels = np.asarray(batch[label_key], dtype=np.int64)
+    if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
+        raise ValueError(f"{path}: b'data' must be uint8 of shape (N, 3072), got {data.dtype} {data.shape}")
+    if labels.shape != (data.shape[0],):
+        raise ValueError(f"{path}: {data.shape[0]} images but {labels.shape[0]} labels")
+    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"{path}: labels outside [0, {num_classes})")
+    return data.reshape(-1, 3, 32, 32), labels
+
+
+def read_cifar(root: str | Path, kind: str, split: Split) -> ImageSet:
+    """Read the ``split`` of CIFAR ``kind`` ("cifar10"/"cifar100") under ``root``.
+
+    ``root`` may be the extracted folder itself or its parent.
+    """
+    if kind not in LAYOUT:
+        raise ValueError(f"unknown CIFAR kind {kind!r}; known: {', '.join(LAYOUT)}")
+    layout = LAYOUT[kind]
+    folder = _folder(Path(root), kind)
+    parts = [_read_batch(folder / f, layout["label_key"], layout["classes"]) for f in layout[split]]
+    images = np.concatenate([p[0] for p in parts])
+    labels = np.concatenate([p[1] for p in parts])
+    return ImageSet(
+        images=torch.from_numpy(np.ascontiguousarray(images)),
+        labels=torch.from_numpy(labels),
+        num_classes=layout["classes"],
+        name=kind,
+        source=str(folder),
+    )
+
+
+def write_cifar_fixture(root: str | Path, kind: str = "cifar10", *, n_train: int = 50,
+                        n_test: int = 20, seed: int = 0) -> Path:
+    """Write a tiny CIFAR directory in the real pickle format (for tests); returns its folder.
+
+    Images are random uint8 with a class-dependent mean colour, so a model can learn them.
+    """
+    layout = LAYOUT[kind]
+    folder = Path(root) / layout["folder"]
+    rng = np.random.default_rng(seed)
+    n_classes = layout["classes"]
+    palette = rng.integers(0, 256, size=(n_classes, 3))
+
+    def batch(n: int, files: list[str]) -> None:
+        for i, name in enumerate(files):
+            count = n // len(files) + (1 if i < n % len(files) else 0)
+            labels = rng.integers(0, n_classes, size=count)
+            noise = rng.normal(0, 40, size=(count, 3, 32, 32))
+            images = np.clip(palette[labels][:, :, None, None] + noise, 0, 255).astype(np.uint8)
+            content = {b"data": images.reshape(count, 3072), layout["label_key"]: labels.tolist(),
+                       b"filenames": [f"{name}_{j}.png".encode() for j in range(count)]}
+            if kind == "cifar100":
+                content[b"coarse_labels"] = (labels // 5).tolist()
+            write_bytes(folder / name, pickle.dumps(content, protocol=2))
+
+    batch(n_train, layout["train"])
+    batch(n_test, layout["test"])
+    names = [f"class{k}".encode() for k in range(n_classes)]
+    meta_key = b"label_names" if kind == "cifar10" else b"fine_label_names"
+    write_bytes(folder / layout["meta"], pickle.dumps({meta_key: names}, protocol=2))
+    return folder
+
