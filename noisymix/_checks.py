@@ -35,7 +35,7 @@ def check_simplex(name: str, weights: Tensor, atol: float = 1e-6) -> None:
     w = _values(weights)
     if w.ndim == 0 or not bool(torch.isfinite(w).all()) or bool((w < 0).any()):
         raise ValueError(f"{name} must be non-negative finite weights, got {_show(weights)}")
-    if not bool(torch.allclose(w.sum(-1), torch.ones(()), atol=atol, rtol=0)):
+    if not bool(torch.allclose(w.sum(-1), torch.ones((), dtype=w.dtype), atol=atol, rtol=0)):
         raise ValueError(f"{name} must sum to 1 along the last dimension, got {_show(weights)}")
 
 

@@ -30,33 +30,37 @@ def _concentration(value: float | Tensor, shape: tuple[int, ...], generator: tor
     return torch.full(shape, float(value), device=device, dtype=dtype)
 
 
+def _log_gamma(concentration: float | Tensor, shape: tuple[int, ...],
+               generator: torch.Generator) -> Tensor:
+    """log of Gamma(a, 1) draws, in float64, exact also for tiny a.
+
+    Uses Gamma(a) = Gamma(a + 1) * U^(1/a) in log space: torch's sampler clamps tiny draws to
+    the smallest normal double, which would bias Beta(a, b) for a, b << 1.
+    """
+    check_positive("concentration", concentration)
+    conc = _concentration(concentration, shape, generator, torch.float64)
+    boosted = torch._standard_gamma(conc + 1, generator=generator)
+    u = torch.rand(shape, generator=generator, device=generator.device, dtype=torch.float64)
+    return boosted.log() + u.clamp_min(torch.finfo(torch.float64).tiny).log() / conc
+
+
 def sample_gamma(concentration: float | Tensor, shape: tuple[int, ...] = (), *,
                  generator: torch.Generator, dtype: torch.dtype = torch.float32) -> Tensor:
     """Gamma(concentration, 1) draws of ``shape`` from ``generator``'s device."""
-    check_positive("concentration", concentration)
-    conc = _concentration(concentration, shape, generator, dtype)
-    # float64 keeps tiny concentrations (alpha << 1) from underflowing to exact zeros.
-    draws = torch._standard_gamma(conc.double(), generator=generator)
-    return draws.to(dtype)
+    return _log_gamma(concentration, shape, generator).exp().to(dtype)
 
 
 def sample_beta(alpha: float | Tensor, beta: float | Tensor, shape: tuple[int, ...] = (), *,
                 generator: torch.Generator, dtype: torch.dtype = torch.float32) -> Tensor:
-    """Beta(alpha, beta) draws as a ratio of Gamma draws: X / (X + Y)."""
+    """Beta(alpha, beta) draws as X / (X + Y) for X ~ Gamma(alpha), Y ~ Gamma(beta).
+
+    Computed as sigmoid(log X - log Y), which stays exact when both draws underflow.
+    """
     check_positive("alpha", alpha)
     check_positive("beta", beta)
-    x = sample_gamma(alpha, shape, generator=generator, dtype=torch.float64)
-    y = sample_gamma(beta, shape, generator=generator, dtype=torch.float64)
-    total = x + y
-    # Both Gamma draws can underflow to 0 for tiny alpha and beta; Beta(a, b) then puts its
-    # mass at the endpoints with odds a : b, which a uniform draw against a/(a+b) reproduces.
-    # Drawn unconditionally: branching on the data would cost a GPU sync per call.
-    degenerate = total == 0
-    a = _concentration(alpha, shape, generator, torch.float64)
-    b = _concentration(beta, shape, generator, torch.float64)
-    u = torch.rand(shape, generator=generator, device=generator.device, dtype=torch.float64)
-    ratio = torch.where(degenerate, (u < a / (a + b)).double(), x / total.clamp_min(1e-300))
-    return ratio.to(dtype)
+    log_x = _log_gamma(alpha, shape, generator)
+    log_y = _log_gamma(beta, shape, generator)
+    return torch.sigmoid(log_x - log_y).to(dtype)
 
 
 def sample_dirichlet(concentration: Tensor | list[float], shape: tuple[int, ...] = (), *,
@@ -65,7 +69,5 @@ def sample_dirichlet(concentration: Tensor | list[float], shape: tuple[int, ...]
     conc = torch.as_tensor(concentration, dtype=torch.float64)
     if conc.ndim != 1 or conc.numel() < 2:
         raise ValueError(f"Dirichlet concentration must be a vector of length >= 2, got {conc}")
-    check_positive("concentration", conc)
-    gammas = sample_gamma(conc, (*shape, conc.numel()), generator=generator, dtype=torch.float64)
-    total = gammas.sum(-1, keepdim=True)
-    return (gammas / total.clamp_min(torch.finfo(torch.float64).tiny)).to(dtype)
+    log_gammas = _log_gamma(conc, (*shape, conc.numel()), generator)
+    return torch.softmax(log_gammas, dim=-1).to(dtype)

@@ -1,0 +1,82 @@
+"""CIFAR pickle batches and the built-in digits."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fullscale.data import ImageSet, load_dataset, read_cifar, write_cifar_fixture
+
+
+@settings(max_examples=8)
+@given(st.sampled_from(["cifar10", "cifar100"]), st.integers(1, 30), st.integers(1, 12), st.integers(0, 99))
+def test_fixture_round_trip(tmp_path_factory, kind, n_train, n_test, seed):
+    root = tmp_path_factory.mktemp("cifar")
+    folder = write_cifar_fixture(root, kind, n_train=n_train, n_test=n_test, seed=seed)
+    train = load_dataset(kind, "train", root)
+    test = read_cifar(folder, kind, "test")  # the folder itself works as root too
+    assert (len(train), len(test)) == (n_train, n_test)
+    assert train.images.dtype == torch.uint8 and train.images.shape[1:] == (3, 32, 32)
+    # Independently decode the first training batch: rows are R, G, B planes of 32x32.
+    first = "data_batch_1" if kind == "cifar10" else "train"
+    with open(folder / first, "rb") as handle:
+        raw = pickle.load(handle, encoding="bytes")
+    data = np.asarray(raw[b"data"])
+    img = data[0]
+    assert np.array_equal(train.images[0, 0].numpy(), img[:1024].reshape(32, 32))
+    assert np.array_equal(train.images[0, 2].numpy(), img[2048:].reshape(32, 32))
+    label_key = b"labels" if kind == "cifar10" else b"fine_labels"
+    assert train.labels[0].item() == raw[label_key][0]
+
+
+def test_wrong_directory_names_the_expected_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="data_batch_1"):
+        load_dataset("cifar10", "train", tmp_path)
+    with pytest.raises(ValueError, match="data root"):
+        load_dataset("cifar10", "train")
+    with pytest.raises(ValueError, match="unknown dataset"):
+        load_dataset("svhn", "train")
+
+
+def test_truncated_and_malformed_batches_name_the_file(tmp_path):
+    folder = write_cifar_fixture(tmp_path, "cifar10", n_train=10, n_test=5)
+    batch = folder / "data_batch_3"
+    batch.write_bytes(batch.read_bytes()[:50])
+    with pytest.raises(ValueError, match="data_batch_3"):
+        load_dataset("cifar10", "train", tmp_path)
+    with open(batch, "wb") as handle:
+        pickle.dump({b"data": np.zeros((2, 100), np.uint8), b"labels": [0, 1]}, handle)
+    with pytest.raises(ValueError, match=r"data_batch_3.*3072"):
+        load_dataset("cifar10", "train", tmp_path)
+    with open(batch, "wb") as handle:
+        pickle.dump({b"data": np.zeros((2, 3072), np.uint8), b"labels": [0, 11]}, handle)
+    with pytest.raises(ValueError, match="labels outside"):
+        load_dataset("cifar10", "train", tmp_path)
+
+
+def test_digits_split_is_fixed_disjoint_and_stratified():
+    train, test = load_dataset("digits", "train"), load_dataset("digits", "test")
+    assert (len(train), len(test)) == (1347, 450)
+    assert train.images.shape[1:] == (3, 32, 32) and train.num_classes == 10
+    counts = torch.bincount(test.labels, minlength=10)
+    assert counts.min() >= 43 and counts.max() <= 47
+    flat = {bytes(img.numpy().tobytes()) for img in test.images}
+    assert not any(bytes(img.numpy().tobytes()) in flat for img in train.images[:200])
+    again = load_dataset("digits", "test")
+    assert torch.equal(again.images, test.images)
+    # The three channels are one grey image; strokes are bright on black like the source.
+    assert torch.equal(test.images[:, 0], test.images[:, 2])
+    from sklearn.datasets import load_digits
+    assert test.images.float().mean().item() == pytest.approx(load_digits().images.mean() / 16 * 255, rel=0.1)
+
+
+def test_imageset_validates():
+    with pytest.raises(ValueError, match="uint8"):
+        ImageSet(torch.zeros(2, 3, 4, 4), torch.zeros(2, dtype=torch.long), 2, "x", "")
+    with pytest.raises(ValueError, match="labels"):
+        ImageSet(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), torch.zeros(3, dtype=torch.long), 2, "x", "")

@@ -1,0 +1,61 @@
+"""Typed key=value overrides and the config.json round trip."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pytest
+
+from noisymix.config import apply_overrides, config_from_dict, config_keys, config_to_dict
+
+
+@dataclass(frozen=True)
+class Inner:
+    add: float = 0.0
+    kind: Literal["beta25", "fixed"] = "beta25"
+
+
+@dataclass(frozen=True)
+class Outer:
+    lr: float = 0.1
+    epochs: int = 200
+    compile: bool = False
+    name: str = "run"
+    beta: float | None = None
+    milestones: tuple[int, ...] = (1, 2)
+    inner: Inner = field(default_factory=Inner)
+
+
+def test_values_are_parsed_by_the_type_of_the_field():
+    cfg = apply_overrides(Outer(), ["lr=0.05", "epochs=3", "compile=true", "name=x=y",
+                                    "beta=none", "inner.add=0.5", "inner.kind=fixed", "milestones=5,7"])
+    assert cfg == Outer(lr=0.05, epochs=3, compile=True, name="x=y", beta=None,
+                        milestones=(5, 7), inner=Inner(add=0.5, kind="fixed"))
+    assert apply_overrides(Outer(), ["beta=2"]).beta == 2.0
+
+
+@pytest.mark.parametrize("override, message", [
+    ("epochs=1.5", "integer"), ("lr=fast", "number"), ("compile=maybe", "boolean"),
+    ("inner.kind=gauss", "one of"), ("no_equals", "key=value"),
+])
+def test_bad_values_raise_clear_errors(override, message):
+    with pytest.raises(ValueError, match=message):
+        apply_overrides(Outer(), [override])
+
+
+def test_unknown_keys_list_the_valid_ones():
+    with pytest.raises(ValueError, match=r"unknown config key 'lrr'.*inner\.add"):
+        apply_overrides(Outer(), ["lrr=1"])
+    with pytest.raises(ValueError, match="unknown config key 'inner'"):
+        apply_overrides(Outer(), ["inner=3"])
+    assert "inner.kind" in config_keys(Outer())
+
+
+def test_round_trip_through_a_dict():
+    cfg = apply_overrides(Outer(), ["inner.add=0.25", "milestones=3"])
+    data = config_to_dict(cfg)
+    assert data["milestones"] == [3] and data["inner"] == {"add": 0.25, "kind": "beta25"}
+    assert config_from_dict(Outer, data) == cfg
+    with pytest.raises(ValueError, match="unknown keys"):
+        config_from_dict(Outer, {**data, "momentum": 0.9})
