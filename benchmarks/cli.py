@@ -40,22 +40,31 @@ def machine() -> dict[str, object]:
     return info
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", choices=sorted(BENCHMARKS), help="which benchmark")
+def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="write the result JSON here")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", choices=sorted(BENCHMARKS), help="which benchmark")
+    _common(parser)
     parser.add_argument("options", nargs=argparse.REMAINDER,
-                        help="the benchmark's own options (noisymix bench NAME -- --help)")
+                        help="the benchmark's own options (noisymix bench NAME --help)")
 
 
 def run(args: argparse.Namespace) -> int:
     module = importlib.import_module(BENCHMARKS[args.name])
     own = argparse.ArgumentParser(prog=f"noisymix bench {args.name}")
+    # --out/--device may come before or after the name; the benchmark's options follow it.
+    own.set_defaults(out=args.out, device=args.device)
+    own.add_argument("--out", default=args.out, help="write the result JSON here")
+    own.add_argument("--device", default=args.device)
     module.add_arguments(own)
     options = own.parse_args([o for o in args.options if o != "--"])
-    options.device = args.device
-    result = {"benchmark": args.name, "machine": machine(), **module.run(options)}
+    measured = module.run(options)
+    # Read the machine after the run: a benchmark may set its own thread count.
+    result = {"benchmark": args.name, "machine": machine(), **measured}
     print(json.dumps(result, indent=2, sort_keys=True))
-    if args.out:
-        write_json(args.out, result)
+    if options.out:
+        write_json(options.out, result)
     return 0

@@ -116,7 +116,8 @@ def js_divergence_from_logits(
     log_mixture = torch.logsumexp(log_pi + log_p, dim=0, keepdim=True)
     per_component = (log_p.exp() * (log_p - log_mixture)).sum(-1)
     per_component = torch.where(pi.squeeze(-1) > 0, per_component, 0.0)
-    return (pi.squeeze(-1) * per_component).sum(0)
+    # Rounding can leave about -1e-9 for identical views; the divergence itself is >= 0.
+    return (pi.squeeze(-1) * per_component).sum(0).clamp_min(0.0)
 
 
 def jsd_consistency(
