@@ -42,3 +42,10 @@ def test_state_dicts_round_trip_and_pickled_objects_are_refused(tmp_path):
 def test_npy_without_pickle(tmp_path):
     save_npy(tmp_path / "a.npy", np.arange(6, dtype=np.uint8).reshape(2, 3))
     assert np.load(tmp_path / "a.npy", allow_pickle=False).sum() == 15
+
+
+def test_results_are_readable_by_others(tmp_path):
+    write_json(tmp_path / "r.json", {"a": 1})
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o666 & ~umask

@@ -1,0 +1,441 @@
+"""``lemma1`` and ``thm1``: the NFM loss's identity and its second-order expansion, held against
+the exact loss (``theory.nfm``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+
+from noisymix import generator_for
+from theory.calculus import fit_slope
+from theory.checks import Check, coefficient, expansion_verdict, grid_values, identity_verdict, residual_curve
+from theory.laws import beta_law, joint_noise, point_law, vicinal_law, vicinal_moments
+from theory.models import build_model
+from theory.nfm import nfm_loss, theorem1_autograd, theorem1_expansion, theorem1_terms
+from theory.problems import Family, independent_family, make_data, random_covariance
+
+__all__ = ["lemma1_checks", "theorem1_checks"]
+
+LEMMA1 = (
+    "Lemma 1 (sm_aux): L_n^NFM (Beta(alpha, beta), mixed labels) = 1/n sum_i E_{lambda ~ tilde-D} E_{x_r} "
+    "E_xi l(p(x_i + eps e_i^NFM), y_i), tilde-D = a/(a+b) Beta(a+1, b) + b/(a+b) Beta(b+1, a)"
+)
+THM1 = (
+    "Theorem 1 (thm_implicitreg): L_n^NFM = L_n^std + eps R1 + eps^2 (R2~ + R3~) + eps^2 phi(eps), phi -> 0"
+)
+IDENTITY_RTOL = 1e-10
+NODES_IDENTITY = 32
+SIGMA_ADD, SIGMA_MULT = 0.7, 0.5
+
+
+@dataclass(frozen=True)
+class _Instance:
+    model: str
+    dim: int
+    classes: int | None
+    seed: int
+    alpha: float
+    beta: float
+
+    def shifted(self, seed: int) -> _Instance:
+        """The same instance with its seed moved by the run's ``--seed``."""
+        return replace(self, seed=self.seed + seed)
+
+    def build(self):
+        model = build_model(self.model, self.dim, self.classes, seed=self.seed)
+        data = make_data(6, self.dim, classes=self.classes or 2, seed=self.seed)
+        return model, data
+
+
+LEMMA1_INSTANCES = (
+    _Instance("tanh-mlp", 3, None, 1, 2.0, 0.7),
+    _Instance("softplus-mlp", 3, 3, 2, 0.4, 1.3),
+    _Instance("tanh-mlp", 2, None, 3, 1.5, 1.5),
+)
+THM1_INSTANCES = (
+    _Instance("tanh-mlp", 3, None, 0, 2.0, 0.7),
+    _Instance("softplus-mlp", 4, None, 1, 0.5, 1.5),
+)
+
+
+# --------------------------------------------------------------------------------- Lemma 1
+def _relative(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(a), abs(b), 1e-300)
+
+
+def lemma1_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
+    rows: dict[str, list[tuple[str, float]]] = {"printed": [], "uniform": [], "beta": []}
+    convergence: dict[str, list[float]] = {}
+    for inst in (i.shifted(seed) for i in LEMMA1_INSTANCES):
+        model, data = inst.build()
+        noise = independent_family(
+            inst.dim, point_law(), sigma_add=SIGMA_ADD, sigma_mult=SIGMA_MULT, seed=inst.seed
+        ).noise
+
+        def loss(law, mixing: bool, noise=noise, model=model, data=data) -> float:
+            return float(
+                nfm_loss(model, data, Family(law, noise, SIGMA_ADD, SIGMA_MULT), 1.0, label_mixing=mixing)
+            )
+
+        a, b, tag = inst.alpha, inst.beta, f"{model.describe()}, alpha={inst.alpha:g}, beta={inst.beta:g}"
+        pairwise = loss(beta_law(a, b, NODES_IDENTITY), True)
+        rows["printed"].append((tag, _relative(pairwise, loss(vicinal_law(a, b, NODES_IDENTITY), False))))
+        rows["uniform"].append(
+            (tag, _relative(pairwise, loss(vicinal_law(a, b, NODES_IDENTITY, uniform=True), False)))
+        )
+        rows["beta"].append((tag, _relative(pairwise, loss(beta_law(a, b, NODES_IDENTITY), False))))
+        convergence[tag] = [
+            _relative(loss(beta_law(a, b, m), True), loss(vicinal_law(a, b, m), False))
+            for m in (4, 8, 16, 32)
+        ]
+
+    def listing(key: str) -> str:
+        return "; ".join(f"{t}: rel. diff {e:.1e}" for t, e in rows[key])
+
+    printed_ok = identity_verdict([e for _, e in rows["printed"]], IDENTITY_RTOL)
+    uniform_ok = identity_verdict([e for _, e in rows["uniform"]], IDENTITY_RTOL)
+    conditions = "any alpha, beta > 0, any noise levels, any loss linear in the label (binary and K-class CE)"
+    checks = [
+        Check(
+            id="lemma1",
+            statement=LEMMA1,
+            form="as_printed",
+            term="identity (eps = 1)",
+            kind="identity",
+            verdict="holds" if printed_ok else "fails",
+            detail=(
+                "Beta(alpha, beta) with label mixing vs tilde-D without, exact sums with "
+                f"{NODES_IDENTITY}-point Gauss-Jacobi rules: {listing('printed')} (tolerance "
+                f"{IDENTITY_RTOL:g}); the difference falls geometrically with the number of nodes (4, 8, "
+                "16, 32), see 'convergence'"
+            ),
+            conditions=conditions,
+            model="; ".join(t for t, _ in rows["printed"]),
+            extra={"convergence_in_nodes": convergence},
+        ),
+        Check(
+            id="lemma1",
+            statement="Notation: tilde-D_lambda 'is a uniform mixture of two Beta distributions'",
+            form="as_printed",
+            term="uniform mixture (notation)",
+            kind="identity",
+            verdict="holds" if uniform_ok else "fails",
+            detail=(
+                "reading tilde-D as the uniform mixture 1/2 Beta(a+1, b) + 1/2 Beta(b+1, a): "
+                f"{listing('uniform')}; it equals the loss only when alpha = beta"
+            ),
+            conditions="alpha = beta only",
+            model="; ".join(t for t, _ in rows["uniform"]),
+            extra={
+                "erratum": "tilde-D_lambda is called a 'uniform mixture', but its weights are a/(a+b) and "
+                "b/(a+b) (uniform only when alpha = beta)",
+                "fix": "call it the mixture a/(a+b) Beta(a+1, b) + b/(a+b) Beta(b+1, a); its formula is "
+                "right",
+            },
+        ),
+        Check(
+            id="lemma1",
+            statement="Notation: tilde-D_lambda as a mixture with weights a/(a+b), b/(a+b)",
+            form="corrected",
+            term="uniform mixture (notation)",
+            kind="identity",
+            verdict="holds" if printed_ok else "fails",
+            detail=f"with the weights of the formula: {listing('printed')}",
+            conditions=conditions,
+            model="; ".join(t for t, _ in rows["printed"]),
+        ),
+        Check(
+            id="lemma1",
+            statement="Lemma 1's closing clause 'lambda ~ Beta(alpha, beta)' for the vicinal form",
+            form="as_printed",
+            term="law of lambda in the vicinal form",
+            kind="identity",
+            verdict="holds" if identity_verdict([e for _, e in rows["beta"]], IDENTITY_RTOL) else "fails",
+            detail=f"vicinal form with lambda ~ Beta(alpha, beta) instead of tilde-D: {listing('beta')}",
+            conditions="never (the label-mixing weights tilt Beta into tilde-D)",
+            model="; ".join(t for t, _ in rows["beta"]),
+            extra={
+                "erratum": "the lemma ends 'and lambda ~ Beta(alpha, beta)' while its expectation is over "
+                "tilde-D_lambda",
+                "fix": "lambda ~ tilde-D_lambda in the vicinal form (Beta(alpha, beta) only in Eq. "
+                "emp_NFMloss)",
+            },
+        ),
+        Check(
+            id="lemma1",
+            statement="Lemma 1's identity, read with tilde-D_lambda",
+            form="corrected",
+            term="law of lambda in the vicinal form",
+            kind="identity",
+            verdict="holds" if printed_ok else "fails",
+            detail=f"vicinal form with lambda ~ tilde-D: {listing('printed')}",
+            conditions=conditions,
+            model="; ".join(t for t, _ in rows["printed"]),
+        ),
+    ]
+    checks.extend(_rescaling_checks(eps, seed))
+    return checks
+
+
+def _rescaling_checks(eps: np.ndarray, seed: int) -> list[Check]:
+    """Lemma 1 is stated after 'rescale 1 - lambda -> eps (1 - lambda)'; the identity holds for the
+    unscaled loss (any noise level), not between the two rescaled families."""
+    inst = LEMMA1_INSTANCES[0].shifted(seed)
+    model, data = inst.build()
+    base = independent_family(
+        inst.dim, point_law(), sigma_add=SIGMA_ADD, sigma_mult=SIGMA_MULT, seed=inst.seed
+    )
+    a, b = inst.alpha, inst.beta
+    fam_beta = Family(beta_law(a, b, NODES_IDENTITY), base.noise, SIGMA_ADD, SIGMA_MULT)
+    fam_vic = Family(vicinal_law(a, b, NODES_IDENTITY), base.noise, SIGMA_ADD, SIGMA_MULT)
+    grid = torch.as_tensor(eps, dtype=torch.float64)
+    printed = (
+        nfm_loss(model, data, fam_beta, grid, label_mixing=True) - nfm_loss(model, data, fam_vic, grid)
+    ).numpy()
+    corrected = []
+    for e in eps:
+        fb = Family(fam_beta.lam, base.noise, e * SIGMA_ADD, e * SIGMA_MULT)
+        fv = Family(fam_vic.lam, base.noise, e * SIGMA_ADD, e * SIGMA_MULT)
+        corrected.append(
+            float(nfm_loss(model, data, fb, 1.0, label_mixing=True)) - float(nfm_loss(model, data, fv, 1.0))
+        )
+    corrected = np.array(corrected)
+    slope = fit_slope(eps, printed, 1e-14)
+    return [
+        Check(
+            id="lemma1",
+            statement=LEMMA1 + " — with the rescaling 1 - lambda -> eps (1 - lambda) applied to both sides",
+            form="as_printed",
+            term="rescaled family",
+            kind="identity",
+            verdict="holds" if np.abs(printed).max() <= IDENTITY_RTOL else "fails",
+            detail=(
+                "rescaling lambda inside Eq. emp_NFMloss (labels mixed with the rescaled lambda) and inside "
+                "the vicinal form gives two different families: their difference is O(eps) (fitted slope "
+                f"{slope:.2f}, {np.abs(printed).max():.1e} at eps = {eps[0]:g}); the label-mixing term "
+                "eps(1 - lambda)(l(., y_r) - l(., y_i)) does not vanish to first order"
+            ),
+            conditions="the identity is one of the unscaled loss",
+            model=model.describe(),
+            residual_slope=slope,
+            expected_slope=None,
+            eps=list(eps),
+            residuals=list(printed),
+            extra={
+                "erratum": "Lemma 1 is stated after the rescaling 1 - lambda -> eps (1 - lambda); the two "
+                "sides rescaled that way differ at O(eps)",
+                "fix": "Lemma 1 is an identity of the unscaled loss (for every noise level); the "
+                "small-parameter family of Theorem 1 is defined by rescaling in the vicinal (tilde-D) form",
+            },
+        ),
+        Check(
+            id="lemma1",
+            statement="Lemma 1 for every noise level sigma -> eps sigma (lambda unscaled); rescale after",
+            form="corrected",
+            term="rescaled family",
+            kind="identity",
+            verdict="holds" if np.abs(corrected).max() <= IDENTITY_RTOL else "fails",
+            detail=(
+                f"max |difference| over the eps grid {np.abs(corrected).max():.1e}: the identity holds at "
+                "every noise level; 1 - lambda -> eps(1 - lambda) is then applied in the vicinal form"
+            ),
+            conditions="any alpha, beta, sigma",
+            model=model.describe(),
+            residual_slope=None,
+            expected_slope=None,
+            eps=list(eps),
+            residuals=list(np.abs(corrected)),
+        ),
+    ]
+
+
+# ------------------------------------------------------------------------------- Theorem 1
+def _families(inst: _Instance) -> dict[str, Family]:
+    lam = vicinal_law(inst.alpha, inst.beta, 4)
+    full = independent_family(inst.dim, lam, sigma_add=SIGMA_ADD, sigma_mult=SIGMA_MULT, seed=inst.seed)
+    g = generator_for(inst.seed + 2000)
+    d = inst.dim
+    cov = random_covariance(2 * d, g)
+    return {
+        "full": full,
+        "mixup only": Family(lam, full.noise, 0.0, 0.0),
+        "additive noise only": Family(point_law(), full.noise, SIGMA_ADD, 0.0),
+        "multiplicative noise only": Family(point_law(), full.noise, 0.0, SIGMA_MULT),
+        "correlated xi_add, xi_mult": Family(lam, joint_noise(cov), SIGMA_ADD, SIGMA_MULT),
+    }
+
+
+THM1_CONDITIONS = (
+    "h, p twice differentiable (C^3 for the O(eps^3) remainder); xi zero-mean, independent of (lambda, "
+    "x_r), xi_add and xi_mult uncorrelated; lambda ~ tilde-D (the vicinal family); any d, n, alpha, beta, "
+    "sigma"
+)
+
+
+def theorem1_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
+    checks = []
+    for inst in (i.shifted(seed) for i in THM1_INSTANCES):
+        checks.extend(_theorem1_instance(inst, eps))
+    return checks
+
+
+def _theorem1_instance(inst: _Instance, eps: np.ndarray) -> list[Check]:
+    model, data = inst.build()
+    c1, c2 = vicinal_moments(inst.alpha, inst.beta)
+    fams = _families(inst)
+    name = f"{model.describe()}, n={data.n}, alpha={inst.alpha:g}, beta={inst.beta:g}"
+    checks: list[Check] = []
+
+    def exact(fam: Family):
+        return lambda e: nfm_loss(model, data, fam, e, increment=True)
+
+    def terms_for(fam: Family) -> dict[str, float]:
+        mix = fam.lam.atoms.numel() > 1 or float(fam.lam.atoms[0]) != 1.0
+        return theorem1_terms(model, data, c1 if mix else 0.0, c2 if mix else 0.0, fam)
+
+    values: dict[str, np.ndarray] = {}
+
+    def entry(
+        term: str,
+        form: str,
+        fam_name: str,
+        first: float,
+        second: float,
+        coefs: dict,
+        detail: str,
+        expected: float = 3.0,
+        conditions: str = THM1_CONDITIONS,
+        extra: dict | None = None,
+    ) -> Check:
+        if fam_name not in values:  # the exact loss on the grid, once per family
+            values[fam_name] = grid_values(eps, exact(fams[fam_name]), vectorized=True)
+        residuals, floor = residual_curve(eps, values[fam_name], first, second)
+        slope, ok, why = expansion_verdict(eps, residuals, expected, coefs, floor=floor)
+        return Check(
+            id="thm1",
+            statement=THM1,
+            form=form,
+            term=term,
+            kind="expansion",
+            verdict="holds" if ok else "fails",
+            detail=f"[{fam_name}] {detail}" + (f"; {why}" if why else ""),
+            conditions=conditions,
+            model=name,
+            residual_slope=slope,
+            expected_slope=expected,
+            coefficients=coefs,
+            eps=list(eps),
+            residuals=list(residuals),
+            extra=extra or {},
+        )
+
+    full = fams["full"]
+    t_full = terms_for(full)
+    auto_full = theorem1_autograd(model, data, full)
+    erratum = {
+        "erratum": "R1 is printed with h'(p(x_i) - y_i) (equal to the right h'(p(x_i)) - y_i only where "
+        "y_i = 0)",
+        "fix": "R1 = E[1-lambda]/n sum_i (h'(p(x_i)) - y_i) grad p(x_i)^T E_{x_r}[x_r - x_i] (as in R3)",
+    }
+    for form, printed in (("as_printed", True), ("corrected", False)):
+        first, second = theorem1_expansion(t_full, full, printed=printed)
+        coefs = {
+            "R1": coefficient(first, auto_full["first"]),
+            "R2~ + R3~": coefficient(second, auto_full["second_total"]),
+        }
+        checks.append(
+            entry(
+                "expansion",
+                form,
+                "full",
+                first,
+                second,
+                coefs,
+                "mixup + additive + multiplicative noise, L(eps) - L_std against eps R1 + eps^2 (R2~ + R3~)",
+                extra=erratum if printed else {},
+            )
+        )
+        r1 = t_full["R1_printed" if printed else "R1"]
+        checks.append(
+            entry(
+                "R1",
+                form,
+                "full",
+                r1,
+                0.0,
+                {"R1": coefficient(r1, auto_full["first"])},
+                "first-order expansion L(eps) - L_std - eps R1 = O(eps^2)",
+                expected=2.0,
+                extra=erratum if printed else {},
+            )
+        )
+
+    # second-order terms, each isolated by its family; R2-type = h'' part, R3-type = (h' - y) part
+    for fam_name, keys, scale in (
+        ("mixup only", ("R2", "R3"), 1.0),
+        ("additive noise only", ("R2_add", "R3_add"), SIGMA_ADD**2),
+        ("multiplicative noise only", ("R2_mult", "R3_mult"), SIGMA_MULT**2),
+    ):
+        fam = fams[fam_name]
+        t = terms_for(fam)
+        auto = theorem1_autograd(model, data, fam)
+        first = t["R1"]
+        second = scale * (t[keys[0]] + t[keys[1]])
+        label = {k: k.replace("_add", "^add").replace("_mult", "^mult") for k in keys}
+        for key, part in zip(keys, ("second_h2", "second_h1")):
+            coefs = {label[key]: coefficient(scale * t[key], auto[part])}
+            what = "h''(p) part" if part == "second_h2" else "(h'(p) - y) part"
+            checks.append(
+                entry(
+                    label[key],
+                    "as_printed",
+                    fam_name,
+                    first,
+                    second,
+                    coefs,
+                    f"{label[key]} against the {what} of (1/2) d^2L/deps^2 (autograd along every atom's "
+                    "path); residual of the whole expansion in this family",
+                )
+            )
+
+    fam = fams["correlated xi_add, xi_mult"]
+    t = terms_for(fam)
+    auto = theorem1_autograd(model, data, fam)
+    cross_cond = THM1_CONDITIONS.replace(
+        "xi_add and xi_mult uncorrelated", "xi_add, xi_mult possibly correlated"
+    )
+    for form, printed in (("as_printed", True), ("corrected", False)):
+        first, second = theorem1_expansion(t, fam, printed=False)
+        if printed:
+            second -= t["cross"]
+        coefs = {"R2~ + R3~": coefficient(second, auto["second_total"])}
+        checks.append(
+            entry(
+                "add x mult cross term",
+                form,
+                "correlated xi_add, xi_mult",
+                first,
+                second,
+                coefs,
+                (
+                    "printed second-order terms only (no sigma_add sigma_mult term)"
+                    if printed
+                    else "with the cross term sigma_add sigma_mult / n sum_i [h'' grad p^T C_i grad p + (h' "
+                    f"- y) <grad^2 p, C_i>], C_i = E[xi_add (xi_mult ⊙ x_i)^T] (here {t['cross']:.3e})"
+                ),
+                conditions=("xi_add, xi_mult uncorrelated" if printed else cross_cond),
+                extra=(
+                    {
+                        "erratum": "the expansion assumes E[xi_add (xi_mult)^T] = 0, which the statement "
+                        "(zero mean, finite second moments) does not require",
+                        "fix": "assume xi_add, xi_mult uncorrelated, or add the sigma_add sigma_mult cross "
+                        "term",
+                    }
+                    if printed
+                    else {}
+                ),
+            )
+        )
+    return checks
