@@ -1,0 +1,44 @@
+"""``noisymix train --preset NAME [--set key=value ...] --out RUN``."""
+
+from __future__ import annotations
+
+import argparse
+
+from fullscale.config import TrainConfig
+from fullscale.presets import PRESETS, preset_overrides
+from noisymix.config import apply_overrides, config_keys
+
+__all__ = ["add_arguments", "resolve_config", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", default="baseline", help="a named configuration (--list-presets)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config field, e.g. --set epochs=3 --set mix.noise.add=0.4")
+    parser.add_argument("--out", help="run directory (config.json, metrics.jsonl, checkpoint.pt, final.pt)")
+    parser.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint.pt if present")
+    parser.add_argument("--data-root", default=None, help="directory with the CIFAR batches")
+    parser.add_argument("--list-presets", action="store_true", help="print the presets and exit")
+    parser.add_argument("--list-keys", action="store_true", help="print the config keys and exit")
+
+
+def resolve_config(preset: str, overrides: list[str], data_root: str | None = None) -> TrainConfig:
+    cfg = apply_overrides(TrainConfig(preset=preset), [*preset_overrides(preset), *overrides])
+    return apply_overrides(cfg, [f"data_root={data_root}"]) if data_root else cfg
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list_presets:
+        for name, preset in PRESETS.items():
+            print(f"{name:40s} {preset.description}")
+        return 0
+    if args.list_keys:
+        print("\n".join(config_keys(TrainConfig())))
+        return 0
+    if not args.out:
+        raise ValueError("--out RUN is required")
+    cfg = resolve_config(args.preset, args.overrides, args.data_root)
+    from fullscale.train import train  # heavy imports only when training
+    train(cfg, args.out, resume=args.resume)
+    print(f"trained {cfg.preset} -> {args.out}")
+    return 0

@@ -1,0 +1,72 @@
+"""The training methods of the paper's CIFAR tables, as four switches (tab:ablation) plus the
+kind of mixing.  A method says WHAT a step does; ``fullscale.train`` does it with the core
+(``noisymix.draw_mix``, ``noisy_feature_mixup``, ``mix_targets``, ``cutmix``, ``noisymix_loss``).
+
+* augmentations: the network sees AugMix views instead of the clean image;
+* jsd: three views (clean, AugMix, AugMix) and the Jensen-Shannon stability loss, CE on the clean
+  view only (as the public AugMix/NoisyMix code);
+* mixing: ``none``, ``input`` (Mixup), ``manifold`` (mix at a stage drawn uniformly from the
+  model's ``stages``, Manifold Mixup / NFM), or ``cutmix``;
+* noise: multiplicative and additive noise of M_{lambda,xi} at the mixing point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["METHODS", "Method", "get_method"]
+
+Mixing = Literal["none", "input", "manifold", "cutmix"]
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    title: str
+    augmentations: bool = False
+    mixing: Mixing = "none"
+    noise: bool = False
+    jsd: bool = False
+
+    def __post_init__(self) -> None:
+        if self.jsd and not self.augmentations:
+            raise ValueError(f"{self.name}: the JSD loss needs the AugMix views (augmentations)")
+        if self.mixing == "cutmix" and (self.noise or self.jsd):
+            raise ValueError(f"{self.name}: CutMix is combined with neither noise nor JSD")
+
+    @property
+    def views(self) -> int:
+        """Concatenated views per sample the model sees: 3 with JSD, else 1."""
+        return 3 if self.jsd else 1
+
+    @property
+    def feature_mixing(self) -> bool:
+        return self.mixing in ("input", "manifold")
+
+
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("baseline", "Baseline"),
+    Method("mixup", "Mixup", mixing="input"),
+    Method("manifold_mixup", "Manifold Mixup", mixing="manifold"),
+    Method("cutmix", "CutMix", mixing="cutmix"),
+    Method("noise", "Noise injections", noise=True),
+    Method("nfm", "NFM", mixing="manifold", noise=True),
+    Method("augmix", "AugMix (no JSD)", augmentations=True),
+    Method("augmix_jsd", "AugMix", augmentations=True, jsd=True),
+    Method("augmix_noise_jsd", "AugMix + noise + JSD", augmentations=True, noise=True, jsd=True),
+    Method("augmix_nfm", "AugMix + NFM (no JSD)", augmentations=True, mixing="manifold", noise=True),
+    Method("augmix_manifold_jsd", "AugMix + Manifold Mixup + JSD", augmentations=True, mixing="manifold",
+           jsd=True),
+    Method("noisymix", "NoisyMix", augmentations=True, mixing="manifold", noise=True, jsd=True),
+)}
+
+#: Rows of the paper we do not implement, said rather than silently missing.
+NOT_IMPLEMENTED = {"puzzle_mix": "Puzzle Mix (needs saliency transport; out of scope)"}
+
+
+def get_method(name: str) -> Method:
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; available: {', '.join(METHODS)}"
+                         + (f" ({NOT_IMPLEMENTED[name]})" if name in NOT_IMPLEMENTED else ""))
+    return METHODS[name]

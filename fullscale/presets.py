@@ -1,0 +1,83 @@
+"""Named training configurations: every implemented CIFAR row of the paper's tables, as data.
+
+``<dataset>-<model>-<method>`` for the rows of tab:results_cifar10 / tab:results_cifar100
+(PreActResNet-18 and Wide-ResNet-28), ``ablation-<switches>`` for the ten rows of tab:ablation
+(WRN-28-2 on CIFAR-100), and the bare method names (CIFAR-10 PreActResNet-18) as short forms.
+The paper's "Wide-ResNet-28x2" rows are reproduced with ``wrn28_2``; the public code's
+``wideresnet28`` is WRN-28-4 with dropout 0.1 (``wrn28_4``), offered as its own presets.
+
+Strengths: Mixup / Manifold Mixup / CutMix alpha = 1 (their papers' CIFAR settings); NFM
+alpha = 1, sigma_add = 0.4, sigma_mult = 0.2 (NFM paper); NoisyMix alpha = 1, sigma_add = 0.5,
+sigma_mult = 0.5, sparse level 0.65 (the public NoisyMix README); AugMix width 3, depth 1-3,
+severity 3, JSD weight 12 (public code).  Manifold Mixup alpha = 2 (its paper's CIFAR setting).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from fullscale.methods import METHODS
+
+__all__ = ["PRESETS", "preset_overrides"]
+
+# Per method, the config fields a preset sets (beyond ``method``).
+_STRENGTHS: dict[str, dict[str, Any]] = {
+    "mixup": {"mix.alpha": 1.0},
+    "manifold_mixup": {"mix.alpha": 2.0},
+    "cutmix": {"mix.alpha": 1.0},
+    "noise": {"mix.alpha": 0.0, "mix.noise.add": 0.4, "mix.noise.mult": 0.2},
+    "nfm": {"mix.alpha": 1.0, "mix.noise.add": 0.4, "mix.noise.mult": 0.2},
+    "augmix_noise_jsd": {"mix.alpha": 0.0, "mix.noise.add": 0.5, "mix.noise.mult": 0.5,
+                         "mix.noise.sparse": 0.65},
+    "augmix_nfm": {"mix.alpha": 1.0, "mix.noise.add": 0.5, "mix.noise.mult": 0.5, "mix.noise.sparse": 0.65},
+    "augmix_manifold_jsd": {"mix.alpha": 1.0},
+    # The public NoisyMix README's CIFAR recipe.
+    "noisymix": {"mix.alpha": 1.0, "mix.noise.add": 0.5, "mix.noise.mult": 0.5, "mix.noise.sparse": 0.65},
+}
+
+_TABLE_MODELS = ("preactresnet18", "wrn28_2", "wrn28_4")
+_TABLE_METHODS = ("baseline", "mixup", "manifold_mixup", "cutmix", "nfm", "augmix_jsd", "noisymix")
+# tab:ablation rows as (augmentations, feature mixing, noise, JSD) -> method
+_ABLATION = {
+    "----": "baseline", "--N-": "noise", "-F--": "manifold_mixup", "-FN-": "nfm", "A---": "augmix",
+    "A-NJ": "augmix_noise_jsd", "A--J": "augmix_jsd", "AFN-": "augmix_nfm", "AF-J": "augmix_manifold_jsd",
+    "AFNJ": "noisymix",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    overrides: dict[str, Any]
+
+
+def _preset(name: str, method: str, dataset: str, model: str, note: str) -> Preset:
+    overrides = {"method": method, "dataset": dataset, "model": model, **_STRENGTHS.get(method, {})}
+    return Preset(name, f"{METHODS[method].title} on {dataset} with {model}{note}", overrides)
+
+
+def _all_presets() -> dict[str, Preset]:
+    presets = {m: _preset(m, m, "cifar10", "preactresnet18", "") for m in METHODS}
+    for dataset in ("cifar10", "cifar100"):
+        for model in _TABLE_MODELS:
+            for method in _TABLE_METHODS:
+                name = f"{dataset}-{model}-{method}"
+                presets[name] = _preset(name, method, dataset, model, f" (tab:results_{dataset})")
+    for switches, method in _ABLATION.items():
+        name = f"ablation-{switches}"
+        presets[name] = _preset(name, method, "cifar100", "wrn28_2", " (tab:ablation: augmentations, "
+                                "feature mixing, noise, JSD = " + switches.replace("-", "x") + ")")
+    return presets
+
+
+PRESETS: dict[str, Preset] = _all_presets()
+
+
+def preset_overrides(name: str) -> list[str]:
+    """The ``key=value`` overrides of a preset, for ``noisymix.config.apply_overrides``."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; list them with `noisymix train --list-presets` "
+                         f"(e.g. {', '.join(list(PRESETS)[:5])}, ...)")
+    return [f"{k}={v}" for k, v in PRESETS[name].overrides.items()]

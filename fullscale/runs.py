@@ -1,0 +1,54 @@
+"""The run directory (docs/results-schema.md) and rebuilding a trained model from it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from fullscale.models import create_model
+from noisymix.io import load_state_dict, read_json
+
+__all__ = ["append_metrics", "load_run_model", "read_metrics"]
+
+
+def load_run_model(run_dir: str | Path, checkpoint: str | Path | None = None,
+                   device: str | torch.device = "cpu") -> tuple[nn.Module, dict]:
+    """The model of ``RUN/config.json`` with the weights of ``RUN/final.pt`` (or ``checkpoint``),
+    in eval mode on ``device``; and the config as a dict."""
+    run_dir = Path(run_dir)
+    config_path = run_dir / "config.json"
+    if not config_path.is_file():
+        raise FileNotFoundError(f"{config_path} not found: is {run_dir} a run directory of `noisymix train`?")
+    config = read_json(config_path)
+    for key in ("model", "num_classes"):
+        if key not in config:
+            raise ValueError(f"{config_path} has no {key!r} field")
+    weights = Path(checkpoint) if checkpoint is not None else run_dir / "final.pt"
+    if not weights.is_file():
+        raise FileNotFoundError(f"{weights} not found (training unfinished? give --checkpoint)")
+    state = load_state_dict(weights)
+    if isinstance(state, dict) and "model" in state and isinstance(state["model"], dict):
+        state = state["model"]  # a resumable checkpoint.pt
+    model = create_model(config["model"], config["num_classes"], **config.get("model_kwargs", {}))
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as error:
+        raise ValueError(f"{weights} does not fit {config['model']} "
+                         f"{config.get('model_kwargs', {})}: {str(error).splitlines()[0]}") from None
+    return model.to(device).eval(), config
+
+
+def read_metrics(run_dir: str | Path) -> list[dict]:
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def append_metrics(run_dir: str | Path, records: list[dict]) -> None:
+    from noisymix.io import write_text
+    write_text(Path(run_dir) / "metrics.jsonl",
+               "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
