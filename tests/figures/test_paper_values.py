@@ -62,7 +62,8 @@ def test_every_transcribed_number_matches_the_latex(label):
             assert marks == name
             rest = "&".join(cells_text[4:])
         else:
-            assert name.split()[0].strip("*").lower() in re.sub(r"\\[a-z]+\{|\}", "", cells_text[0]).lower(), (name, line)
+            first = re.sub(r"\\[a-z]+\{|\}", "", cells_text[0]).lower()
+            assert name.split()[0].strip("*").lower() in first, (name, line)
             rest = "&".join(cells_text[1:])
         expected = _numbers(rest)
         got = [v for c in cells for v in _flatten(c)]

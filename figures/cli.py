@@ -1,0 +1,67 @@
+"""``noisymix figures --results DIR --out DIR``: the paper's tables and figures from result files."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from figures import plots
+from figures.report import write_report_text
+from figures.results import collect
+from figures.tables import build_tables
+from noisymix.io import write_text
+from noisymix.progress import progress
+
+__all__ = ["add_arguments", "make_figures", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--results", required=True, help="folder with run directories, theory.json, toy.json")
+    parser.add_argument("--out", required=True, help="where tables/, the PNGs and REPORT.md go")
+    parser.add_argument("--no-examples", action="store_true", help="skip the corruption example figure")
+
+
+def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = True) -> Path:
+    results = collect(results_dir)
+    out = Path(out)
+    groups = results.groups()
+    tables = build_tables(groups)
+    for table in tables:
+        write_text(out / "tables" / f"{table.name}.md", table.markdown())
+        write_text(out / "tables" / f"{table.name}.tex", table.latex())
+    jobs = {
+        "Robust accuracy on corrupted sets (fig:robust10vs100)":
+            lambda: plots.robust_c_bars(groups, out / "robust_c.png"),
+        "Accuracy per corruption category (fig:imagenet_type, fig:cifar10_wrs_type)":
+            lambda: plots.category_bars(groups, out / "categories.png"),
+        "ImageNet-C vs ImageNet-R (fig:robustCvsR)": lambda: plots.robust_c_vs_r(groups, out / "robust_c_vs_r.png"),
+        "Toy accuracies, ours vs the paper (fig:toy_example)":
+            lambda: plots.toy_bars(results.toy[1], out / "toy_accuracy.png") if results.toy else None,
+        "Toy decision boundaries (fig:toy_example)":
+            lambda: plots.copy_figure(results.toy[0].parent / "decision_boundaries.png",
+                                      out / "toy_decision_boundaries.png") if results.toy else None,
+        "Toy data (fig:toy_data)":
+            lambda: plots.copy_figure(results.toy[0].parent / "toy_data.png", out / "toy_data.png")
+            if results.toy else None,
+        "Theory: residual convergence": lambda: plots.copy_figure(results.theory[0].parent / "convergence.png",
+                                                                  out / "theory_convergence.png")
+            if results.theory else None,
+    }
+    if examples:
+        jobs["The 15 corruptions at severity 5 (fig:cimages)"] = lambda: plots.corruption_examples(
+            out / "corruption_examples.png")
+    figures = {}
+    for title in progress(list(jobs), desc="figures", unit="figure"):
+        try:
+            figures[title] = jobs[title]()
+        except (KeyError, ValueError, TypeError) as error:  # partial results must not stop the report
+            results.problems.append(f"figure '{title}' not drawn: {type(error).__name__}: {error}")
+            figures[title] = None
+    write_text(out / "REPORT.md", write_report_text(results, tables, figures, out))
+    return out / "REPORT.md"
+
+
+def run(args: argparse.Namespace) -> int:
+    report = make_figures(args.results, args.out, examples=not args.no_examples)
+    print(f"wrote {report}")
+    return 0

@@ -1,0 +1,179 @@
+"""The paper's figures, in our data, with the paper's values drawn beside ours (matplotlib, Agg)."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from figures.tables import METHOD_ROWS, _method_order, paper_values, seed_stats
+from fullscale.corruptions.common import CATEGORIES, CORRUPTIONS
+from noisymix.io import write_bytes
+
+__all__ = ["category_bars", "copy_figure", "corruption_examples", "robust_c_bars", "robust_c_vs_r", "toy_bars"]
+
+_PAPER_TO_OURS = {k: v for k, v in METHOD_ROWS.items() if v}
+
+
+def _save(fig, path: Path) -> Path:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    write_bytes(path, buffer.getvalue())
+    return path
+
+
+def _paper_rows(label: str) -> dict:
+    return dict(paper_values()[label]["rows"])
+
+
+def _mean_of(cell) -> float:
+    return cell["mean"] if isinstance(cell, dict) else cell
+
+
+def robust_c_bars(groups: dict, out: Path) -> Path:
+    """fig:robust10vs100: mean -C accuracy per method — the paper's CIFAR-10-C / CIFAR-100-C
+    (PreActResNet-18) and every -C set of ours."""
+    paper = _paper_rows("tab:results_cifar10")
+    methods = [m for m in _PAPER_TO_OURS if m in paper]
+    series = {"paper CIFAR-10-C": [_mean_of(paper[m][1]) for m in methods],
+              "paper CIFAR-100-C": [_mean_of(paper[m][3]) for m in methods]}
+    for (dataset, model, _), _runs in groups.items():
+        label = f"ours {dataset}-C ({model})"
+        if label in series:
+            continue
+        values = []
+        for m in methods:
+            runs = groups.get((dataset, model, _PAPER_TO_OURS[m]), [])
+            stats = seed_stats([100 * r.evals[f"{dataset}-c"]["summary"]["mean_accuracy"] for r in runs
+                                if f"{dataset}-c" in r.evals])
+            values.append(np.nan if stats is None else stats["mean"])
+        if not all(np.isnan(values)):
+            series[label] = values
+    fig, ax = plt.subplots(figsize=(10, 4))
+    width = 0.8 / len(series)
+    for i, (label, values) in enumerate(series.items()):
+        ax.bar(np.arange(len(methods)) + i * width, values, width, label=label,
+               hatch="//" if label.startswith("paper") else None, alpha=0.85)
+    ax.set_xticks(np.arange(len(methods)) + 0.4 - width / 2, [m.replace(" (ours)", "") for m in methods])
+    ax.set_ylabel("robust accuracy (%)")
+    ax.set_title("Robust accuracy on corrupted test sets (paper: hatched)")
+    ax.legend(fontsize=8)
+    return _save(fig, out)
+
+
+def category_bars(groups: dict, out: Path) -> Path:
+    """fig:imagenet_type / fig:cifar10_wrs_type: accuracy per corruption category."""
+    panels = {"paper ImageNet-C (ResNet-50)": ("tab:results_imagenet_c", None),
+              "paper CIFAR-10-C (WRN-28-2)": ("tab:results_wrs_cifar10_c", None)}
+    ours = {}
+    for (dataset, model, method), runs in groups.items():
+        suite = f"{dataset}-c"
+        stats = {cat: seed_stats([100 * r.evals[suite]["summary"]["per_category"][cat] for r in runs
+                                  if suite in r.evals and cat in r.evals[suite]["summary"].get("per_category", {})])
+                 for cat in CATEGORIES}
+        if any(stats.values()):
+            ours.setdefault(f"ours {dataset}-C ({model})", {})[method] = {c: s["mean"] for c, s in stats.items() if s}
+    fig, axes = plt.subplots(1, len(panels) + len(ours), figsize=(5 * (len(panels) + len(ours)), 3.6), squeeze=False)
+    for ax, (title, (label, _)) in zip(axes[0], panels.items(), strict=False):
+        rows = _paper_rows(label)
+        shown = [m for m in rows if m in ("Baseline", "AugMix", "NoisyMix (ours)")]
+        data = {m: {cat: float(np.mean([rows[m][CORRUPTIONS_INDEX[c]] for c in members]))
+                    for cat, members in CATEGORIES.items()} for m in shown}
+        _category_panel(ax, title, data)
+    for ax, (title, data) in zip(axes[0][len(panels):], ours.items(), strict=False):
+        _category_panel(ax, title, dict(sorted(data.items(), key=lambda kv: _method_order(kv[0]))))
+    return _save(fig, out)
+
+
+CORRUPTIONS_INDEX = {c: i for i, c in enumerate(CORRUPTIONS)}
+
+
+def _category_panel(ax, title: str, data: dict) -> None:
+    cats = list(CATEGORIES)
+    width = 0.8 / max(len(data), 1)
+    for i, (method, values) in enumerate(data.items()):
+        ax.bar(np.arange(len(cats)) + i * width, [values.get(c, np.nan) for c in cats], width, label=method)
+    ax.set_xticks(np.arange(len(cats)) + 0.4 - width / 2, cats)
+    ax.set_title(title, fontsize=9)
+    ax.set_ylabel("accuracy (%)")
+    ax.legend(fontsize=6)
+
+
+def robust_c_vs_r(groups: dict, out: Path) -> Path:
+    """fig:robustCvsR: ImageNet-C vs ImageNet-R accuracy of ResNet-50s (the paper's table)."""
+    rows = _paper_rows("tab:results_imagenet")
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    for name, cells in rows.items():
+        x, y = cells[1]["value"], cells[2]
+        ax.scatter(x, y, color="tab:red" if "NoisyMix" in name else "tab:blue")
+        ax.annotate(name.replace(" (ours)", ""), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ours = [(k, r) for k, r in groups.items() if k[1] == "resnet50"]
+    note = "ours: no ImageNet runs in these results" if not ours else "ours: see tables"
+    ax.set_title(f"ImageNet-C vs ImageNet-R, paper values ({note})", fontsize=8)
+    ax.set_xlabel("ImageNet-C accuracy (%)")
+    ax.set_ylabel("ImageNet-R accuracy (%)")
+    return _save(fig, out)
+
+
+def corruption_examples(out: Path) -> Path:
+    """fig:cimages: the 15 corruptions at severity 5 on a bundled photograph (scikit-learn's
+    china.jpg, centre crop 224), made by our own ``fullscale.corruptions`` (CIFAR parameters)."""
+    import torch
+    from sklearn.datasets import load_sample_image
+
+    from fullscale.corruptions import corrupt
+
+    photo = load_sample_image("china.jpg")
+    h, w = photo.shape[:2]
+    crop = photo[(h - 400) // 2:(h + 400) // 2, (w - 400) // 2:(w + 400) // 2]
+    x = torch.nn.functional.interpolate(torch.from_numpy(crop.copy()).permute(2, 0, 1)[None].float(), size=(224, 224),
+                                        mode="area").round().to(torch.uint8)
+    fig, axes = plt.subplots(3, 6, figsize=(13, 7))
+    axes = axes.ravel()
+    axes[0].imshow(x[0].permute(1, 2, 0).numpy())
+    axes[0].set_title("clean", fontsize=8)
+    for ax, name in zip(axes[1:], CORRUPTIONS, strict=False):
+        try:
+            y = corrupt(x, name, 5, generator=torch.Generator().manual_seed(0))
+            ax.imshow(y[0].permute(1, 2, 0).numpy())
+            ax.set_title(name, fontsize=8)
+        except Exception as error:  # a panel that cannot be drawn is labelled, not fatal
+            ax.text(0.5, 0.5, f"{name}:\n{type(error).__name__}", ha="center", va="center", fontsize=7)
+    for ax in axes:
+        ax.axis("off")
+    fig.suptitle("The 15 corruptions at severity 5 (ours, CIFAR-C parameters on a 224 x 224 photograph)")
+    return _save(fig, out)
+
+
+def toy_bars(toy: dict, out: Path) -> Path:
+    """fig:toy_example accuracies: ours (mean and 95% CI over seeds) beside the paper's single run."""
+    schemes = toy["schemes"]
+    names = list(schemes)
+    ours = [100 * schemes[n]["accuracy"]["mean"] for n in names]
+    ci = np.array([[100 * schemes[n]["accuracy"]["mean"] - 100 * schemes[n]["accuracy"]["ci95"][0],
+                    100 * schemes[n]["accuracy"]["ci95"][1] - 100 * schemes[n]["accuracy"]["mean"]] for n in names]).T
+    paper = [100 * schemes[n].get("paper_accuracy", np.nan) for n in names]
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    x = np.arange(len(names))
+    ax.bar(x - 0.2, paper, 0.4, label="paper (one seed)", hatch="//", alpha=0.8)
+    ax.bar(x + 0.2, ours, 0.4, yerr=ci, capsize=3, label=f"ours (mean, 95% CI, {toy['experiment']['seeds']} seeds)")
+    ax.set_xticks(x, [schemes[n]["label"] for n in names], fontsize=8, rotation=15)
+    ax.set_ylim(min(min(ours), min(paper)) - 6, 100)
+    ax.set_ylabel("test accuracy (%)")
+    ax.legend(fontsize=8)
+    return _save(fig, out)
+
+
+def copy_figure(source: Path, out: Path) -> Path | None:
+    if not source.exists():
+        return None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, out)
+    return out

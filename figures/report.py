@@ -1,0 +1,126 @@
+"""REPORT.md: what was run, what agrees with the paper and what does not, every table and figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from figures.results import Results
+from figures.tables import Table
+
+__all__ = ["write_report_text"]
+
+
+def _runs_section(results: Results) -> list[str]:
+    lines = ["## What was run", ""]
+    if not results.runs:
+        return [*lines, "No training runs were found under the results folder.", ""]
+    lines += ["| dataset | model | method | seeds | epochs | width | device | suites evaluated |",
+              "|---|---|---|---:|---|---|---|---|"]
+    for (dataset, model, method), runs in results.groups().items():
+        epochs = ",".join(sorted({str(r.config.get("epochs")) for r in runs}))
+        widths = ",".join(sorted({str(r.config.get("model_kwargs", {}).get("width", "default")) for r in runs}))
+        devices = ",".join(sorted({str(r.config.get("device")) for r in runs}))
+        suites = ", ".join(sorted({s for r in runs for s in r.evals}))
+        lines.append(f"| {dataset} | {model} | {method} | {len(runs)} | {epochs} | {widths} | {devices} | {suites} |")
+    if any(d == "digits" for d, _, _ in results.groups()):
+        lines += ["", "**Scale.** The digits runs are a *small-scale analogue*: scikit-learn's 8x8 digits "
+                  "upscaled to 32x32, a reduced-width PreActResNet-18 and a few epochs on a CPU, evaluated on our "
+                  "own Digits-C. They exercise every step of the paper's pipeline; their numbers are not the "
+                  "paper's CIFAR numbers and are compared with them only through rankings and signs."]
+    return [*lines, ""]
+
+
+def _agreement(tables: list[Table]) -> list[str]:
+    lines = ["## Where we agree with the paper, and where not", ""]
+    found = False
+    for table in tables:
+        if not table.numbers or not any("paper" in c for row in table.numbers.values() for c in row.values()):
+            continue
+        columns = list(next(iter(table.numbers.values())).keys())
+        for col in columns:
+            pairs = {row: cells[col] for row, cells in table.numbers.items()
+                     if cells.get(col, {}).get("ours") and cells[col].get("paper") is not None}
+            if len(pairs) < 2:
+                continue
+            found = True
+            paper = {r: v["paper"] for r, v in pairs.items()}
+            ours = {r: v["ours"]["mean"] for r, v in pairs.items()}
+            lines.append(f"**{table.title} — {col}** ({len(pairs)} methods with runs)")
+            lines.append("")
+            rank_p = sorted(paper, key=paper.get, reverse=True)
+            rank_o = sorted(ours, key=ours.get, reverse=True)
+            lines.append(f"- ranking, paper: {' > '.join(rank_p)}")
+            lines.append(f"- ranking, ours:  {' > '.join(rank_o)}")
+            rho = _spearman([rank_p.index(r) for r in pairs], [rank_o.index(r) for r in pairs])
+            lines.append(f"- Spearman rank correlation: {rho:+.2f}; best method agrees: "
+                         f"{'yes' if rank_p[0] == rank_o[0] else 'no'}")
+            base = next((r for r in pairs if r.lower().startswith("baseline") or r == "----"), None)
+            if base:
+                for r in pairs:
+                    if r == base:
+                        continue
+                    sp, so = np.sign(paper[r] - paper[base]), np.sign(ours[r] - ours[base])
+                    verdict = "agrees" if sp == so else "DISAGREES"
+                    lines.append(f"- {r} vs {base}: paper {paper[r] - paper[base]:+.1f}, ours "
+                                 f"{ours[r] - ours[base]:+.1f} — sign {verdict}")
+            lines.append("")
+    if not found:
+        lines += ["No paper table has at least two methods with our runs yet; nothing to compare.", ""]
+    return lines
+
+
+def _spearman(a: list[int], b: list[int]) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.std() == 0 or b.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def _theory_section(results: Results) -> list[str]:
+    if results.theory is None:
+        return ["## Theory", "", "No theory.json found (run `noisymix verify`).", ""]
+    path, checks = results.theory
+    printed = [c for c in checks if c.get("form") == "as_printed"]
+    corrected = [c for c in checks if c.get("form") == "corrected"]
+    failing = sorted({c["id"] for c in printed if c.get("verdict") == "fails"})
+    lines = ["## Theory (`noisymix verify`)", "",
+             f"As printed: {sum(c.get('verdict') == 'holds' for c in printed)} of {len(printed)} checks hold; "
+             f"corrected forms: {sum(c.get('verdict') == 'holds' for c in corrected)} of {len(corrected)} hold. "
+             f"Statements with errata: {', '.join(failing) or 'none'}. Details: `{path}` and the theory report "
+             "beside it.", ""]
+    return lines
+
+
+def _toy_section(results: Results) -> list[str]:
+    if results.toy is None:
+        return ["## Toy experiment", "", "No toy.json found (run `noisymix toy`).", ""]
+    _, toy = results.toy
+    lines = ["## Toy experiment (`noisymix toy`)", "",
+             f"{toy['experiment']['seeds']} seeds per scheme (the paper shows one run).", "",
+             "| scheme | paper | ours (mean ± std) |", "|---|---:|---:|"]
+    for s in toy["schemes"].values():
+        lines.append(f"| {s['label']} | {100 * s.get('paper_accuracy', float('nan')):.1f} | "
+                     f"{100 * s['accuracy']['mean']:.1f} ± {100 * s['accuracy']['std']:.1f} |")
+    lines += ["", "Claims of the paper about the toy figure:", ""]
+    lines += [f"- {c['statement']} — **{c['verdict']}**" for c in toy.get("claims", [])]
+    return [*lines, ""]
+
+
+def write_report_text(results: Results, tables: list[Table], figures: dict[str, Path | None], out: Path) -> str:
+    lines = ["# NoisyMix, regenerated", "",
+             f"Results folder: `{results.root}`. Tables (Markdown and LaTeX) are in `tables/`, figures in this "
+             "folder. Missing runs are shown as —.", ""]
+    lines += _runs_section(results) + _agreement(tables) + _theory_section(results) + _toy_section(results)
+    lines += ["## Figures", ""]
+    for title, path in figures.items():
+        lines.append(f"### {title}" if path else f"### {title} — not drawn (no data)")
+        if path:
+            lines += ["", f"![{title}]({path.relative_to(out)})", ""]
+    lines += ["## Tables", ""]
+    for table in tables:
+        lines += [table.markdown(), f"LaTeX: [tables/{table.name}.tex](tables/{table.name}.tex)", ""]
+    if results.problems:
+        lines += ["## Warnings", ""] + [f"- {p}" for p in results.problems] + [""]
+    return "\n".join(lines)

@@ -1,0 +1,85 @@
+"""Reading a results folder: run directories, theory.json, toy.json — never crashing on bad files."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Results", "Run", "collect"]
+
+
+@dataclass
+class Run:
+    path: Path
+    config: dict
+    evals: dict[str, dict]
+    metrics: list[dict]
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.config.get("dataset", "?"), self.config.get("model", "?"), self.config.get("method", "?"))
+
+
+@dataclass
+class Results:
+    root: Path
+    runs: list[Run] = field(default_factory=list)
+    theory: tuple[Path, Any] | None = None
+    toy: tuple[Path, Any] | None = None
+    problems: list[str] = field(default_factory=list)
+
+    def groups(self) -> dict[tuple[str, str, str], list[Run]]:
+        out: dict[tuple[str, str, str], list[Run]] = defaultdict(list)
+        for run in self.runs:
+            out[run.key].append(run)
+        return dict(sorted(out.items()))
+
+
+def _read(path: Path, problems: list[str]) -> Any | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        problems.append(f"`{path}`: unreadable or malformed JSON ({type(error).__name__}: {str(error)[:80]})")
+        return None
+
+
+def collect(root: str | Path) -> Results:
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"results folder {root} does not exist")
+    results = Results(root)
+    for config_path in sorted(root.rglob("config.json")):
+        config = _read(config_path, results.problems)
+        if not isinstance(config, dict) or "method" not in config:
+            if config is not None:
+                results.problems.append(f"`{config_path}`: not a training run config (no 'method')")
+            continue
+        run_dir = config_path.parent
+        evals = {}
+        for eval_path in sorted((run_dir / "eval").glob("*.json")):
+            record = _read(eval_path, results.problems)
+            if isinstance(record, dict) and record.get("complete", True) and "summary" in record:
+                evals[eval_path.stem] = record
+            elif record is not None:
+                results.problems.append(f"`{eval_path}`: incomplete evaluation (rerun `noisymix evaluate`)")
+        metrics = []
+        metrics_path = run_dir / "metrics.jsonl"
+        if metrics_path.exists():
+            for line in metrics_path.read_text().splitlines():
+                try:
+                    metrics.append(json.loads(line))
+                except ValueError:
+                    results.problems.append(f"`{metrics_path}`: a malformed line")
+        if not (run_dir / "final.pt").exists():
+            results.problems.append(f"`{run_dir}`: no final.pt (unfinished run; its evaluations are still used)")
+        results.runs.append(Run(run_dir, config, evals, metrics))
+    for name, attr in (("theory.json", "theory"), ("toy.json", "toy")):
+        for path in sorted(root.rglob(name)):
+            data = _read(path, results.problems)
+            if data is not None:
+                setattr(results, attr, (path, data))
+                break
+    return results
