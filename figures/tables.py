@@ -35,25 +35,26 @@ def paper_values() -> dict:
     return json.loads((Path(__file__).with_name("paper_values.json")).read_text())
 
 
-def _summary(suite: str, key: str) -> Metric:
+def _at(suite: str, *path: str) -> Metric:
+    """The percentage at ``evals[suite][path...]`` of a run, or None where it is missing."""
     def metric(run: Run) -> float | None:
-        value = run.evals.get(suite, {}).get("summary", {}).get(key)
-        return None if value is None else 100 * float(value)
+        value = run.evals.get(suite, {})
+        for key in path:
+            value = value.get(key, {}) if isinstance(value, dict) else {}
+        return None if isinstance(value, dict) else 100 * float(value)
     return metric
+
+
+def _summary(suite: str, key: str) -> Metric:
+    return _at(suite, "summary", key)
 
 
 def _corruption(suite: str, name: str) -> Metric:
-    def metric(run: Run) -> float | None:
-        value = run.evals.get(suite, {}).get("summary", {}).get("per_corruption", {}).get(name)
-        return None if value is None else 100 * float(value)
-    return metric
+    return _at(suite, "summary", "per_corruption", name)
 
 
 def _flip(suite: str, name: str) -> Metric:
-    def metric(run: Run) -> float | None:
-        value = run.evals.get(suite, {}).get("results", {}).get(name, {}).get("flip_probability")
-        return None if value is None else 100 * float(value)
-    return metric
+    return _at(suite, "results", name, "flip_probability")
 
 
 @dataclass(frozen=True)
@@ -232,10 +233,7 @@ def _ours_table(groups: dict) -> list[Table]:
 
 
 def _category(suite: str, category: str) -> Metric:
-    def metric(run: Run) -> float | None:
-        value = run.evals.get(suite, {}).get("summary", {}).get("per_category", {}).get(category)
-        return None if value is None else 100 * float(value)
-    return metric
+    return _at(suite, "summary", "per_category", category)
 
 
 def _fgsm(eps: float) -> Metric:

@@ -95,7 +95,10 @@ def fgsm(model, device, test_set, data_root, done, on_result, epsilons: Iterable
 def corrupted(model, device, test_set, data_root, done, on_result, names: tuple[str, ...] = tuple(CORRUPTIONS)):
     if data_root is None:
         raise ValueError("a -C suite needs --data-root DIR with <corruption>.npy and labels.npy")
-    data = read_c_set(data_root, names)
+    present = tuple(n for n in names if (Path(data_root) / f"{n}.npy").is_file())
+    missing = [n for n in names if n not in present]
+    data = read_c_set(data_root, present or names)  # none present: the reader names what is missing
+    names = present
     results, files = dict(done), [_file_record(Path(data_root) / "labels.npy", len(data.labels))]
     for name in progress(names, desc="corruptions", unit="corruption"):
         files.append(_file_record(data.path(name), 5 * data.count))
@@ -110,7 +113,10 @@ def corrupted(model, device, test_set, data_root, done, on_result, names: tuple[
     per = {c: float(np.mean([results[c][str(s)]["accuracy"] for s in range(1, 6)])) for c in names}
     # mCE is normalised by AlexNet's ImageNet-C errors: it is defined for ImageNet-C only
     # (``fullscale.metrics.mean_corruption_error``), not for the CIFAR/digits sets read here.
-    return results, corruption_summary(per), files
+    summary = corruption_summary(per)
+    if missing:  # a partial set: the means are over the corruptions present, and we say so
+        summary["missing_corruptions"] = missing
+    return results, summary, files
 
 
 def perturbed(model, device, test_set, data_root, done, on_result, names: tuple[str, ...] = tuple(PERTURBATIONS)):

@@ -61,13 +61,14 @@ class ReproducePlan:
 PLANS: dict[str, ReproducePlan] = {
     "laptop": ReproducePlan(
         description="small-scale run of the full pipeline on scikit-learn's digits (CPU, < 15 min)",
+        width=8, epochs=6, train_overrides=("batch_size=64",),
     ),
     "quick": ReproducePlan(
         description="smoke run of every step in seconds (tests; numbers are meaningless)",
         methods=("baseline", "noisymix"), width=4, epochs=1, seeds=(0,),
         corruptions=("gaussian_noise", "contrast"), eval_suites=("clean", "digits-c"),
         theory_points=5, theory_sympy=False, toy_seeds=2, toy_epochs=5,
-        train_overrides=("train_subset=128",),
+        train_overrides=("train_subset=128", "batch_size=64"),
     ),
     "full": ReproducePlan(
         description="the paper's CIFAR-10 PreActResNet-18 rows (200 epochs; GPU and the CIFAR "
@@ -108,7 +109,7 @@ def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> list[_Step]
     for seed in plan.seeds:
         for method in plan.methods:
             run_dir = out / "runs" / _run_name(method, seed)
-            overrides = (f"dataset={plan.dataset}", f"model={plan.model}", f"model_kwargs.width={plan.width}",
+            overrides = (f"dataset={plan.dataset}", f"model={plan.model}", f"width={plan.width}",
                          f"epochs={plan.epochs}", f"seed={seed}", *plan.train_overrides)
             steps.append(_Step(f"train {run_dir.name}",
                                ("train", "--preset", method, "--out", str(run_dir), "--resume", *root,
@@ -139,16 +140,18 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / "reproduce.json"
-    log = {"plan": dataclasses.asdict(plan), "steps": {}}
+    # steps are kept in run order (a list: JSON objects are written with sorted keys)
+    log: dict = {"plan": dataclasses.asdict(plan), "steps": []}
     if log_path.exists() and not fresh:
-        log["steps"] = read_json(log_path).get("steps", {})
+        log["steps"] = read_json(log_path).get("steps", [])
+    finished = {entry["name"] for entry in log["steps"]}
     started = time.perf_counter()
     steps = _steps(plan, out, data_root)
     bar = progress(steps, desc="reproduce", unit="step")
     for step in bar:
         if hasattr(bar, "set_postfix_str"):
             bar.set_postfix_str(step.name)
-        if step.done.exists() and not fresh and step.name in log["steps"]:
+        if step.done.exists() and step.name in finished:
             continue
         t0 = time.perf_counter()
         status = command(list(step.argv))
@@ -158,7 +161,9 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
                                f"noisymix {' '.join(step.argv)}")
         if not step.done.exists():
             raise RuntimeError(f"step '{step.name}' finished but did not write {step.done}")
-        log["steps"][step.name] = {"argv": list(step.argv), "seconds": round(time.perf_counter() - t0, 2)}
+        log["steps"] = [e for e in log["steps"] if e["name"] != step.name]
+        log["steps"].append({"name": step.name, "argv": list(step.argv),
+                             "seconds": round(time.perf_counter() - t0, 2)})
         write_json(log_path, log)
     log["seconds"] = round(time.perf_counter() - started, 2)
     write_json(log_path, log)
@@ -182,7 +187,7 @@ def _write_index(out: Path, plan: ReproducePlan, log: dict) -> None:
         f"{plan.model} width {plan.width}); corrupted test set: `data/{plan.dataset}-c/`",
         "", "| step | seconds |", "|---|---:|",
     ]
-    lines += [f"| {name} | {entry['seconds']:.1f} |" for name, entry in log["steps"].items()]
+    lines += [f"| {entry['name']} | {entry['seconds']:.1f} |" for entry in log["steps"]]
     lines += ["", f"Total wall time of this invocation: {log['seconds']:.0f} s.", ""]
     write_text(out / "REPORT.md", "\n".join(lines))
 
