@@ -62,9 +62,11 @@ def _agreement(tables: list[Table]) -> list[str]:
                     if r == base:
                         continue
                     sp, so = np.sign(paper[r] - paper[base]), np.sign(ours[r] - ours[base])
-                    verdict = "agrees" if sp == so else "DISAGREES"
+                    verdict = "sign agrees" if sp == so else "sign DISAGREES"
+                    if sp == 0:
+                        verdict = "the paper shows no difference"
                     lines.append(f"- {r} vs {base}: paper {paper[r] - paper[base]:+.1f}, ours "
-                                 f"{ours[r] - ours[base]:+.1f} — sign {verdict}")
+                                 f"{ours[r] - ours[base]:+.1f} — {verdict}")
             lines.append("")
     if not found:
         lines += ["No paper table has at least two methods with our runs yet; nothing to compare.", ""]

@@ -190,7 +190,7 @@ def _compare(comp: Comparison, paper: dict, groups: dict) -> Table:
             stats = seed_stats([v for v in (metric(r) for r in runs) if v is not None])
             paper_cell = cells[i] if i < len(cells) else None
             p = _paper_number(paper_cell)
-            numbers[name][header[1 + (0 if comp.analogue else 3 * i)]] = {"paper": p, "ours": stats}
+            numbers[name][header[1 + (i if comp.analogue else 3 * i)]] = {"paper": p, "ours": stats}
             if comp.analogue:
                 row.append(_paper_text(paper_cell))
                 ours_cells.append(_fmt(stats))

@@ -9,8 +9,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["conv2d_same", "gaussian_blur", "gaussian_kernel1d", "hsv_to_rgb", "motion_blur", "plasma_fractal",
-           "rgb_to_hsv", "zoom_about_centre"]
+__all__ = [
+    "conv2d_same",
+    "gaussian_blur",
+    "gaussian_kernel1d",
+    "hsv_to_rgb",
+    "motion_blur",
+    "plasma_fractal",
+    "rgb_to_hsv",
+    "warp",
+    "zoom_about_centre",
+]
 
 
 def gaussian_kernel1d(sigma: float, truncate: float = 4.0) -> Tensor:
@@ -51,15 +60,23 @@ def zoom_about_centre(x: Tensor, factor: float) -> Tensor:
     return up[:, :, trim:trim + h, trim:trim + w]
 
 
+def warp(x: Tensor, matrix: Tensor, padding: str = "zeros") -> Tensor:
+    """Bilinear resampling of float images: output pixel centre (u, v) reads the input at
+    ``matrix @ (u, v, 1)`` (pixel units, centres at +0.5, PIL's AFFINE convention), per image."""
+    n, _, h, w = x.shape
+    to_pixels = torch.tensor([[w / 2, 0, w / 2], [0, h / 2, h / 2], [0, 0, 1]], dtype=torch.float64)
+    full = torch.cat([matrix.double().cpu(), to_pixels[2:].expand(n, 1, 3)], 1)
+    theta = torch.linalg.inv(to_pixels)[:2] @ full @ to_pixels
+    grid = F.affine_grid(theta.to(device=x.device, dtype=x.dtype), [n, 1, h, w], align_corners=False)
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode=padding, align_corners=False)
+
+
 def _shift(x: Tensor, dx: Tensor, dy: Tensor) -> Tensor:
     """x sampled at (u + dx, v + dy) per image (bilinear, edge-replicated)."""
-    n, _, h, w = x.shape
-    theta = torch.zeros(n, 2, 3, device=x.device, dtype=x.dtype)
-    theta[:, 0, 0] = theta[:, 1, 1] = 1
-    theta[:, 0, 2] = dx * 2 / w
-    theta[:, 1, 2] = dy * 2 / h
-    grid = F.affine_grid(theta, list(x.shape), align_corners=False)
-    return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    m = torch.zeros(x.shape[0], 2, 3, dtype=torch.float64)
+    m[:, 0, 0] = m[:, 1, 1] = 1
+    m[:, 0, 2], m[:, 1, 2] = dx.double().cpu(), dy.double().cpu()
+    return warp(x, m, padding="border")
 
 
 def motion_blur(x: Tensor, radius: float, sigma: float, angle_deg: Tensor) -> Tensor:

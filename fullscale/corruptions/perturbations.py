@@ -15,8 +15,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from fullscale.augment.ops import affine
-from fullscale.corruptions._filters import gaussian_blur, hsv_to_rgb, motion_blur, rgb_to_hsv
+from fullscale.corruptions._filters import gaussian_blur, hsv_to_rgb, motion_blur, rgb_to_hsv, warp
 
 __all__ = ["NOISE_PERTURBATIONS", "PERTURBATIONS", "perturbation_sequence"]
 
@@ -59,7 +58,7 @@ def _matrix(x: Tensor, a: float, b: float, c: float, d: float, e: float, f: floa
 
 def _geometric(params: list[tuple[float, ...]]) -> Callable[[Tensor, torch.Generator], list[Tensor]]:
     def frames(x: Tensor, g: torch.Generator) -> list[Tensor]:
-        return [affine(x, _matrix(x, *p)) for p in params]
+        return [warp(x, _matrix(x, *p)) for p in params]
     return frames
 
 
@@ -72,7 +71,7 @@ def _zoom_blur(x: Tensor, g: torch.Generator) -> list[Tensor]:
     frames, total = [x], x.clone()
     for i in range(1, 31):
         s = 1 / (1 + 0.004 * i)
-        total = total + affine(x, _matrix(x, s, 0, 0, 0, s, 0))
+        total = total + warp(x, _matrix(x, s, 0, 0, 0, s, 0))
         frames.append(total / (i + 1))
     return frames
 
