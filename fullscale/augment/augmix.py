@@ -97,7 +97,8 @@ def apply_chains(images_u8: Tensor, config: AugMixConfig, chains: Chains) -> Ten
                 x[rows] = OPS[name](x[rows], level[rows, step], sign[rows, step])
     mixed = (x.view(n, config.width, *x.shape[1:]) * chains.chain_weights.to(dev).view(n, -1, 1, 1, 1)).sum(1)
     clean = chains.clean_weight.to(dev).view(n, 1, 1, 1)
-    return (clean * images_u8.float() + (1 - clean) * mixed) / 255.0
+    # a convex mix of values in [0, 255]; the clamp only absorbs float rounding (1 + 1e-7)
+    return ((clean * images_u8.float() + (1 - clean) * mixed) / 255.0).clamp_(0, 1)
 
 
 def augmix(images_u8: Tensor, config: AugMixConfig, *, generator: torch.Generator) -> Tensor:
