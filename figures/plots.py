@@ -124,7 +124,7 @@ def robust_c_vs_r(groups: dict, out: Path) -> Path:
 
 def corruption_examples(out: Path) -> Path:
     """fig:cimages: the 15 corruptions at severity 5 on a bundled photograph (scikit-learn's
-    china.jpg, centre crop 224), made by our own ``fullscale.corruptions`` (CIFAR parameters)."""
+    china.jpg, centre crop 224), made by our own ``fullscale.corruptions`` (ImageNet-C parameters)."""
     import torch
     from sklearn.datasets import load_sample_image
 
@@ -141,14 +141,14 @@ def corruption_examples(out: Path) -> Path:
     axes[0].set_title("clean", fontsize=8)
     for ax, name in zip(axes[1:], CORRUPTIONS, strict=False):
         try:
-            y = corrupt(x, name, 5, generator=torch.Generator().manual_seed(0))
+            y = corrupt(x, name, 5, generator=torch.Generator().manual_seed(0), params="imagenet")
             ax.imshow(y[0].permute(1, 2, 0).numpy())
             ax.set_title(name, fontsize=8)
         except Exception as error:  # a panel that cannot be drawn is labelled, not fatal
             ax.text(0.5, 0.5, f"{name}:\n{type(error).__name__}", ha="center", va="center", fontsize=7)
     for ax in axes:
         ax.axis("off")
-    fig.suptitle("The 15 corruptions at severity 5 (ours, CIFAR-C parameters on a 224 x 224 photograph)")
+    fig.suptitle("The 15 corruptions at severity 5 (ours, ImageNet-C parameters, 224 x 224 photograph)")
     return _save(fig, out)
 
 

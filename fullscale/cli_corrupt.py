@@ -1,10 +1,11 @@
-"""``noisymix corrupt --dataset NAME --kind c|p --out DIR``: a -C or -P set in the standard layout.
+"""``noisymix corrupt --dataset NAME|PATH --kind c|p --out DIR``: a -C or -P set in the standard layout.
 
--C: ``<corruption>.npy`` uint8 (5 N, H, W, 3), severities 1..5 in order, and ``labels.npy``
-(the labels repeated 5 times, uint8 as CIFAR-10-C ships them when there are <= 256 classes).
--P: ``<perturbation>.npy`` uint8 (N, frames, H, W, 3) and ``labels.npy`` (N,).
-Each file is written atomically when complete, so a rerun skips the finished ones; images are
-processed in chunks (bounded memory); ``manifest.json`` records seed, source and parameters.
+NAME (cifar10, cifar100, digits): ``<corruption>.npy`` uint8 (5 N, H, W, 3) + ``labels.npy`` as
+CIFAR-10-C ships them, or ``<perturbation>.npy`` (N, frames, H, W, 3) for ``--kind p``; CIFAR
+parameters by default.  PATH (a class-folder tree ``<wnid>/*.JPEG``): ImageNet-C's
+``<corruption>/<severity>/<wnid>/*.JPEG`` with the ImageNet parameters.  Resumable (finished
+files are kept), chunked (bounded memory), with a progress bar; ``manifest.json`` records what
+was made (seed, parameters, source, frost photographs, skipped corruptions).
 """
 
 from __future__ import annotations
@@ -12,92 +13,89 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from fullscale.corruptions import (
-    CORRUPTIONS,
-    EXTRA_CORRUPTIONS,
-    PERTURBATIONS,
-    corrupt,
-    perturbation_sequence,
-)
+from fullscale.corruptions import PARAMS, find_frost_dir
+from fullscale.corruptions.writer import default_names, write_imagenet_c, write_npy_set
 from fullscale.data import DATASETS, load_dataset
-from noisymix.io import save_npy, write_json
-from noisymix.progress import progress
-from noisymix.random import generator_for
+from noisymix.io import write_json
 
-__all__ = ["add_arguments", "run", "write_corrupted_set"]
+__all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", required=True, help=f"one of {', '.join(DATASETS)}")
+    parser.add_argument("--dataset", required=True, help=f"one of {', '.join(DATASETS)}, or a class-folder tree")
     parser.add_argument("--kind", choices=("c", "p"), default="c")
     parser.add_argument("--out", required=True)
     parser.add_argument("--data-root", default=None)
     parser.add_argument("--corruptions", default=None,
-                        help="comma-separated subset (default: the 15 / all -P)")
+                        help="comma-separated subset (default: the 15 corruptions / every perturbation)")
     parser.add_argument("--severities", default="1,2,3,4,5")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--chunk", type=int, default=2000, help="images per batch")
-    parser.add_argument("--frost-dir", default=None, help="folder of the reference frost images")
+    parser.add_argument("--params", choices=PARAMS, default=None,
+                        help="parameter table (default: cifar for data sets, imagenet for a folder tree)")
+    parser.add_argument("--chunk", type=int, default=1000, help="images per batch")
+    parser.add_argument("--frost-dir", default=None,
+                        help="folder of the frost photographs (default: the installed imagecorruptions package's)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--limit", type=int, default=0, help="first N test images only")
-
-
-def _labels_dtype(labels: torch.Tensor) -> np.dtype:
-    return np.dtype(np.uint8) if int(labels.max()) < 256 else np.dtype(np.int64)
-
-
-def write_corrupted_set(dataset: str, kind: str, out: str | Path, *, data_root: str | None = None,
-                        names: list[str] | None = None, severities: tuple[int, ...] = (1, 2, 3, 4, 5),
-                        seed: int = 0, chunk: int = 2000, frost_dir: str | None = None,
-                        limit: int = 0) -> Path:
-    data = load_dataset(dataset, "test", data_root)
-    images, labels = data.images, data.labels
-    if limit:
-        images, labels = images[:limit], labels[:limit]
-    table = {**CORRUPTIONS, **EXTRA_CORRUPTIONS} if kind == "c" else PERTURBATIONS
-    names = names or (list(CORRUPTIONS) if kind == "c" else list(PERTURBATIONS))
-    unknown = [n for n in names if n not in table]
-    if unknown:
-        raise ValueError(f"unknown {'corruptions' if kind == 'c' else 'perturbations'} {unknown}; "
-                         f"available: {', '.join(table)}")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    reps = len(severities) if kind == "c" else 1
-    save_npy(out / "labels.npy", np.tile(labels.numpy(), reps).astype(_labels_dtype(labels)))
-    for index, name in enumerate(progress(names, desc=f"corrupt {dataset}-{kind}", unit="set")):
-        target = out / f"{name}.npy"
-        if target.exists():
-            continue  # files appear atomically, so an existing one is complete
-        g = generator_for(seed * 1000 + index)
-        parts = []
-        for sev in severities if kind == "c" else (None,):
-            for start in range(0, len(images), chunk):
-                batch = images[start:start + chunk]
-                if kind == "c":
-                    y = corrupt(batch, name, sev, generator=g, frost_dir=frost_dir)
-                    parts.append(y.permute(0, 2, 3, 1).numpy())
-                else:
-                    y = perturbation_sequence(batch, name, generator=g)
-                    parts.append(y.permute(0, 1, 3, 4, 2).numpy())
-        save_npy(target, np.concatenate(parts))
-    write_json(out / "manifest.json", {
-        "dataset": dataset, "kind": kind, "source": data.source, "count": len(labels), "seed": seed,
-        "severities": list(severities) if kind == "c" else None, "names": names, "params": "cifar",
-        "frost": f"reference images from {frost_dir}" if frost_dir else "synthetic texture (no --frost-dir)",
-    })
-    return out
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads while corrupting (0: torch's default). One is the default: the "
+                             "work is many small tensor ops, and spinning OpenMP threads crawl on a busy machine")
 
 
 def run(args: argparse.Namespace) -> int:
-    names = [n.strip() for n in args.corruptions.split(",")] if args.corruptions else None
+    before = torch.get_num_threads()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        return _run(args)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _run(args: argparse.Namespace) -> int:
     severities = tuple(int(s) for s in args.severities.split(","))
-    if any(not 1 <= s <= 5 for s in severities):
-        raise ValueError(f"severities must be in 1..5, got {args.severities}")
-    torch.set_num_threads(max(1, torch.get_num_threads()))
-    out = write_corrupted_set(args.dataset, args.kind, args.out, data_root=args.data_root, names=names,
-                              severities=severities, seed=args.seed, chunk=args.chunk,
-                              frost_dir=args.frost_dir, limit=args.limit)
-    print(f"wrote {out}")
+    if not severities or any(not 1 <= s <= 5 for s in severities):
+        raise ValueError(f"--severities must be numbers in 1..5, got {args.severities!r}")
+    if args.chunk < 1:
+        raise ValueError(f"--chunk must be positive, got {args.chunk}")
+    skipped = None
+    if args.corruptions:
+        names = [n.strip() for n in args.corruptions.split(",") if n.strip()]
+    else:
+        names, skipped = default_names(args.kind, args.frost_dir)
+    frost = None
+    if args.kind == "c" and "frost" in names:
+        frost = str(find_frost_dir(args.frost_dir))
+    folder_tree = args.dataset not in DATASETS and Path(args.dataset).is_dir()
+    if folder_tree:
+        if args.kind != "c":
+            raise ValueError("a folder tree makes ImageNet-C (--kind c); ImageNet-P is videos, not made here")
+        if args.params not in (None, "imagenet"):
+            raise ValueError("a folder tree is made with the ImageNet parameters (224x224)")
+        count = write_imagenet_c(args.dataset, args.out, names, severities=severities, seed=args.seed,
+                                 chunk=args.chunk, frost_dir=args.frost_dir, device=args.device)
+        source, params = str(Path(args.dataset).resolve()), "imagenet"
+    else:
+        if args.dataset not in DATASETS:
+            raise FileNotFoundError(f"--dataset {args.dataset!r} is neither one of {', '.join(DATASETS)} "
+                                    "nor a folder")
+        data = load_dataset(args.dataset, "test", args.data_root)
+        images, labels = data.images, data.labels
+        if args.limit:
+            images, labels = images[:args.limit], labels[:args.limit]
+        params = args.params or "cifar"
+        write_npy_set(images, labels, args.kind, args.out, names, severities=severities, seed=args.seed,
+                      chunk=args.chunk, params=params, frost_dir=args.frost_dir, device=args.device)
+        count, source = len(labels), data.source
+    write_json(Path(args.out) / "manifest.json", {
+        "dataset": args.dataset, "kind": args.kind, "source": source, "count": count, "seed": args.seed,
+        "chunk": args.chunk, "params": params, "severities": list(severities) if args.kind == "c" else None,
+        "names": names, "skipped": skipped, "frost_photographs": frost,
+        "generator": "per chunk: crc32(f'{seed}:{name}:{severity}:{chunk index}')",
+    })
+    if skipped:
+        print(skipped)
+    print(f"wrote {args.out}")
     return 0

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from fullscale.config import TrainConfig
+from fullscale.methods import NOT_IMPLEMENTED
 from fullscale.presets import PRESETS, preset_overrides
 from noisymix.config import apply_overrides, config_keys
 
@@ -31,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
     if args.list_presets:
         for name, preset in PRESETS.items():
             print(f"{name:40s} {preset.description}")
+        for name, why in NOT_IMPLEMENTED.items():
+            print(f"{name:40s} not implemented: {why}")
         return 0
     if args.list_keys:
         print("\n".join(config_keys(TrainConfig())))
@@ -38,7 +43,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.out:
         raise ValueError("--out RUN is required")
     cfg = resolve_config(args.preset, args.overrides, args.data_root)
-    from fullscale.train import train  # heavy imports only when training
-    train(cfg, args.out, resume=args.resume)
-    print(f"trained {cfg.preset} -> {args.out}")
+    from fullscale.train import NonFiniteLoss, train  # heavy imports only when training
+    try:
+        train(cfg, args.out, resume=args.resume)
+    except NonFiniteLoss as error:  # a diverged run, not bad input: its own exit status, one line
+        print(f"noisymix train: {error}", file=sys.stderr)
+        return 1
+    if os.environ.get("RANK", "0") == "0":
+        print(f"trained {cfg.preset} -> {args.out}")
     return 0

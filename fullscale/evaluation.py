@@ -1,14 +1,17 @@
-"""Evaluation suites: one function per suite, results as docs/results-schema.md says.
+"""Evaluation suites (docs/results-schema.md): one function per suite, registered by name.
 
-Every suite runs the model batched under ``torch.inference_mode`` (bf16 autocast and
-channels_last on CUDA), reads corrupted sets one severity block at a time (memory-mapped),
-and reports through ``on_result(name, entry)`` after each corruption so the caller can write
-a resumable partial JSON.
+Each suite takes a ``Context`` and returns ``(results, summary, files)``.  The model runs batched
+under ``torch.inference_mode`` (bf16 autocast and channels_last on CUDA); -C/-P ``.npy`` sets are
+read one memory-mapped severity block (or slice of sequences) at a time and image folders through
+DataLoader workers, so no whole corrupted set is ever in memory.  After each corruption or
+perturbation the suite calls ``ctx.on_result(name, entry)`` so the caller can write a partial,
+resumable JSON; entries already in ``ctx.done`` are not recomputed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,146 +20,413 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fullscale.augment import to_float
-from fullscale.corruptions.common import CORRUPTIONS
-from fullscale.corruptions.perturbations import NOISE_PERTURBATIONS, PERTURBATIONS
+from fullscale.corruptions.common import CORRUPTIONS, EXTRA_CORRUPTIONS
+from fullscale.data import DATASETS, load_dataset
 from fullscale.metrics import (
     accuracy,
     aurra,
     corruption_summary,
     expected_calibration_error,
     flip_probability,
+    flip_summary,
+    is_noise_sequence,
+    mean_corruption_error,
+    read_alexnet_flip_table,
     rms_calibration_error,
 )
-from fullscale.readers import read_c_set, read_p_set
+from fullscale.readers import (
+    FolderSet,
+    Preprocess,
+    imagenet_r_indices,
+    imagenet_r_wnids,
+    imagenet_wnids,
+    read_c_set,
+    read_class_folders,
+    read_p_set,
+    read_video_folders,
+)
 from noisymix.io import sha256_file
 from noisymix.progress import progress
 
-__all__ = ["FGSM_EPSILONS", "SUITES", "logits_of", "run_suite"]
+__all__ = ["FGSM_EPSILONS", "P_PERTURBATIONS", "SUITES", "Context", "EvalOptions", "logits_of", "run_suite"]
 
+#: pixel-space epsilons of the FGSM suite (images in [0, 1]): 1, 2, 4 and 8 grey levels
 FGSM_EPSILONS = (1 / 255, 2 / 255, 4 / 255, 8 / 255)
-OnResult = Callable[[str, dict], None]
+#: the ten -P columns of the paper's tables (tab:results_imagenet_p, tab:results_cifar_p); the
+#: weather column is "snow" in the paper and "spatter" in the public cifar-p-eval.py
+P_PERTURBATIONS = ("gaussian_noise", "shot_noise", "motion_blur", "zoom_blur", "snow", "brightness",
+                   "translate", "rotate", "tilt", "scale")
+WEATHER_CHOICES = ("snow", "spatter")
+Results = tuple[dict, dict, list]
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """Everything that changes a suite's numbers (stored in the JSON; a resume needs equal options)."""
+
+    batch_size: int = 500
+    workers: int = 2  # DataLoader processes decoding image folders / videos
+    rms_estimator: str = "exact"  # "exact" | "public" (fullscale.metrics.rms_calibration_error)
+    epsilons: tuple[float, ...] = FGSM_EPSILONS
+    corruptions: tuple[str, ...] | None = None  # None: every standard -C / -P name present
+    weather: str = "snow"  # the -P weather column: "snow" (paper) or "spatter" (public script)
+    alexnet_flip: str | None = None  # JSON of AlexNet's flip probabilities, for mFR
+    preprocess: Preprocess = field(default_factory=Preprocess)
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1 or self.workers < 0:
+            raise ValueError(f"need batch_size >= 1 and workers >= 0, got {self.batch_size}, {self.workers}")
+        if self.rms_estimator not in ("exact", "public"):
+            raise ValueError(f"rms_estimator must be 'exact' or 'public', got {self.rms_estimator!r}")
+        if self.weather not in WEATHER_CHOICES:
+            raise ValueError(f"weather must be one of {WEATHER_CHOICES}, got {self.weather!r}")
+        if not self.epsilons or any(not 0 <= e <= 1 for e in self.epsilons):
+            raise ValueError(f"FGSM epsilons must be in [0, 1] (pixel scale), got {self.epsilons}")
+
+    def as_dict(self) -> dict:
+        return {"batch_size": self.batch_size, "rms_estimator": self.rms_estimator,
+                "epsilons": list(self.epsilons), "weather": self.weather,
+                "corruptions": None if self.corruptions is None else list(self.corruptions),
+                "alexnet_flip": self.alexnet_flip,
+                "preprocess": {"resize": self.preprocess.resize, "crop": self.preprocess.crop}}
+
+
+@dataclass
+class Context:
+    """What a suite needs: the model, the run's config, the data root, options and resume state."""
+
+    model: nn.Module
+    device: torch.device
+    config: dict
+    data_root: Path | None
+    options: EvalOptions = field(default_factory=EvalOptions)
+    done: dict = field(default_factory=dict)
+    on_result: Callable[[str, dict], None] = lambda name, entry: None
+    clean_accuracy: float | None = None  # for relative mCE / the -C summary, when known
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.config["num_classes"])
+
+
+# --------------------------------------------------------------------------- model application
 
 
 def logits_of(model: nn.Module, images_u8: Tensor, device: torch.device, batch: int = 1000) -> Tensor:
-    """Float logits (N, K) of uint8 images (N, 3, H, W), batched, on CPU."""
-    out = []
-    amp = device.type == "cuda"
-    with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-        for start in range(0, images_u8.shape[0], batch):
-            x = to_float(images_u8[start:start + batch].to(device, non_blocking=True))
-            if amp:
-                x = x.contiguous(memory_format=torch.channels_last)
-            out.append(model(x).float().cpu())
-    return torch.cat(out)
+    """Float logits (N, K) on the CPU of uint8 images (N, 3, H, W), in batches of ``batch``."""
+    return torch.cat([_logits(model, images_u8[s:s + batch], device) for s in range(0, images_u8.shape[0], batch)])
+
+
+def _logits(model: nn.Module, images_u8: Tensor, device: torch.device) -> Tensor:
+    cuda = device.type == "cuda"
+    with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda):
+        x = to_float(images_u8.to(device, non_blocking=True))
+        if cuda:
+            x = x.contiguous(memory_format=torch.channels_last)
+        return model(x).float().cpu()
 
 
 def _file_record(path: Path, count: int) -> dict:
     return {"path": str(path), "count": int(count), "sha256": sha256_file(path)}
 
 
-def clean(model, device, test_set, data_root, done, on_result) -> tuple[dict, dict, list]:
-    logits = logits_of(model, test_set.images, device)
-    acc = accuracy(logits.argmax(1).numpy(), test_set.labels.numpy())
-    return {"clean": {"accuracy": acc, "n": len(test_set)}}, {"accuracy": acc}, []
+def _folder_record(data: FolderSet) -> dict:
+    return {"path": str(data.root), "count": len(data), "sha256": data.listing_sha256(),
+            "sha256_of": "listing (relative path, size, label)"}
 
 
-def calibration(model, device, test_set, data_root, done, on_result, estimator: str = "exact"):
-    logits = logits_of(model, test_set.images, device)
-    probs = logits.softmax(1)
-    conf, pred = probs.max(1)
-    correct = (pred == test_set.labels).numpy().astype(float)
-    summary = {"accuracy": float(correct.mean()),
-               "rms_calibration_error": rms_calibration_error(conf.numpy(), correct, estimator=estimator),
-               "ece": expected_calibration_error(conf.numpy(), correct), "aurra": aurra(conf.numpy(), correct),
-               "rms_estimator": estimator}
-    return {"calibration": {"n": len(test_set)}}, summary, []
+def _check_labels(labels: np.ndarray, num_classes: int, where: Path) -> None:
+    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"{where}: labels outside [0, {num_classes}) of the run's model")
 
 
-def fgsm(model, device, test_set, data_root, done, on_result, epsilons: Iterable[float] = FGSM_EPSILONS):
-    """Accuracy under FGSM: x' = clip(x + eps sign(grad_x CE), 0, 1), with x the [0, 1] image before
-    the model's own normalisation (so eps is in pixel units / 255)."""
-    results = {}
-    for eps in epsilons:
-        correct = 0
-        for start in range(0, len(test_set), 500):
-            x = to_float(test_set.images[start:start + 500].to(device)).requires_grad_(True)
-            y = test_set.labels[start:start + 500].to(device)
-            loss = F.cross_entropy(model(x), y)
-            (grad,) = torch.autograd.grad(loss, x)
-            with torch.inference_mode():
-                adv = (x + eps * grad.sign()).clamp(0, 1)
-                correct += int((model(adv).argmax(1) == y).sum())
-        results[f"eps={eps:.6g}"] = {"accuracy": correct / len(test_set), "n": len(test_set)}
-    eps_list = list(epsilons)
-    summary = {"epsilons": eps_list, "accuracy": [results[f"eps={e:.6g}"]["accuracy"] for e in eps_list]}
-    return results, summary, []
+def _need_root(ctx: Context, what: str) -> Path:
+    if ctx.data_root is None:
+        raise ValueError(f"this suite needs --data-root DIR: {what}")
+    if not ctx.data_root.is_dir():
+        raise FileNotFoundError(f"{ctx.data_root} is not a directory ({what})")
+    return ctx.data_root
 
 
-def corrupted(model, device, test_set, data_root, done, on_result, names: tuple[str, ...] = tuple(CORRUPTIONS)):
-    if data_root is None:
-        raise ValueError("a -C suite needs --data-root DIR with <corruption>.npy and labels.npy")
-    present = tuple(n for n in names if (Path(data_root) / f"{n}.npy").is_file())
-    missing = [n for n in names if n not in present]
-    data = read_c_set(data_root, present or names)  # none present: the reader names what is missing
-    names = present
-    results, files = dict(done), [_file_record(Path(data_root) / "labels.npy", len(data.labels))]
+def _need_imagenet(ctx: Context) -> None:
+    if ctx.num_classes != 1000:
+        raise ValueError(f"ImageNet suites need a 1000-class model; this run has {ctx.num_classes} classes")
+
+
+# --------------------------------------------------------------------------- the run's test split
+
+
+@dataclass(frozen=True)
+class _TestData:
+    batches: Callable[[], Iterator[tuple[Tensor, Tensor]]]  # uint8 images, long labels
+    n: int
+    root: str
+    files: list
+
+
+def _test_data(ctx: Context) -> _TestData:
+    """The test split of the run's own dataset: built-in/CIFAR in memory (it is small), ImageNet
+    (``dataset: imagenet``) as class folders of the validation set under --data-root."""
+    dataset, bs = ctx.config.get("dataset"), ctx.options.batch_size
+    if dataset == "imagenet":
+        _need_imagenet(ctx)
+        data = read_class_folders(_need_root(ctx, "the ImageNet validation class folders"), imagenet_wnids(),
+                                  ctx.options.preprocess)
+        return _TestData(lambda: data.batches(bs, ctx.options.workers), len(data), str(data.root),
+                         [_folder_record(data)])
+    if dataset not in DATASETS:
+        raise ValueError(f"the run's dataset {dataset!r} has no test split here; "
+                         f"known: imagenet, {', '.join(DATASETS)}")
+    root = ctx.data_root or ctx.config.get("data_root") or None
+    test = load_dataset(dataset, "test", root)
+    if test.num_classes != ctx.num_classes:
+        raise ValueError(f"{dataset} has {test.num_classes} classes, the run's model {ctx.num_classes}")
+    files = []
+    from fullscale.data.cifar import LAYOUT
+
+    if dataset in LAYOUT and Path(test.source).is_dir():
+        files = [_file_record(Path(test.source) / f, len(test)) for f in LAYOUT[dataset]["test"]]
+
+    def batches() -> Iterator[tuple[Tensor, Tensor]]:
+        for s in range(0, len(test), bs):
+            yield test.images[s:s + bs], test.labels[s:s + bs]
+
+    return _TestData(batches, len(test), test.source, files)
+
+
+def clean(ctx: Context) -> Results:
+    """Clean top-1 accuracy on the run's test split."""
+    data = _test_data(ctx)
+    correct = sum(int((_logits(ctx.model, x, ctx.device).argmax(1) == y).sum())
+                  for x, y in progress(data.batches(), desc="clean", total=-(-data.n // ctx.options.batch_size)))
+    acc = correct / data.n
+    return {"clean": {"accuracy": acc, "n": data.n}}, {"accuracy": acc}, data.files
+
+
+def _calibration_summary(logits: Tensor, labels: Tensor, estimator: str) -> dict:
+    conf, pred = logits.softmax(1).max(1)
+    correct = (pred == labels).numpy().astype(float)
+    conf = conf.numpy().astype(float)
+    return {"accuracy": float(correct.mean()),
+            "rms_calibration_error": rms_calibration_error(conf, correct, estimator=estimator),
+            "ece": expected_calibration_error(conf, correct), "aurra": aurra(conf, correct),
+            "rms_estimator": estimator}
+
+
+def calibration(ctx: Context) -> Results:
+    """RMS calibration error (bins of 100), ECE (15 bins) and AURRA on the run's test split."""
+    data = _test_data(ctx)
+    logits, labels = [], []
+    for x, y in progress(data.batches(), desc="calibration", total=-(-data.n // ctx.options.batch_size)):
+        logits.append(_logits(ctx.model, x, ctx.device))
+        labels.append(y)
+    summary = _calibration_summary(torch.cat(logits), torch.cat(labels), ctx.options.rms_estimator)
+    return {"calibration": {"accuracy": summary["accuracy"], "n": data.n}}, summary, data.files
+
+
+def fgsm(ctx: Context) -> Results:
+    """Accuracy under FGSM (Goodfellow et al.): x' = clip(x + eps sign(grad_x CE(f(x), y)), 0, 1), with
+    x the [0, 1] image *before* the model's own normalisation, so eps is in pixel units (8/255 =
+    8 grey levels).  Gradients in float32 (no autocast: the sign of small gradients matters)."""
+    data = _test_data(ctx)
+    correct = dict.fromkeys(ctx.options.epsilons, 0)
+    for x_u8, y in progress(data.batches(), desc="fgsm", total=-(-data.n // ctx.options.batch_size)):
+        x = to_float(x_u8.to(ctx.device)).requires_grad_(True)
+        y = y.to(ctx.device)
+        (grad,) = torch.autograd.grad(F.cross_entropy(ctx.model(x), y), x)
+        step = grad.sign()
+        with torch.inference_mode():
+            for eps in ctx.options.epsilons:
+                correct[eps] += int((ctx.model((x + eps * step).clamp(0, 1)).argmax(1) == y).sum())
+    results = {f"eps={eps:.6g}": {"accuracy": correct[eps] / data.n, "n": data.n} for eps in ctx.options.epsilons}
+    summary = {"epsilons": list(ctx.options.epsilons), "accuracy": [correct[e] / data.n for e in ctx.options.epsilons]}
+    return results, summary, data.files
+
+
+# --------------------------------------------------------------------------- -C suites
+
+
+def _c_names(ctx: Context, present: Callable[[str], bool]) -> tuple[tuple[str, ...], list[str]]:
+    """The corruptions to evaluate: those asked for (``--corruptions``), else the 15 and the 4 extras
+    that are present (a partial set is evaluated and its absent standard corruptions listed)."""
+    if ctx.options.corruptions is not None:
+        return tuple(ctx.options.corruptions), []
+    names = tuple(n for n in (*CORRUPTIONS, *EXTRA_CORRUPTIONS) if present(n))
+    if not names:
+        raise FileNotFoundError(f"{ctx.data_root} holds none of the corruptions {', '.join(CORRUPTIONS)}")
+    return names, [n for n in CORRUPTIONS if n not in names]
+
+
+def _c_summary(ctx: Context, results: dict, names: tuple[str, ...], missing: list[str], imagenet: bool) -> dict:
+    per = {c: float(np.mean([results[c][str(s)]["accuracy"] for s in range(1, 6)])) for c in names}
+    standard = {c: a for c, a in per.items() if c not in EXTRA_CORRUPTIONS}
+    summary = corruption_summary(standard) if standard else {"per_corruption": {}}
+    extras = {c: a for c, a in per.items() if c in EXTRA_CORRUPTIONS}
+    if extras:  # reported apart: the paper's means are over the 15
+        summary["extras"] = extras
+    if missing:
+        summary["missing_corruptions"] = missing
+    if ctx.clean_accuracy is not None:
+        summary["clean_accuracy"] = ctx.clean_accuracy
+    if imagenet and all(c in results for c in CORRUPTIONS):
+        # mCE is normalised by AlexNet's ImageNet-C errors: defined for ImageNet-C only
+        summary.update(mean_corruption_error({c: [results[c][str(s)]["accuracy"] for s in range(1, 6)]
+                                              for c in CORRUPTIONS}, ctx.clean_accuracy))
+    return summary
+
+
+def corrupted_npy(ctx: Context) -> Results:
+    """CIFAR-10-C/100-C (and Digits-C): accuracy per corruption and severity, means, categories."""
+    root = _need_root(ctx, "a -C set of <corruption>.npy and labels.npy")
+    names, missing = _c_names(ctx, lambda n: (root / f"{n}.npy").is_file())
+    data = read_c_set(root, names)
+    _check_labels(data.labels, ctx.num_classes, root / "labels.npy")
+    results, files = {n: e for n, e in ctx.done.items() if n in names}, [_file_record(root / "labels.npy", data.count)]
     for name in progress(names, desc="corruptions", unit="corruption"):
         files.append(_file_record(data.path(name), 5 * data.count))
         if name in results:
             continue
         entry = {}
         for severity in range(1, 6):
-            logits = logits_of(model, data.images(name, severity), device)
+            logits = logits_of(ctx.model, data.images(name, severity), ctx.device, ctx.options.batch_size)
             entry[str(severity)] = {"accuracy": accuracy(logits.argmax(1).numpy(), data.labels), "n": data.count}
         results[name] = entry
-        on_result(name, entry)
-    per = {c: float(np.mean([results[c][str(s)]["accuracy"] for s in range(1, 6)])) for c in names}
-    # mCE is normalised by AlexNet's ImageNet-C errors: it is defined for ImageNet-C only
-    # (``fullscale.metrics.mean_corruption_error``), not for the CIFAR/digits sets read here.
-    summary = corruption_summary(per)
-    if missing:  # a partial set: the means are over the corruptions present, and we say so
-        summary["missing_corruptions"] = missing
-    return results, summary, files
+        ctx.on_result(name, entry)
+    return results, _c_summary(ctx, results, names, missing, imagenet=False), files
 
 
-def perturbed(model, device, test_set, data_root, done, on_result, names: tuple[str, ...] = tuple(PERTURBATIONS)):
-    if data_root is None:
-        raise ValueError("a -P suite needs --data-root DIR with <perturbation>.npy files")
-    names = tuple(n for n in names if (Path(data_root) / f"{n}.npy").is_file()) or names
-    data = read_p_set(data_root, names)
-    results, files = dict(done), []
-    for name in progress(names, desc="perturbations", unit="sequence set"):
-        files.append(_file_record(data.path(name), len(data.labels)))
+def imagenet_c(ctx: Context) -> Results:
+    """ImageNet-C (``<corruption>/<severity>/<wnid>/*.JPEG``): as the -C suites, plus mCE and (with a
+    clean accuracy from RUN/eval/clean.json) relative mCE, normalised by AlexNet's errors.  The images
+    are preprocessed as AugMix's ``test_c`` does (resize 256, centre crop 224); ``--resize 0`` gives
+    Hendrycks's ImageNet-C/test.py (centre crop only, the stored images being 224 x 224)."""
+    _need_imagenet(ctx)
+    root = _need_root(ctx, "ImageNet-C: <corruption>/<severity>/<wnid>/*.JPEG")
+    names, missing = _c_names(ctx, lambda n: (root / n).is_dir())
+    for name in names:
+        for severity in range(1, 6):
+            if not (root / name / str(severity)).is_dir():
+                raise FileNotFoundError(f"{root / name / str(severity)} not found (5 severities per corruption)")
+    results, files = {n: e for n, e in ctx.done.items() if n in names}, []
+    for name in progress(names, desc="corruptions", unit="corruption"):
+        sets = [read_class_folders(root / name / str(s), imagenet_wnids(), ctx.options.preprocess) for s in range(1, 6)]
+        files += [_folder_record(d) for d in sets]
+        if name in results:
+            continue
+        entry = {}
+        for severity, data in enumerate(sets, 1):
+            correct = sum(int((_logits(ctx.model, x, ctx.device).argmax(1) == y).sum())
+                          for x, y in data.batches(ctx.options.batch_size, ctx.options.workers))
+            entry[str(severity)] = {"accuracy": correct / len(data), "n": len(data)}
+        results[name] = entry
+        ctx.on_result(name, entry)
+    return results, _c_summary(ctx, results, names, missing, imagenet=True), files
+
+
+def imagenet_r(ctx: Context) -> Results:
+    """ImageNet-R (``<wnid>/*.jpg``, 200 classes): the 1000-way logits restricted to its 200 classes
+    (the public ``imagenet_r_mask``); accuracy, RMS calibration error, ECE and AURRA."""
+    _need_imagenet(ctx)
+    data = read_class_folders(_need_root(ctx, "ImageNet-R class folders"), imagenet_r_wnids(), ctx.options.preprocess)
+    keep = imagenet_r_indices()
+    logits, labels = [], []
+    for x, y in progress(data.batches(ctx.options.batch_size, ctx.options.workers), desc="imagenet-r",
+                         total=-(-len(data) // ctx.options.batch_size)):
+        logits.append(_logits(ctx.model, x, ctx.device)[:, keep])
+        labels.append(y)
+    summary = _calibration_summary(torch.cat(logits), torch.cat(labels), ctx.options.rms_estimator)
+    return {"imagenet-r": {"accuracy": summary["accuracy"], "n": len(data)}}, summary, [_folder_record(data)]
+
+
+# --------------------------------------------------------------------------- -P suites
+
+
+def _p_names(ctx: Context, present: Callable[[str], bool]) -> tuple[tuple[str, ...], list[str]]:
+    if ctx.options.corruptions is not None:
+        return tuple(ctx.options.corruptions), []
+    wanted = tuple(ctx.options.weather if n == "snow" else n for n in P_PERTURBATIONS)
+    names = tuple(n for n in wanted if present(n))
+    if not names:
+        raise FileNotFoundError(f"{ctx.data_root} holds none of the perturbations {', '.join(wanted)}")
+    return names, [n for n in wanted if n not in names]
+
+
+def _p_summary(ctx: Context, results: dict, names: tuple[str, ...], missing: list[str]) -> dict:
+    alexnet = read_alexnet_flip_table(ctx.options.alexnet_flip) if ctx.options.alexnet_flip else None
+    summary = flip_summary({n: results[n]["flip_probability"] for n in names}, alexnet)
+    summary["weather_perturbation"] = ctx.options.weather
+    if missing:
+        summary["missing_perturbations"] = missing
+    return summary
+
+
+def perturbed_npy(ctx: Context) -> Results:
+    """CIFAR-10-P (and Digits-P): flip probability per perturbation (consecutive frames; the first
+    frame for noise), its mean (the CIFAR-10-P tables' unnormalised "mFR") and, with AlexNet's flip
+    probabilities, mFR."""
+    root = _need_root(ctx, "a -P set of <perturbation>.npy files")
+    names, missing = _p_names(ctx, lambda n: (root / f"{n}.npy").is_file())
+    data = read_p_set(root, names)
+    if ctx.options.alexnet_flip:
+        read_alexnet_flip_table(ctx.options.alexnet_flip)  # a bad table fails before the work
+    results, files = {n: e for n, e in ctx.done.items() if n in names}, []
+    chunk = max(1, ctx.options.batch_size // max(data.frames.values()))  # sequences per model batch
+    for name in progress(names, desc="perturbations", unit="perturbation"):
+        files.append(_file_record(data.path(name), data.count))
         if name in results:
             continue
         preds = []
-        for start in range(0, len(data.labels), 200):
-            seq = data.sequences(name, start, start + 200)
+        for start in range(0, data.count, chunk):
+            seq = data.sequences(name, start, start + chunk)
             n, f = seq.shape[:2]
-            preds.append(logits_of(model, seq.reshape(n * f, *seq.shape[2:]), device).argmax(1).view(n, f))
+            preds.append(_logits(ctx.model, seq.reshape(n * f, *seq.shape[2:]), ctx.device).argmax(1).view(n, f))
         p = torch.cat(preds).numpy()
-        entry = {"flip_probability": flip_probability(p, noise=name in NOISE_PERTURBATIONS),
+        entry = {"flip_probability": flip_probability(p, noise=is_noise_sequence(name)),
                  "n_sequences": int(p.shape[0]), "frames": int(p.shape[1])}
         results[name] = entry
-        on_result(name, entry)
-    fps = {n: results[n]["flip_probability"] for n in names}
-    no_noise = [v for n, v in fps.items() if n not in NOISE_PERTURBATIONS]
-    summary = {"mean_flip_probability": float(np.mean(list(fps.values())))}
-    if no_noise:
-        summary["mean_flip_probability_no_noise"] = float(np.mean(no_noise))
-    return results, summary, files
+        ctx.on_result(name, entry)
+    return results, _p_summary(ctx, results, names, missing), files
 
 
-SUITES: dict[str, Callable] = {
+def imagenet_p(ctx: Context) -> Results:
+    """ImageNet-P (``<perturbation>/<wnid>/*.mp4``, needs the video extra): flip probability per
+    perturbation (each video's own rate, then the mean over videos), mean, and mFR with a
+    user-supplied table of AlexNet's flip probabilities (--alexnet-flip)."""
+    _need_imagenet(ctx)
+    root = _need_root(ctx, "ImageNet-P: <perturbation>/<wnid>/*.mp4")
+    names, missing = _p_names(ctx, lambda n: (root / n).is_dir())
+    if ctx.options.alexnet_flip:
+        read_alexnet_flip_table(ctx.options.alexnet_flip)
+    results, files = {n: e for n, e in ctx.done.items() if n in names}, []
+    for name in progress(names, desc="perturbations", unit="perturbation"):
+        data = read_video_folders(root / name, imagenet_wnids())
+        files.append(_folder_record(data))
+        if name in results:
+            continue
+        preds = []
+        for videos in data.videos(max(1, ctx.options.batch_size // 32), ctx.options.workers):
+            lengths = [v.shape[0] for v in videos]
+            logits = logits_of(ctx.model, torch.cat(videos), ctx.device, ctx.options.batch_size)
+            preds += [p.numpy() for p in logits.argmax(1).split(lengths)]
+        entry = {"flip_probability": flip_probability(preds, noise=is_noise_sequence(name)),
+                 "n_sequences": len(preds), "frames": int(max(len(p) for p in preds))}
+        results[name] = entry
+        ctx.on_result(name, entry)
+    return results, _p_summary(ctx, results, names, missing), files
+
+
+SUITES: dict[str, Callable[[Context], Results]] = {
     "clean": clean, "calibration": calibration, "fgsm": fgsm,
-    **{f"{d}-c": corrupted for d in ("cifar10", "cifar100", "digits")},
-    **{f"{d}-p": perturbed for d in ("cifar10", "cifar100", "digits")},
+    **{f"{d}-c": corrupted_npy for d in ("cifar10", "cifar100", "digits")},
+    **{f"{d}-p": perturbed_npy for d in ("cifar10", "cifar100", "digits")},
+    "imagenet-c": imagenet_c, "imagenet-r": imagenet_r, "imagenet-p": imagenet_p,
 }
+#: suites whose partial results resume per corruption / perturbation
+RESUMABLE = frozenset(s for s in SUITES if s.endswith(("-c", "-p")))
 
 
-def run_suite(suite: str, model: nn.Module, device: torch.device, test_set, data_root: str | None,
-              done: dict, on_result: OnResult) -> tuple[dict, dict, list]:
+def run_suite(suite: str, ctx: Context) -> Results:
     if suite not in SUITES:
-        raise ValueError(f"unknown suite {suite!r}; available: {', '.join(SUITES)} "
-                         "(ImageNet-C/-R/-P readers are not implemented in this version)")
-    return SUITES[suite](model, device, test_set, data_root, done, on_result)
+        raise ValueError(f"unknown suite {suite!r}; available: {', '.join(SUITES)}")
+    return SUITES[suite](ctx)
+

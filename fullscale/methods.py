@@ -8,6 +8,11 @@ kind of mixing.  A method says WHAT a step does; ``fullscale.train`` does it wit
 * mixing: ``none``, ``input`` (Mixup), ``manifold`` (mix at a stage drawn uniformly from the
   model's ``stages``, Manifold Mixup / NFM), or ``cutmix``;
 * noise: multiplicative and additive noise of M_{lambda,xi} at the mixing point.
+
+Noise without feature mixing (the "noise injections" rows of tab:ablation) is M_{1,xi}: lambda
+= 1 at a stage drawn from ``model.stages`` as for NFM, so that switching feature mixing off
+changes only lambda.  (The public code cannot run these rows: with alpha = 0 its ``forward``
+skips ``do_noisy_mixup`` and with it the noise.)
 """
 
 from __future__ import annotations
@@ -43,6 +48,17 @@ class Method:
     @property
     def feature_mixing(self) -> bool:
         return self.mixing in ("input", "manifold")
+
+    @property
+    def feature_transform(self) -> bool:
+        """Whether a step applies M_{lambda,xi} (or M_{1,xi}) inside the network."""
+        return self.feature_mixing or self.noise
+
+    @property
+    def any_stage(self) -> bool:
+        """Whether the transform point is drawn from all of ``model.stages`` (else the input):
+        every feature transform except Mixup's."""
+        return self.mixing != "input"
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (

@@ -1,34 +1,40 @@
 """Robustness metrics as small pure functions (numpy in, floats out); formulas in the docstrings.
 
-Accuracies and rates are fractions in [0, 1].  References: Hendrycks & Dietterich (2019) for
-mCE / flip probability / mFR, the AugMix code for ALEXNET_ERR and ``compute_mce``, Hendrycks
-et al.'s calibration tools (ImageNet-R) for the RMS calibration error and AURRA.
+Accuracies, errors and rates are fractions in [0, 1].  References: Hendrycks & Dietterich (2019)
+for mCE, flip probability and mFR (the paper's "Datasets" paragraph); the AugMix code
+(``imagenet.py``: ``ALEXNET_ERR``, ``compute_mce``); the ImageNet-R authors' ``utils.py``
+(``calib_err``, ``aurra``) for the RMS calibration error and AURRA; the NoisyMix code's
+``_ECELoss`` (15 bins) for the ECE.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from fullscale.corruptions.common import CATEGORIES, CORRUPTIONS
 
 __all__ = ["ALEXNET_CLEAN_ERR", "ALEXNET_ERR", "accuracy", "aurra", "corruption_summary",
-           "expected_calibration_error", "flip_probability", "mean_corruption_error",
-           "rms_calibration_error"]
+           "expected_calibration_error", "flip_probability", "flip_summary", "is_noise_sequence",
+           "mean_corruption_error", "read_alexnet_flip_table", "rms_calibration_error"]
 
-#: AlexNet's ImageNet-C errors per corruption (mean over severities), the AugMix code's table,
-#: in the order of the 15 benchmark corruptions.
+#: AlexNet's ImageNet-C top-1 errors per corruption (mean over the 5 severities), the AugMix
+#: code's ``ALEXNET_ERR`` (checked value by value against google-research/augmix imagenet.py,
+#: whose ``CORRUPTIONS`` list has this same order).
 ALEXNET_ERR: dict[str, float] = dict(zip(CORRUPTIONS, (
     0.886428, 0.894468, 0.922640, 0.819880, 0.826268, 0.785948, 0.798360,
     0.866816, 0.826572, 0.819324, 0.564592, 0.853204, 0.646056, 0.717840, 0.606500), strict=True))
-#: AlexNet's clean ImageNet top-1 error (Hendrycks & Dietterich, 2019), for the relative mCE.
-ALEXNET_CLEAN_ERR = 0.4348
+#: AlexNet's clean ImageNet top-1 error for the relative mCE: 1 - 0.56522, torchvision's
+#: published AlexNet accuracy (43.5% in Hendrycks & Dietterich's table).  Not in the public code.
+ALEXNET_CLEAN_ERR = 0.43478
 NOISE = CATEGORIES["noise"]
 
 
 def accuracy(predictions: np.ndarray, labels: np.ndarray) -> float:
-    """Fraction of ``predictions == labels``."""
+    """Top-1 accuracy: mean_i [pred_i == y_i]."""
     predictions, labels = np.asarray(predictions), np.asarray(labels)
     if predictions.shape != labels.shape or predictions.size == 0:
         raise ValueError(f"predictions {predictions.shape} and labels {labels.shape} must match and be non-empty")
@@ -36,7 +42,9 @@ def accuracy(predictions: np.ndarray, labels: np.ndarray) -> float:
 
 
 def corruption_summary(per_corruption: Mapping[str, float]) -> dict:
-    """Mean accuracy over corruptions, the same without the noise ones, and per category."""
+    """The paper's robust accuracy: mean_c acc_c over the corruptions given (each acc_c already
+    the mean over severities); the same without the noise corruptions (the paper's numbers in
+    parentheses); and the mean per category (noise / blur / weather / digital)."""
     if not per_corruption:
         raise ValueError("no corruption results to summarise")
     no_noise = [a for c, a in per_corruption.items() if c not in NOISE]
@@ -52,10 +60,13 @@ def corruption_summary(per_corruption: Mapping[str, float]) -> dict:
 
 
 def mean_corruption_error(accuracies: Mapping[str, Sequence[float]], clean_accuracy: float | None = None,
-                          ) -> dict[str, float]:
-    """mCE = mean_c [sum_s E_{s,c} / sum_s E^AlexNet_{s,c}] with the AugMix code's per-corruption
-    AlexNet errors (means over severities, so the ratio of means); relative mCE =
-    mean_c [(E_c - E_clean) / (E^AlexNet_c - E^AlexNet_clean)].  Needs all 15 corruptions."""
+                          *, alexnet_clean_err: float = ALEXNET_CLEAN_ERR) -> dict[str, float]:
+    """mCE = mean_c CE_c with CE_c = sum_s E_{s,c} / sum_s E^AlexNet_{s,c} (Hendrycks & Dietterich);
+    since ``ALEXNET_ERR`` holds AlexNet's means over severities, CE_c = mean_s E_{s,c} / ALEXNET_ERR[c],
+    exactly the AugMix code's ``compute_mce`` (there in percent).
+    Relative mCE = mean_c [sum_s (E_{s,c} - E_clean)] / [sum_s (E^AlexNet_{s,c} - E^AlexNet_clean)]
+    (needs ``clean_accuracy``).  ``accuracies[c]`` holds the 5 per-severity accuracies; all 15
+    corruptions are required."""
     missing = [c for c in CORRUPTIONS if c not in accuracies]
     if missing:
         raise ValueError(f"mCE needs all 15 corruptions; missing {missing}")
@@ -63,31 +74,92 @@ def mean_corruption_error(accuracies: Mapping[str, Sequence[float]], clean_accur
     out = {"mce": float(np.mean([errors[c] / ALEXNET_ERR[c] for c in CORRUPTIONS]))}
     if clean_accuracy is not None:
         clean_err = 1 - clean_accuracy
-        out["relative_mce"] = float(np.mean([(errors[c] - clean_err) / (ALEXNET_ERR[c] - ALEXNET_CLEAN_ERR)
+        out["relative_mce"] = float(np.mean([(errors[c] - clean_err) / (ALEXNET_ERR[c] - alexnet_clean_err)
                                              for c in CORRUPTIONS]))
     return out
 
 
-def flip_probability(predictions: np.ndarray, *, noise: bool) -> float:
-    """FP of -P sequences, predictions (N, frames): for noise sequences the fraction of frames
-    t >= 1 whose prediction differs from frame 0's; otherwise from frame t - 1's."""
-    p = np.asarray(predictions)
-    if p.ndim != 2 or p.shape[1] < 2:
-        raise ValueError(f"predictions must be (sequences, frames >= 2), got {p.shape}")
-    reference = p[:, :1] if noise else p[:, :-1]
-    return float((p[:, 1:] != reference).mean())
+def is_noise_sequence(name: str) -> bool:
+    """The public -P evaluation's rule (``'noise' in p``): noise sequences are not temporally
+    related, so their frames are compared with the first frame."""
+    return "noise" in name
+
+
+def flip_probability(predictions: np.ndarray | Sequence[np.ndarray], *, noise: bool, difficulty: int = 1) -> float:
+    """Flip probability of -P sequences (the paper's "Datasets" paragraph, ImageNet-P/test.py):
+    FP = 1/m sum_i 1/|pairs_i| sum_{(a, b) in pairs_i} [f(x_b^(i)) != f(x_a^(i))], where pairs_i are
+    (t - d, t) for t >= d (consecutive frames at step d = ``difficulty``) or, for noise sequences,
+    (0, t) for t >= 1 (against the first frame; the step is then 1).  ``predictions`` is (m, n) or
+    a list of m per-sequence vectors (videos may differ in length: each sequence's own mean, then
+    the mean over sequences, as the public code; for equal lengths this is the plain mean)."""
+    if difficulty < 1:
+        raise ValueError(f"difficulty must be >= 1, got {difficulty}")
+    step = 1 if noise else difficulty
+    sequences = [np.asarray(p) for p in predictions]
+    if not sequences:
+        raise ValueError("no sequences")
+    rates = []
+    for p in sequences:
+        if p.ndim != 1 or p.shape[0] <= step:
+            raise ValueError(f"every sequence needs more than {step} frames of 1-D predictions, got {p.shape}")
+        reference = p[:1] if noise else p[:-step]
+        rates.append((p[step:] != reference).mean())
+    return float(np.mean(rates))
+
+
+def flip_summary(flip_probabilities: Mapping[str, float], alexnet: Mapping[str, float] | None = None) -> dict:
+    """Mean flip probability over the perturbations (the unnormalised figure of the CIFAR-10-P
+    tables' "mFR" column) and without the noise ones; with AlexNet's flip probabilities, the flip
+    rates FR_p = FP_p / FP_p^AlexNet and mFR = mean_p FR_p (ImageNet-P's), also without noise."""
+    if not flip_probabilities:
+        raise ValueError("no flip probabilities to summarise")
+    no_noise = {p: v for p, v in flip_probabilities.items() if not is_noise_sequence(p)}
+    summary = {"mean_flip_probability": float(np.mean(list(flip_probabilities.values())))}
+    if no_noise:
+        summary["mean_flip_probability_no_noise"] = float(np.mean(list(no_noise.values())))
+    if alexnet is not None:
+        missing = [p for p in flip_probabilities if p not in alexnet]
+        if missing:
+            raise ValueError(f"the AlexNet flip-probability table lacks {missing}")
+        rates = {p: v / alexnet[p] for p, v in flip_probabilities.items()}
+        summary["flip_rate"] = rates
+        summary["mfr"] = float(np.mean(list(rates.values())))
+        if no_noise:
+            summary["mfr_no_noise"] = float(np.mean([rates[p] for p in no_noise]))
+    return summary
+
+
+def read_alexnet_flip_table(path: str | Path) -> dict[str, float]:
+    """AlexNet's flip probabilities, user-supplied (they are not in any public code): a JSON object
+    ``{"<perturbation>": <flip probability as a fraction in (0, 1]>, ...}`` keyed by the -P
+    directory names, e.g. ``{"gaussian_noise": 0.0123, "rotate": 0.0456}``."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found (the AlexNet flip-probability table)")
+    try:
+        table = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not JSON ({error})") from None
+    if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, int | float) and 0 < v <= 1
+                                              for k, v in table.items()):
+        raise ValueError(f"{path}: expected a JSON object {{perturbation: flip probability in (0, 1]}}")
+    return {k: float(v) for k, v in table.items()}
 
 
 def rms_calibration_error(confidence: np.ndarray, correct: np.ndarray, *, bin_size: int = 100,
                           estimator: str = "exact") -> float:
-    """sqrt(sum_b |b| / n (acc_b - conf_b)^2) over bins of ``bin_size`` consecutive samples
-    sorted by confidence (the last bin takes the remainder).  ``estimator="public"`` reproduces
-    the public ``calib_err``, whose loop stops before the last bin (its samples still count in n)."""
+    """RMS calibration error (the paper's Table tab:results_imagenet_r_calibration):
+    sqrt(sum_b |b| / n (conf_b - acc_b)^2) over bins of ``bin_size`` consecutive samples sorted by
+    confidence (stable sort), the last bin also taking the n mod bin_size remainder; n < bin_size
+    gives one bin.  ``estimator="public"`` reproduces the public ``calib_err``: its loop stops before
+    the last bin (whose samples still count in n), and it fails for n < bin_size (here a ValueError)."""
     if estimator not in ("exact", "public"):
         raise ValueError(f"estimator must be 'exact' or 'public', got {estimator!r}")
     conf, corr = _sorted(confidence, correct)
     n = len(conf)
-    starts = list(range(0, max(n // bin_size, 1) * bin_size, bin_size))
+    if estimator == "public" and n < bin_size:
+        raise ValueError(f"the public estimator needs at least bin_size={bin_size} samples, got {n}")
+    starts = range(0, max(n // bin_size, 1) * bin_size, bin_size)
     bins = [(s, s + bin_size) for s in starts]
     bins[-1] = (bins[-1][0], n)
     if estimator == "public":
@@ -97,23 +169,23 @@ def rms_calibration_error(confidence: np.ndarray, correct: np.ndarray, *, bin_si
 
 
 def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, bins: int = 15) -> float:
-    """ECE = sum_b |b| / n |acc_b - conf_b| over ``bins`` equal-width confidence bins (0, 1]."""
+    """ECE = sum_b |b| / n |conf_b - acc_b| over ``bins`` equal-width bins (lower, upper] of [0, 1]
+    (Naeini et al.; the NoisyMix code's ``_ECELoss(n_bins=15)``)."""
     conf, corr = _sorted(confidence, correct)
     edges = np.linspace(0, 1, bins + 1)
     index = np.clip(np.searchsorted(edges, conf, side="left") - 1, 0, bins - 1)
-    ece = 0.0
-    for b in range(bins):
-        mask = index == b
-        if mask.any():
-            ece += mask.mean() * abs(conf[mask].mean() - corr[mask].mean())
-    return float(ece)
+    gap = np.abs(np.bincount(index, conf, bins) - np.bincount(index, corr, bins))  # |b| |conf_b - acc_b|
+    return float(gap.sum() / len(conf))
 
 
 def aurra(confidence: np.ndarray, correct: np.ndarray) -> float:
-    """Area under the response-rate accuracy curve: mean over k of the accuracy of the k most
-    confident predictions (ties broken by the sort, as the public code)."""
+    """Area under the response-rate accuracy curve (ImageNet-R ``utils.aurra``):
+    1/n sum_{k=1..n} acc(k most confident predictions); ties in confidence keep the public code's
+    order (``argsort(confidence)[::-1]``)."""
     conf, corr = np.asarray(confidence, float), np.asarray(correct, float)
-    order = np.argsort(conf, kind="stable")[::-1]
+    if conf.shape != corr.shape or conf.ndim != 1 or conf.size == 0:
+        raise ValueError(f"confidence {conf.shape} and correct {corr.shape} must be equal non-empty vectors")
+    order = np.argsort(conf)[::-1]
     curve = np.cumsum(corr[order]) / np.arange(1, len(corr) + 1)
     return float(curve.mean())
 

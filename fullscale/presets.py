@@ -9,7 +9,11 @@ The paper's "Wide-ResNet-28x2" rows are reproduced with ``wrn28_2``; the public 
 Strengths: Mixup / Manifold Mixup / CutMix alpha = 1 (their papers' CIFAR settings); NFM
 alpha = 1, sigma_add = 0.4, sigma_mult = 0.2 (NFM paper); NoisyMix alpha = 1, sigma_add = 0.5,
 sigma_mult = 0.5, sparse level 0.65 (the public NoisyMix README); AugMix width 3, depth 1-3,
-severity 3, JSD weight 12 (public code).  Manifold Mixup alpha = 2 (its paper's CIFAR setting).
+severity 3, JSD weight 12 and the clamped JSD estimate (``jsd_variant=augmix``) of the public
+code.  Manifold Mixup alpha = 2 (its paper's CIFAR setting), mixing at a point drawn from all of
+``model.stages`` as the public code (its paper draws from the input and the first two stages).
+CutMix is applied to every batch (its paper's CIFAR runs apply it with probability 0.5; the
+config has no field for that yet).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from fullscale.methods import METHODS
+from fullscale.methods import METHODS, NOT_IMPLEMENTED
 
 __all__ = ["PRESETS", "preset_overrides"]
 
@@ -55,6 +59,8 @@ class Preset:
 
 def _preset(name: str, method: str, dataset: str, model: str, note: str) -> Preset:
     overrides = {"method": method, "dataset": dataset, "model": model, **_STRENGTHS.get(method, {})}
+    if METHODS[method].jsd:  # the public code's JSD: mixture clamped to [1e-7, 1] before its log
+        overrides["jsd_variant"] = "augmix"
     return Preset(name, f"{METHODS[method].title} on {dataset} with {model}{note}", overrides)
 
 
@@ -77,6 +83,8 @@ PRESETS: dict[str, Preset] = _all_presets()
 
 def preset_overrides(name: str) -> list[str]:
     """The ``key=value`` overrides of a preset, for ``noisymix.config.apply_overrides``."""
+    if name in NOT_IMPLEMENTED:
+        raise ValueError(f"preset {name!r} is not implemented: {NOT_IMPLEMENTED[name]}")
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; list them with `noisymix train --list-presets` "
                          f"(e.g. {', '.join(list(PRESETS)[:5])}, ...)")

@@ -27,6 +27,8 @@ def load_run_model(run_dir: str | Path, checkpoint: str | Path | None = None,
         if key not in config:
             raise ValueError(f"{config_path} has no {key!r} field")
     weights = Path(checkpoint) if checkpoint is not None else run_dir / "final.pt"
+    if not weights.is_absolute() and not weights.exists() and (run_dir / weights).exists():
+        weights = run_dir / weights  # a file of the run named relative to it: "checkpoint.pt"
     if not weights.is_file():
         raise FileNotFoundError(f"{weights} not found (training unfinished? give --checkpoint)")
     state = load_state_dict(weights)

@@ -7,19 +7,27 @@ The training set lives on the device as uint8 (N, 3, H, W); batches are slices o
 1. crop + flip the batch; build the views: the image (Baseline, mixing methods), one AugMix
    view (AugMix without JSD), or clean + two AugMix views (JSD methods);
 2. draw the partners and lambda once (``noisymix.draw_mix``; one lambda per batch, as the public
-   code) and the mixing point k uniformly from ``model.stages`` (``input`` only for Mixup);
+   code; lambda = 1 without mixing), then CutMix's box (CutMix only), then the transform point
+   k uniformly from ``model.stages`` (``input`` only for Mixup) on a CPU generator, so that
+   choosing it never waits for the GPU;
 3. forward with M_{lambda,xi} applied at stage k (``noisymix.noisy_feature_mixup``, same
    partners and lambda for the three views, additive level x view index as the public code);
 4. L = CE(clean logits, mixed labels) + gamma JS(clean, aug1, aug2) (``noisymix.noisymix_loss``).
 
+Steps 1-3 draw from the run's device generator in exactly this order (tests replay it).
+
 Per-step cosine learning rate down to ``lr_min`` (the public ``get_lr``), SGD Nesterov; bf16
 autocast and channels_last on CUDA; DDP under ``torchrun`` (rank 0 alone writes).  Every epoch
 ends with an atomic ``checkpoint.pt`` (model, optimiser, scheduler, generator states), so
-``resume`` continues to the same result; a non-finite loss stops the run naming the step.
+``resume`` continues to the same result; a non-finite loss stops the run naming the step and
+the loss parts before the next checkpoint is written, so the last good one stays.  On CUDA the
+finiteness check reads the loss history every ``_CUDA_CHECK_EVERY`` steps (not every step,
+which would stall the GPU queue); on the CPU it runs before every update.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import platform
@@ -39,16 +47,20 @@ from fullscale.methods import Method, get_method
 from fullscale.models import create_model
 from fullscale.runs import append_metrics, read_metrics
 from noisymix.config import config_to_dict
-from noisymix.io import load_state_dict, save_torch, write_json
+from noisymix.io import load_state_dict, read_json, save_torch, write_json
 from noisymix.loss import noisymix_loss
 from noisymix.mixing import cutmix, draw_mix, mix_targets, noisy_feature_mixup
 from noisymix.progress import progress
 
 __all__ = ["NonFiniteLoss", "train"]
 
+_CUDA_CHECK_EVERY = 25
+# Config fields a resumed run may change: where and how fast it runs, not what it computes.
+_RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root"})
+
 
 class NonFiniteLoss(RuntimeError):
-    pass
+    """The loss became NaN or infinite; the message names the epoch, step and loss parts."""
 
 
 def _device(cfg: TrainConfig) -> torch.device:
@@ -72,22 +84,30 @@ def _views(x_u8: Tensor, method: Method, cfg: TrainConfig, g: torch.Generator) -
                       augmix(x_u8, cfg.augmix, generator=g)])
 
 
+def _step_mix_config(method: Method, cfg: TrainConfig) -> noisymix.MixConfig:
+    """The MixConfig a step of ``method`` uses: lambda only if it mixes, noise only if it injects."""
+    alpha = cfg.mix.alpha if method.mixing != "none" else 0.0
+    noise = cfg.mix.noise if method.noise else noisymix.NoiseConfig()
+    return dataclasses.replace(cfg.mix, alpha=alpha, noise=noise)
+
+
 def _loss(model: nn.Module, core: nn.Module, x_u8: Tensor, y: Tensor, method: Method, cfg: TrainConfig,
-          num_classes: int, g: torch.Generator) -> noisymix.LossParts:
-    """One step's loss (see the module docstring); ``core`` is the unwrapped model (hooks)."""
+          num_classes: int, g: torch.Generator, stage_g: torch.Generator) -> noisymix.LossParts:
+    """One step's loss (see the module docstring); ``core`` is the unwrapped model (hooks),
+    ``g`` the device generator, ``stage_g`` the CPU generator of the transform point."""
     x = _views(x_u8, method, cfg, g)
-    b = y.shape[0]
-    mixing = method.feature_mixing or method.mixing == "cutmix"
-    draw = draw_mix(b, cfg.mix if mixing else noisymix.MixConfig(alpha=0.0), generator=g)
+    if x.is_cuda:
+        x = x.contiguous(memory_format=torch.channels_last)
+    mix_cfg = _step_mix_config(method, cfg)
+    draw = draw_mix(y.shape[0], mix_cfg, generator=g)
     if method.mixing == "cutmix":
         x, draw = cutmix(x, draw, generator=g)
-        logits = model(x)
-    elif method.feature_mixing or method.noise:
-        stages = core.stages if method.mixing == "manifold" else ("input",)
-        k = int(torch.randint(len(stages), (1,), generator=g, device=g.device))
-        mix_cfg = cfg.mix if method.noise else noisymix.MixConfig(alpha=cfg.mix.alpha)
+    if method.feature_transform:
+        stages = core.stages if method.any_stage else ("input",)
+        k = int(torch.randint(len(stages), (1,), generator=stage_g))
+        # in float32 under bf16 autocast: the same random numbers and precision as on the CPU
         with transform_stage(core, stages[k], lambda h: noisy_feature_mixup(
-                h, draw, mix_cfg, generator=g, views=method.views)):
+                h.float(), draw, mix_cfg, generator=g, views=method.views).to(h.dtype)):
             logits = model(x)
     else:
         logits = model(x)
@@ -120,9 +140,9 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
     device = _device(cfg)
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-        if device.type == "cuda":
-            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-            torch.cuda.set_device(device)
+    if world > 1 and device.type == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
     writer = rank == 0
 
     data = load_dataset(cfg.dataset, "train", cfg.data_root or None)
@@ -151,8 +171,9 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
     steps_per_epoch = math.ceil(n / cfg.batch_size)
     total = cfg.epochs * steps_per_epoch
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _cosine(s, total, cfg))
-    order_g = noisymix.generator_for(cfg.seed, device)  # batch order: same on every rank
-    aug_g = noisymix.generator_for(cfg.seed * 1000 + 1 + rank, device)  # augmentation and mixing
+    order_g = noisymix.generator_for(cfg.seed, device)  # batch order: the same on every rank
+    aug_g = noisymix.generator_for(cfg.seed * 1000 + 1 + rank, device)  # views, draws, noise
+    stage_g = noisymix.generator_for(cfg.seed * 1000 + 501 + rank)  # transform point, on the CPU
 
     record = {**config_to_dict(cfg), "num_classes": data.num_classes, "model_kwargs": cfg.model_kwargs,
               "versions": _versions(), "device": str(device) if device.type == "cpu"
@@ -161,49 +182,54 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
     start_epoch, metrics = 0, []
     checkpoint = out / "checkpoint.pt"
     if resume and checkpoint.exists():
+        _check_same_config(out / "config.json", record)
         state = load_state_dict(checkpoint, map_location=device)
         core.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         order_g.set_state(state["order_generator"].cpu())
         aug_g.set_state(state["aug_generator"].cpu())
+        stage_g.set_state(state["stage_generator"].cpu())
         torch.set_rng_state(state["torch_generator"].cpu())
+        if device.type == "cuda" and "cuda_generator" in state:  # dropout on the GPU
+            torch.cuda.set_rng_state(state["cuda_generator"].cpu(), device)
         start_epoch = int(state["epoch"])
         metrics = [m for m in read_metrics(out) if m["epoch"] <= start_epoch]
-    elif writer and (out / "final.pt").exists():
-        raise ValueError(f"{out} already holds a finished run; use another --out or --resume")
+    elif (out / "final.pt").exists() or checkpoint.exists():
+        raise ValueError(f"{out} already holds a run; use --resume to continue it, or another --out")
     if writer:
         write_json(out / "config.json", record)
 
     amp = cfg.amp and device.type == "cuda"
-    bar = progress(total=total, initial=start_epoch * steps_per_epoch, desc=f"train {cfg.preset}",
-                   unit="step")
+    check_every = 1 if device.type == "cpu" else _CUDA_CHECK_EVERY
+    bar = (progress(total=total, initial=start_epoch * steps_per_epoch, desc=f"train {cfg.preset}",
+                    unit="step") if writer else _SilentBar())
     for epoch in range(start_epoch, cfg.epochs):
         model.train()
         t0 = time.perf_counter()
-        sums = torch.zeros(4, device=device)  # loss, ce, jsd, correct
+        # per step: images, then loss, CE and JSD summed over them (kept on the device: no sync)
+        history = torch.zeros(steps_per_epoch, 4, device=device)
         perm = torch.randperm(n, generator=order_g, device=device)
+        checked = 0
         for step in range(steps_per_epoch):
             index = perm[step * cfg.batch_size:(step + 1) * cfg.batch_size][rank::world]
             x_u8, y = images[index], labels[index]
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-                parts = _loss(model, core, x_u8, y, method, cfg, data.num_classes, aug_g)
-            if not torch.isfinite(parts.total):
-                parts = type(parts)(*(t.detach() for t in (parts.total, parts.cross_entropy, parts.jsd)))
-                raise NonFiniteLoss(
-                    f"non-finite loss at epoch {epoch + 1}, step {step + 1}: total={float(parts.total)}, "
-                    f"cross_entropy={float(parts.cross_entropy)}, jsd={float(parts.jsd)}; the last good "
-                    f"checkpoint is {checkpoint if checkpoint.exists() else 'none (first epoch)'}")
+                parts = _loss(model, core, x_u8, y, method, cfg, data.num_classes, aug_g, stage_g)
+            history[step] = torch.stack([parts.total.new_tensor(float(len(y))), parts.total.detach(),
+                                         parts.cross_entropy.detach(), parts.jsd.detach()])
+            if (step + 1) % check_every == 0:  # on the CPU: before this step's update
+                checked = _check_finite(history, checked, step + 1, epoch, checkpoint)
             optimizer.zero_grad(set_to_none=True)
             parts.total.backward()
             optimizer.step()
             scheduler.step()
-            sums += torch.stack([parts.total.detach() * len(y), parts.cross_entropy.detach() * len(y),
-                                 parts.jsd.detach() * len(y), torch.zeros((), device=device)])
             bar.update(1)
-        seconds = time.perf_counter() - t0
+        _check_finite(history, checked, steps_per_epoch, epoch, checkpoint)
+        sums = (history[:, :1] * history[:, 1:]).sum(0)
         if world > 1:
             dist.all_reduce(sums)
+        seconds = time.perf_counter() - t0
         entry = {"epoch": epoch + 1, "loss": float(sums[0] / n), "cross_entropy": float(sums[1] / n),
                  "jsd": float(sums[2] / n), "lr": optimizer.param_groups[0]["lr"],
                  "images_per_s": n / seconds, "seconds": seconds}
@@ -216,13 +242,51 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
                                     "scheduler": scheduler.state_dict(), "epoch": epoch + 1,
                                     "order_generator": order_g.get_state(),
                                     "aug_generator": aug_g.get_state(),
-                                    "torch_generator": torch.get_rng_state()})
+                                    "stage_generator": stage_g.get_state(),
+                                    "torch_generator": torch.get_rng_state(),
+                                    **({"cuda_generator": torch.cuda.get_rng_state(device)}
+                                       if device.type == "cuda" else {})})
     bar.close()
     if writer:
         save_torch(out / "final.pt", core.state_dict())
     if world > 1:
         dist.barrier()
     return out
+
+
+class _SilentBar:
+    """The progress bar of ranks other than 0."""
+
+    def update(self, _n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _check_finite(history: Tensor, start: int, stop: int, epoch: int, checkpoint: Path) -> int:
+    """Raise ``NonFiniteLoss`` naming the first step in ``[start, stop)`` whose loss is not
+    finite; return ``stop`` (the steps checked so far)."""
+    bad = ~torch.isfinite(history[start:stop, 1:]).all(1)
+    if bool(bad.any()):
+        step = start + int(bad.nonzero()[0, 0])
+        total, ce, jsd = (float(v) for v in history[step, 1:])
+        kept = checkpoint if checkpoint.exists() else "none (first epoch)"
+        raise NonFiniteLoss(f"non-finite loss at epoch {epoch + 1}, step {step + 1}: total={total}, "
+                            f"cross_entropy={ce}, jsd={jsd}; stopped, the last good checkpoint is {kept}")
+    return stop
+
+
+def _check_same_config(path: Path, record: dict) -> None:
+    """A resumed run must compute what it started computing (``_RESUMABLE_CHANGES`` aside)."""
+    if not path.exists():
+        return
+    old = read_json(path)
+    changed = sorted(k for k in set(old) | set(record) if k not in _RESUMABLE_CHANGES
+                     and k not in ("versions", "world_size") and old.get(k) != record.get(k))
+    if changed:
+        detail = ", ".join(f"{k}: {old.get(k)!r} -> {record.get(k)!r}" for k in changed[:3])
+        raise ValueError(f"cannot resume {path.parent}: the config differs from the checkpoint's ({detail})")
 
 
 @torch.inference_mode()

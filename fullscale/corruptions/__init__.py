@@ -1,7 +1,24 @@
-"""Corrupted test sets made here, batched: the -C corruptions (and -P perturbation sequences)."""
+"""Corrupted test sets made here, batched (CPU or GPU): the 15 -C corruptions and 4 extras with the
+CIFAR-10-C and ImageNet-C parameter tables (``corrupt``), the -P perturbation sequences with the
+CIFAR-10-P parameters (``perturbation_sequence``), and writers for the standard layouts."""
 
-from fullscale.corruptions.common import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, corrupt
-from fullscale.corruptions.perturbations import PERTURBATIONS, perturbation_sequence
+from fullscale.corruptions.common import (
+    CATEGORIES,
+    CORRUPTIONS,
+    EXTRA_CORRUPTIONS,
+    PARAMS,
+    SPECS,
+    CorruptionSpec,
+    corrupt,
+)
+from fullscale.corruptions.frost import find_frost_dir
+from fullscale.corruptions.perturbations import (
+    FRAMES,
+    NOISE_PERTURBATIONS,
+    PAPER_PERTURBATIONS,
+    PERTURBATIONS,
+    perturbation_sequence,
+)
 
-__all__ = ["CATEGORIES", "CORRUPTIONS", "EXTRA_CORRUPTIONS", "PERTURBATIONS", "corrupt",
-           "perturbation_sequence"]
+__all__ = ["CATEGORIES", "CORRUPTIONS", "EXTRA_CORRUPTIONS", "FRAMES", "NOISE_PERTURBATIONS", "PAPER_PERTURBATIONS",
+           "PARAMS", "PERTURBATIONS", "SPECS", "CorruptionSpec", "corrupt", "find_frost_dir", "perturbation_sequence"]

@@ -11,10 +11,13 @@ from torch import Tensor
 
 __all__ = [
     "conv2d_same",
+    "disk_kernel",
+    "fold_index",
     "gaussian_blur",
     "gaussian_kernel1d",
     "hsv_to_rgb",
     "motion_blur",
+    "motion_offsets",
     "plasma_fractal",
     "rgb_to_hsv",
     "warp",
@@ -23,33 +26,81 @@ __all__ = [
 
 
 def gaussian_kernel1d(sigma: float, truncate: float = 4.0) -> Tensor:
+    """scipy.ndimage's Gaussian taps: radius int(truncate sigma + 0.5), normalised, float64."""
     radius = max(int(truncate * sigma + 0.5), 1)
     t = torch.arange(-radius, radius + 1, dtype=torch.float64)
     k = torch.exp(-0.5 * (t / sigma) ** 2)
-    return (k / k.sum()).float()
+    return k / k.sum()
 
 
-def gaussian_blur(x: Tensor, sigma: float, mode: str = "replicate") -> Tensor:
-    """skimage.filters.gaussian (truncate 4) per channel; ``replicate`` = its 'nearest' mode."""
-    k = gaussian_kernel1d(sigma).to(x)
-    r = k.numel() // 2
-    n, c, h, w = x.shape
-    y = x.reshape(n * c, 1, h, w)
-    y = F.conv2d(F.pad(y, (r, r, 0, 0), mode=mode), k.view(1, 1, 1, -1))
-    y = F.conv2d(F.pad(y, (0, 0, r, r), mode=mode), k.view(1, 1, -1, 1))
-    return y.view(n, c, h, w)
+def fold_index(index: Tensor, n: int, mode: str) -> Tensor:
+    """Map out-of-range indices into [0, n) the way scipy.ndimage's boundary ``mode`` does:
+    ``nearest`` (edge), ``reflect`` (half-sample symmetric, d c b a | a b c d | d c b a),
+    ``mirror`` (whole-sample symmetric, d c b | a b c d | c b a; cv2/torch 'reflect')."""
+    if mode == "nearest":
+        return index.clamp(0, n - 1)
+    if mode == "reflect":
+        period = 2 * n
+        i = index % period
+        return torch.where(i >= n, period - 1 - i, i)
+    if mode == "mirror":
+        if n == 1:
+            return torch.zeros_like(index)
+        period = 2 * n - 2
+        i = index % period
+        return torch.where(i >= n, period - i, i)
+    raise ValueError(f"unknown boundary mode {mode!r}; expected nearest, reflect or mirror")
+
+
+def _blur_matrix(n: int, kernel: Tensor, mode: str) -> Tensor:
+    """(n, n) matrix M with (M v)_i = sum_t k_t v[fold(i + t)]: a 1-D filter with its boundary."""
+    r = kernel.numel() // 2
+    rows = torch.arange(n).repeat_interleave(kernel.numel())
+    taps = torch.arange(-r, r + 1).repeat(n)
+    cols = fold_index(rows + taps, n, mode)
+    m = torch.zeros(n * n, dtype=torch.float64)
+    m.index_add_(0, rows * n + cols, kernel.repeat(n))
+    return m.view(n, n)
+
+
+def gaussian_blur(x: Tensor, sigma: float, mode: str = "nearest", truncate: float = 4.0) -> Tensor:
+    """skimage.filters.gaussian / scipy gaussian_filter per channel (default mode 'nearest').
+
+    Written as two small matrix products (rows, then columns) with the boundary folded into the
+    matrix, so any sigma works, also kernels wider than the image (elastic transform)."""
+    if sigma <= 0:
+        return x
+    k = gaussian_kernel1d(sigma, truncate)
+    mh = _blur_matrix(x.shape[-2], k, mode).to(x)
+    mw = mh if x.shape[-1] == x.shape[-2] else _blur_matrix(x.shape[-1], k, mode).to(x)
+    return torch.matmul(torch.matmul(mh, x), mw.T)
 
 
 def conv2d_same(x: Tensor, kernel: Tensor, mode: str = "reflect") -> Tensor:
-    """cv2.filter2D(x, -1, kernel) per channel (default border: reflect-101 = torch 'reflect')."""
+    """cv2.filter2D(x, -1, kernel) per channel (a correlation; default border reflect-101 = torch
+    'reflect').  Kernels above 5x5 go through the FFT (OpenCV switches to a DFT from 11x11)."""
     kh, kw = kernel.shape
     n, c, h, w = x.shape
-    y = F.pad(x.reshape(n * c, 1, h, w), (kw // 2, (kw - 1) // 2, kh // 2, (kh - 1) // 2), mode=mode)
-    return F.conv2d(y, kernel.to(x).view(1, 1, kh, kw)).view(n, c, h, w)
+    y = x.reshape(n * c, 1, h, w)
+    pads = (kw // 2, (kw - 1) // 2, kh // 2, (kh - 1) // 2)
+    if max(pads) < min(h, w):
+        y = F.pad(y, pads, mode=mode)
+    else:  # wider than the image: fold the indices (torch's reflect pad refuses)
+        rows = fold_index(torch.arange(-pads[2], h + pads[3]), h, "mirror").to(x.device)
+        cols = fold_index(torch.arange(-pads[0], w + pads[1]), w, "mirror").to(x.device)
+        y = y[:, :, rows][:, :, :, cols]
+    k = kernel.to(x)
+    if kh * kw <= 25:
+        return F.conv2d(y, k.view(1, 1, kh, kw)).view(n, c, h, w)
+    ph, pw = y.shape[-2:]
+    spectrum = torch.fft.rfft2(y) * torch.fft.rfft2(k.flip(0, 1), s=(ph, pw))
+    full = torch.fft.irfft2(spectrum, s=(ph, pw))  # circular convolution; the valid part is exact
+    return full[:, :, kh - 1:kh - 1 + h, kw - 1:kw - 1 + w].reshape(n, c, h, w)
 
 
 def zoom_about_centre(x: Tensor, factor: float) -> Tensor:
-    """The reference's ``clipped_zoom``: crop the central 1/factor and scale it back (bilinear)."""
+    """The reference's ``clipped_zoom``: crop the central ceil(h / factor) square and scale it by
+    ``factor`` with scipy.ndimage.zoom(order=1) (corner-aligned bilinear), trimmed back to h."""
     _n, _c, h, w = x.shape
     ch = math.ceil(h / factor)
     top = (h - ch) // 2
@@ -60,48 +111,68 @@ def zoom_about_centre(x: Tensor, factor: float) -> Tensor:
     return up[:, :, trim:trim + h, trim:trim + w]
 
 
-def warp(x: Tensor, matrix: Tensor, padding: str = "zeros") -> Tensor:
+def warp(x: Tensor, matrix: Tensor, padding: str = "pil") -> Tensor:
     """Bilinear resampling of float images: output pixel centre (u, v) reads the input at
-    ``matrix @ (u, v, 1)`` (pixel units, centres at +0.5, PIL's AFFINE convention), per image."""
+    ``matrix @ (u, v, 1)`` (pixel units, centres at +0.5, PIL's AFFINE convention), per image.
+
+    ``padding="pil"`` is PIL's transform: a source point outside the image gives 0, one inside
+    interpolates with the edge pixels repeated; otherwise a grid_sample padding mode."""
     n, _, h, w = x.shape
     to_pixels = torch.tensor([[w / 2, 0, w / 2], [0, h / 2, h / 2], [0, 0, 1]], dtype=torch.float64)
     full = torch.cat([matrix.double().cpu(), to_pixels[2:].expand(n, 1, 3)], 1)
     theta = torch.linalg.inv(to_pixels)[:2] @ full @ to_pixels
-    grid = F.affine_grid(theta.to(device=x.device, dtype=x.dtype), [n, 1, h, w], align_corners=False)
-    return F.grid_sample(x, grid, mode="bilinear", padding_mode=padding, align_corners=False)
-
-
-def _shift(x: Tensor, dx: Tensor, dy: Tensor) -> Tensor:
-    """x sampled at (u + dx, v + dy) per image (bilinear, edge-replicated)."""
-    m = torch.zeros(x.shape[0], 2, 3, dtype=torch.float64)
-    m[:, 0, 0] = m[:, 1, 1] = 1
-    m[:, 0, 2], m[:, 1, 2] = dx.double().cpu(), dy.double().cpu()
-    return warp(x, m, padding="border")
-
-
-def motion_blur(x: Tensor, radius: float, sigma: float, angle_deg: Tensor) -> Tensor:
-    """ImageMagick's ``-motion-blur radiusxsigma+angle``: a one-sided Gaussian-weighted streak
-    of length ``radius`` pixels in direction ``angle`` (per image), batched as shifted copies."""
-    taps = torch.arange(0, int(radius) + 1, dtype=x.dtype, device=x.device)
-    weights = torch.exp(-0.5 * (taps / sigma) ** 2)
-    weights = weights / weights.sum()
-    angle = torch.deg2rad(angle_deg.to(x))
-    out = torch.zeros_like(x)
-    for t, wt in zip(taps, weights, strict=True):
-        out += wt * _shift(x, -t * torch.cos(angle), -t * torch.sin(angle))
+    grid = F.affine_grid(theta.to(device=x.device, dtype=torch.float64), [n, 1, h, w], align_corners=False)
+    out = F.grid_sample(x, grid.to(x.dtype), mode="bilinear", align_corners=False,
+                        padding_mode="border" if padding == "pil" else padding)
+    if padding == "pil":
+        inside = (grid.abs() <= 1).all(-1) & (grid < 1).all(-1)  # source in [0, size) in PIL's units
+        out = out * inside.unsqueeze(1).to(x.dtype)
     return out
 
 
+def motion_offsets(radius: int, angle_deg: Tensor) -> tuple[Tensor, Tensor]:
+    """ImageMagick's MotionBlurImage taps (also the ``imagecorruptions`` package's ``_motion_blur``):
+    ``2 radius + 1`` taps; tap i reads the pixel at (x + ceil(i cos a - 1/2), y + ceil(i sin a - 1/2)).
+    Returns integer offsets (N, taps) for x and y."""
+    i = torch.arange(2 * int(radius) + 1, dtype=torch.float64)
+    a = torch.deg2rad(angle_deg.double().cpu()).unsqueeze(1)
+    return torch.ceil(i * torch.cos(a) - 0.5).long(), torch.ceil(i * torch.sin(a) - 0.5).long()
+
+
+def motion_blur(x: Tensor, radius: int, sigma: float, angle_deg: Tensor) -> Tensor:
+    """ImageMagick's ``-motion-blur radius x sigma + angle`` (one angle per image), edge pixels
+    repeated: weights exp(-i^2 / 2 sigma^2) normalised over the taps.  As the ``imagecorruptions``
+    re-implementation, taps that would leave the image stop the sum (without renormalising).
+    Batched as one gather per tap over all images."""
+    n, c, h, w = x.shape
+    taps = 2 * int(radius) + 1
+    k = torch.exp(-torch.arange(taps, dtype=torch.float64) ** 2 / (2 * sigma ** 2))
+    k = k / k.sum()
+    ox, oy = motion_offsets(radius, angle_deg)
+    inside = torch.cummin(((ox.abs() < w) & (oy.abs() < h)).long(), dim=1).values.bool()
+    weights = (k * inside).to(x)  # (N, taps)
+    ox, oy = ox.to(x.device), oy.to(x.device)
+    rows = torch.arange(h, device=x.device).view(1, h, 1)
+    cols = torch.arange(w, device=x.device).view(1, 1, w)
+    flat = x.reshape(n, c, h * w)
+    out = torch.zeros_like(flat)
+    for i in range(taps):
+        src = (rows + oy[:, i].view(n, 1, 1)).clamp(0, h - 1) * w + (cols + ox[:, i].view(n, 1, 1)).clamp(0, w - 1)
+        out += weights[:, i].view(n, 1, 1) * flat.gather(2, src.view(n, 1, h * w).expand(n, c, h * w))
+    return out.view(n, c, h, w)
+
+
 def plasma_fractal(n: int, mapsize: int, wibbledecay: float, generator: torch.Generator) -> Tensor:
-    """The reference's diamond-square height map in [0, 1], for ``n`` maps at once (N, S, S)."""
+    """The reference's diamond-square height map in [0, 1], for ``n`` maps at once (N, S, S),
+    with the reference's wibble: mean / 4 + wibble * U(-wibble, wibble)."""
     if mapsize & (mapsize - 1):
         raise ValueError(f"mapsize must be a power of two, got {mapsize}")
     dev = generator.device
-    m = torch.zeros(n, mapsize, mapsize, dtype=torch.float64, device=dev)
+    m = torch.zeros(n, mapsize, mapsize, dtype=torch.float32, device=dev)
     step, wibble = mapsize, 100.0
 
     def wibbled(a: Tensor) -> Tensor:
-        u = torch.rand(a.shape, generator=generator, device=dev, dtype=torch.float64)
+        u = torch.rand(a.shape, generator=generator, device=dev, dtype=torch.float32)
         return a / 4 + wibble * (2 * u - 1) * wibble
 
     while step >= 2:
@@ -117,7 +188,7 @@ def plasma_fractal(n: int, mapsize: int, wibbledecay: float, generator: torch.Ge
         step //= 2
         wibble /= wibbledecay
     m = m - m.amin(dim=(1, 2), keepdim=True)
-    return (m / m.amax(dim=(1, 2), keepdim=True)).float()
+    return m / m.amax(dim=(1, 2), keepdim=True)
 
 
 def rgb_to_hsv(x: Tensor) -> Tensor:
@@ -134,6 +205,7 @@ def rgb_to_hsv(x: Tensor) -> Tensor:
 
 
 def hsv_to_rgb(x: Tensor) -> Tensor:
+    """skimage.color.hsv2rgb, batched."""
     h, s, v = x.unbind(1)
     i = torch.floor(h * 6)
     f = h * 6 - i
@@ -158,7 +230,7 @@ def disk_kernel(radius: float, alias_blur: float) -> Tensor:
     g /= g.sum()
     kernel = torch.from_numpy(d).view(1, 1, *d.shape)
     kernel = conv2d_same(kernel, torch.from_numpy(np.outer(g, g))).view(*d.shape)
-    # the 17 x 17 support is mostly exact zeros for small radii: trim it symmetrically (same result)
+    # the support is mostly exact zeros for small radii: trim it symmetrically (same result)
     nonzero = torch.nonzero(kernel.abs().sum(0) > 0).flatten()
     r = int(max(size - nonzero.min(), nonzero.max() - size))
     return kernel[size - r:size + r + 1, size - r:size + r + 1].float()

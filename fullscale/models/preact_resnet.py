@@ -1,6 +1,8 @@
 """Pre-activation ResNet-18 (He et al., 2016) for 32x32 images, as the public NoisyMix
-``preactresnet18``: no final BN-ReLU before the pooling (the public definition), so its
-state dict matches; ``width`` scales the 64-128-256-512 channels (64 is the paper's model)."""
+``preactresnet18``: no final BN-ReLU before the pooling, and an identity shortcut that carries
+the pre-activated ReLU(BN(x)) rather than x (the public block applies its empty ``shortcut``
+to the activated tensor) -- both as the public definition, so its state dict and function
+match; ``width`` scales the 64-128-256-512 channels (64 is the paper's model)."""
 
 from __future__ import annotations
 
@@ -17,13 +19,13 @@ class PreActBlock(nn.Module):
         self.conv1 = nn.Conv2d(in_planes, planes, 3, stride, 1, bias=False)
         self.bn2 = nn.BatchNorm2d(planes)
         self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
-        self.shortcut = None
+        self.shortcut = nn.Sequential()  # identity on the activated input, as the public code
         if stride != 1 or in_planes != planes:
             self.shortcut = nn.Sequential(nn.Conv2d(in_planes, planes, 1, stride, bias=False))
 
     def forward(self, x: Tensor) -> Tensor:
         out = F.relu(self.bn1(x))
-        shortcut = self.shortcut(out) if self.shortcut is not None else x
+        shortcut = self.shortcut(out)
         out = self.conv1(out)
         out = self.conv2(F.relu(self.bn2(out)))
         return out + shortcut

@@ -8,6 +8,7 @@ outputs of its residual stages, in order.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 
 import torch
@@ -41,6 +42,10 @@ def create_model(name: str, num_classes: int, **kwargs: object) -> nn.Module:
         raise ValueError(f"unknown model {name!r}; available: {', '.join(list_models())}")
     if num_classes < 2:
         raise ValueError(f"num_classes must be >= 2, got {num_classes}")
+    options = [p for p in inspect.signature(_MODELS[name]).parameters if p != "num_classes"]
+    unknown = sorted(set(kwargs) - set(options))
+    if unknown:
+        raise ValueError(f"model {name!r} has no option {', '.join(unknown)}; its options: {', '.join(options)}")
     return _MODELS[name](num_classes=num_classes, **kwargs)
 
 

@@ -1,8 +1,11 @@
 """CIFAR-10-C/100-C and CIFAR-10-P layouts (also Digits-C/-P from ``noisymix corrupt``).
 
--C: ``<corruption>.npy`` uint8 (5 N, H, W, 3), severities 1..5 in order, ``labels.npy`` (5 N,)
-(or (N,)); -P: ``<perturbation>.npy`` uint8 (N, frames, H, W, 3), ``labels.npy`` (N,).
-Arrays are memory-mapped (``allow_pickle=False``): a severity block is read only when used.
+-C: ``<corruption>.npy`` uint8 (5 N, H, W, 3), severities 1..5 in order, and ``labels.npy``
+(5 N,) or (N,) integers; CIFAR-10-C has N = 10000, Digits-C N = 450.
+-P: ``<perturbation>.npy`` uint8 (N, frames, H, W, 3), optional ``labels.npy`` (N,) (flip
+probabilities need no labels).  Arrays are memory-mapped (``allow_pickle=False``) and every file's
+header is checked when the set is opened; a severity block (or a slice of sequences) is copied into
+memory only when it is evaluated, so a whole set is never held at once.
 """
 
 from __future__ import annotations
@@ -15,86 +18,128 @@ import torch
 
 __all__ = ["CorruptedSet", "PerturbedSet", "read_c_set", "read_p_set"]
 
+SEVERITIES = 5
+
 
 def _load(path: Path) -> np.ndarray:
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found")
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
-    except ValueError as error:  # truncated or not an npy file
+    except (ValueError, OSError, EOFError) as error:  # truncated, pickled or not an npy file
         raise ValueError(f"{path} is not a readable .npy array ({error})") from None
+
+
+def _labels(path: Path) -> np.ndarray:
+    labels = _load(path)
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"{path}: expected a 1-D integer array of labels, got {labels.dtype} {labels.shape}")
+    return np.asarray(labels).astype(np.int64)
+
+
+def _check_images(path: Path, array: np.ndarray, ndim: int, expected: str) -> None:
+    if array.dtype != np.uint8 or array.ndim != ndim or array.shape[-1] != 3:
+        raise ValueError(f"{path}: expected uint8 {expected}, got {array.dtype} {array.shape}")
+
+
+def _require(root: Path, names: tuple[str, ...], what: str) -> None:
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} is not a directory with {what}")
+    if not names:
+        raise ValueError(f"{root}: no {what} requested")
+    missing = [n for n in names if not (root / f"{n}.npy").is_file()]
+    if missing:
+        raise FileNotFoundError(f"{root} lacks {', '.join(m + '.npy' for m in missing)}")
 
 
 @dataclass(frozen=True)
 class CorruptedSet:
+    """An opened -C set: ``count`` images per severity, their ``labels`` (N,)."""
+
     root: Path
     names: tuple[str, ...]
-    labels: np.ndarray  # (N,)
-    count: int  # N per severity
-
-    def images(self, name: str, severity: int) -> torch.Tensor:
-        """uint8 (N, 3, H, W) of ``name`` at ``severity`` (one block of the memory map)."""
-        array = _load(self.root / f"{name}.npy")
-        if array.dtype != np.uint8 or array.ndim != 4 or array.shape[-1] != 3 or array.shape[0] != 5 * self.count:
-            raise ValueError(f"{self.root / (name + '.npy')}: expected uint8 (5 x {self.count}, H, W, 3), "
-                             f"got {array.dtype} {array.shape}")
-        block = np.array(array[(severity - 1) * self.count:severity * self.count])  # a writable copy
-        return torch.from_numpy(block).permute(0, 3, 1, 2)
+    labels: np.ndarray
+    count: int
 
     def path(self, name: str) -> Path:
         return self.root / f"{name}.npy"
 
+    def images(self, name: str, severity: int) -> torch.Tensor:
+        """uint8 (N, 3, H, W) of ``name`` at ``severity`` 1..5: one block of the memory map."""
+        if name not in self.names or not 1 <= severity <= SEVERITIES:
+            raise ValueError(f"no {name!r} at severity {severity} in {self.root}")
+        array = _load(self.path(name))
+        block = np.array(array[(severity - 1) * self.count:severity * self.count])  # a copy of one block
+        return torch.from_numpy(block).permute(0, 3, 1, 2)
+
 
 def read_c_set(root: str | Path, names: tuple[str, ...]) -> CorruptedSet:
-    root = Path(root)
-    if not root.is_dir():
-        raise FileNotFoundError(f"{root} is not a directory with <corruption>.npy and labels.npy")
-    labels = np.asarray(_load(root / "labels.npy")).astype(np.int64)
-    missing = [n for n in names if not (root / f"{n}.npy").is_file()]
-    if missing:
-        raise FileNotFoundError(f"{root} lacks {', '.join(m + '.npy' for m in missing)}")
+    """Open the -C set at ``root`` for ``names``, checking every file's dtype, shape and size and the
+    labels' count (and, for 5 N labels, that the 5 severity blocks carry the same labels)."""
+    root, names = Path(root), tuple(names)
+    _require(root, names, "<corruption>.npy files and labels.npy")
+    labels = _labels(root / "labels.npy")
     first = _load(root / f"{names[0]}.npy")
-    if first.shape[0] % 5:
-        raise ValueError(f"{root / (names[0] + '.npy')}: {first.shape[0]} images are not 5 severities")
-    count = first.shape[0] // 5
-    if labels.shape == (5 * count,):
-        blocks = labels.reshape(5, count)
+    _check_images(root / f"{names[0]}.npy", first, 4, "(5 N, H, W, 3)")
+    if first.shape[0] % SEVERITIES or first.shape[0] == 0:
+        raise ValueError(f"{root / (names[0] + '.npy')}: {first.shape[0]} images are not 5 severities of N images")
+    count = first.shape[0] // SEVERITIES
+    for name in names[1:]:
+        array = _load(root / f"{name}.npy")
+        _check_images(root / f"{name}.npy", array, 4, f"{(5 * count, *first.shape[1:])} like {names[0]}.npy")
+        if array.shape != first.shape:
+            raise ValueError(f"{root / (name + '.npy')}: expected {first.shape} like {names[0]}.npy, got {array.shape}")
+    if labels.shape == (SEVERITIES * count,):
+        blocks = labels.reshape(SEVERITIES, count)
         if not (blocks == blocks[:1]).all():
             raise ValueError(f"{root / 'labels.npy'}: the 5 severity blocks have different labels")
         labels = blocks[0]
     elif labels.shape != (count,):
-        raise ValueError(f"{root / 'labels.npy'}: expected {5 * count} or {count} labels, got {labels.shape}")
-    return CorruptedSet(root, tuple(names), labels, count)
+        raise ValueError(f"{root / 'labels.npy'}: expected {SEVERITIES * count} or {count} labels for "
+                         f"{names[0]}.npy {first.shape}, got {labels.shape[0]}")
+    return CorruptedSet(root, names, labels, count)
 
 
 @dataclass(frozen=True)
 class PerturbedSet:
+    """An opened -P set: ``count`` sequences per perturbation, ``frames[name]`` frames each."""
+
     root: Path
     names: tuple[str, ...]
-    labels: np.ndarray
-
-    def sequences(self, name: str, start: int, stop: int) -> torch.Tensor:
-        """uint8 (n, frames, 3, H, W) for sequences [start, stop)."""
-        array = _load(self.root / f"{name}.npy")
-        if array.dtype != np.uint8 or array.ndim != 5 or array.shape[0] != len(self.labels):
-            raise ValueError(f"{self.root / (name + '.npy')}: expected uint8 ({len(self.labels)}, frames, H, W, 3),"
-                             f" got {array.dtype} {array.shape}")
-        return torch.from_numpy(np.array(array[start:stop])).permute(0, 1, 4, 2, 3)
+    count: int
+    frames: dict[str, int]
+    labels: np.ndarray | None
 
     def path(self, name: str) -> Path:
         return self.root / f"{name}.npy"
 
+    def sequences(self, name: str, start: int, stop: int) -> torch.Tensor:
+        """uint8 (n, frames, 3, H, W) for sequences [start, stop) of ``name``."""
+        if name not in self.names:
+            raise ValueError(f"no {name!r} in {self.root}")
+        array = _load(self.path(name))
+        return torch.from_numpy(np.array(array[start:stop])).permute(0, 1, 4, 2, 3)
+
 
 def read_p_set(root: str | Path, names: tuple[str, ...]) -> PerturbedSet:
-    root = Path(root)
-    if not root.is_dir():
-        raise FileNotFoundError(f"{root} is not a directory with <perturbation>.npy files")
-    missing = [n for n in names if not (root / f"{n}.npy").is_file()]
-    if missing:
-        raise FileNotFoundError(f"{root} lacks {', '.join(m + '.npy' for m in missing)}")
-    labels_path = root / "labels.npy"
-    if labels_path.is_file():
-        labels = np.asarray(_load(labels_path)).astype(np.int64)
-    else:
-        labels = np.full(_load(root / f"{names[0]}.npy").shape[0], -1)
-    return PerturbedSet(root, tuple(names), labels)
+    """Open the -P set at ``root`` for ``names``: uint8 (N, frames >= 2, H, W, 3) with the same N
+    (and the same N as ``labels.npy`` where present) in every file."""
+    root, names = Path(root), tuple(names)
+    _require(root, names, "<perturbation>.npy files")
+    frames, count = {}, None
+    for name in names:
+        array = _load(root / f"{name}.npy")
+        _check_images(root / f"{name}.npy", array, 5, "(N, frames, H, W, 3)")
+        if array.shape[1] < 2 or array.shape[0] == 0:
+            raise ValueError(f"{root / (name + '.npy')}: expected N >= 1 sequences of >= 2 frames, got {array.shape}")
+        if count is not None and array.shape[0] != count:
+            raise ValueError(f"{root / (name + '.npy')}: {array.shape[0]} sequences, expected {count} "
+                             f"like {names[0]}.npy")
+        count = array.shape[0]
+        frames[name] = int(array.shape[1])
+    labels = None
+    if (root / "labels.npy").is_file():
+        labels = _labels(root / "labels.npy")
+        if labels.shape != (count,):
+            raise ValueError(f"{root / 'labels.npy'}: expected {count} labels, got {labels.shape[0]}")
+    return PerturbedSet(root, names, int(count), frames, labels)

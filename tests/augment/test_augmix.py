@@ -18,10 +18,10 @@ def _u8(seed: int, n: int = 8, size: int = 16) -> torch.Tensor:
 
 @settings(max_examples=15)
 @given(seed=st.integers(0, 1000), width=st.integers(1, 4), depth=st.sampled_from([-1, 1, 2]),
-       severity=st.integers(1, 10), all_ops=st.booleans())
-def test_augmix_view_shape_range_and_reproducibility(seed, width, depth, severity, all_ops):
+       severity=st.integers(1, 10), all_ops=st.booleans(), size=st.sampled_from([5, 16]))
+def test_augmix_view_shape_range_and_reproducibility(seed, width, depth, severity, all_ops, size):
     cfg = AugMixConfig(width=width, depth=depth, severity=severity, all_ops=all_ops)
-    x = _u8(seed)
+    x = _u8(seed, size=size)  # 3 * 5 * 5 bytes per image: the row copies cannot go 8 bytes at a time
     a = augmix(x, cfg, generator=torch.Generator().manual_seed(seed))
     b = augmix(x, cfg, generator=torch.Generator().manual_seed(seed))
     assert a.shape == x.shape and a.dtype == torch.float32
@@ -39,14 +39,40 @@ def test_view_is_the_convex_mix_of_the_clean_image_and_the_chains():
         mix = torch.zeros(3, 16, 16)
         for j in range(3):
             row = i * 3 + j
-            img = x[i:i + 1].float()
+            img = x[i:i + 1]
             for step in range(chains.op_index.shape[1]):
                 if chains.active[row, step]:
                     name = cfg.ops[int(chains.op_index[row, step])]
                     img = OPS[name](img, chains.level[row, step:step + 1], chains.sign[row, step:step + 1])
-            mix += chains.chain_weights[i, j] * img[0]
+            mix += chains.chain_weights[i, j] * img[0].float()
         expected = (chains.clean_weight[i] * x[i].float() + (1 - chains.clean_weight[i]) * mix) / 255
         torch.testing.assert_close(view[i], expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("all_ops", [False, True])
+def test_view_does_not_depend_on_chunking(all_ops):
+    cfg = AugMixConfig(all_ops=all_ops)
+    x = _u8(5, n=11)
+    chains = draw_chains(11, cfg, generator=torch.Generator().manual_seed(2))
+    whole = apply_chains(x, cfg, chains, chunk=11)
+    for chunk in (1, 4):
+        assert torch.equal(apply_chains(x, cfg, chains, chunk=chunk), whole)
+
+
+def test_threads_over_chunks_give_the_serial_result():
+    cfg = AugMixConfig()
+    x = _u8(6, n=40)
+    chains = draw_chains(40, cfg, generator=torch.Generator().manual_seed(3))
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        serial = apply_chains(x, cfg, chains, chunk=40)
+        torch.set_num_threads(3)
+        threaded = apply_chains(x, cfg, chains, chunk=7)
+        assert torch.get_num_threads() == 3  # restored after the threaded call
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(threaded, serial)
 
 
 def test_each_image_gets_its_own_random_chains():
@@ -75,6 +101,12 @@ def test_mixing_weights_follow_their_laws():
 def test_bad_config_is_refused(bad):
     with pytest.raises(ValueError):
         AugMixConfig(**bad)
+
+
+def test_empty_batch_gives_an_empty_view():
+    x = torch.zeros(0, 3, 8, 8, dtype=torch.uint8)
+    assert augmix(x, AugMixConfig(), generator=torch.Generator()).shape == (0, 3, 8, 8)
+    assert random_crop_flip(x, generator=torch.Generator()).shape == (0, 3, 8, 8)
 
 
 def test_augmix_refuses_float_images():
@@ -106,3 +138,40 @@ def test_crop_flip_draws_all_shifts_and_flips():
 def test_to_float_scales_to_unit_interval():
     x = torch.tensor([0, 51, 255], dtype=torch.uint8).view(1, 1, 1, 3)
     torch.testing.assert_close(to_float(x), torch.tensor([0.0, 0.2, 1.0]).view(1, 1, 1, 3))
+
+
+@pytest.mark.gpu
+def test_cuda_views_match_cpu_views():
+    cfg = AugMixConfig(all_ops=True)
+    x = _u8(7, n=64, size=32)
+    chains = draw_chains(64, cfg, generator=torch.Generator().manual_seed(0))
+    cpu = apply_chains(x, cfg, chains)
+    cuda = apply_chains(x.cuda(), cfg, chains).cpu()
+    # point ops are exact on both; bilinear maps may truncate one grey level apart, which the
+    # following ops of a chain can carry a little further
+    diff = (cuda - cpu).abs() * 255
+    assert diff.mean() < 0.05 and diff.max() <= 8
+    g = torch.Generator(device="cuda").manual_seed(0)
+    view = augmix(x.cuda(), cfg, generator=g)
+    assert view.is_cuda and view.dtype == torch.float32 and 0 <= view.min() and view.max() <= 1
+    crop = random_crop_flip(x.cuda(), generator=g)
+    assert crop.is_cuda and crop.dtype == torch.uint8
+
+
+def test_bench_augmix_runs_and_reports_the_ratio():
+    import argparse
+
+    from benchmarks import bench_augmix
+
+    parser = argparse.ArgumentParser()
+    bench_augmix.add_arguments(parser)
+    args = parser.parse_args(["--images", "16", "--reference-images", "4", "--repeats", "1", "--size", "16"])
+    args.device = "cpu"
+    threads = torch.get_num_threads()
+    try:
+        result = bench_augmix.run(args)
+    finally:
+        torch.set_num_threads(threads)
+    assert result["speedup"] == pytest.approx(result["batched_images_per_s"] / result["reference_pil_images_per_s"],
+                                              rel=0.01)
+    assert result["cores"] == 1 and result["batched_images"] == 16

@@ -1,4 +1,5 @@
-"""Readers on written fixtures (good and malformed) and `noisymix evaluate` end to end, with resume."""
+"""`noisymix evaluate` end to end (via noisymix.cli.main) on tiny generated -C/-P sets and ImageNet-style
+folders, against predictions computed directly from the model; resume; clear errors."""
 
 from __future__ import annotations
 
@@ -7,101 +8,256 @@ import json
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 
 from fullscale.data import load_dataset
+from fullscale.metrics import ALEXNET_ERR, rms_calibration_error
 from fullscale.models import create_model
-from fullscale.readers import read_c_set, read_p_set
+from fullscale.readers import imagenet_r_indices, imagenet_r_wnids, imagenet_wnids
 from noisymix.cli import main
 from noisymix.io import save_npy, save_torch, write_json
 
-N = 450  # the digits test split
+COUNT = 60  # images per severity in the -C fixture
 
 
-@pytest.fixture()
-def run_dir(tmp_path):
-    run = tmp_path / "run"
-    torch.manual_seed(0)
-    model = create_model("preactresnet18", 10, width=4)
+@pytest.fixture(scope="module")
+def digits():
+    return load_dataset("digits", "test")
+
+
+def _init(model, seed=0):
+    """He-normal weights from a generator (no global seed), BN at identity."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.ndim >= 2:
+                p.copy_(torch.randn(p.shape, generator=g) * (2 / p[0].numel()) ** 0.5)
+    return model
+
+
+@pytest.fixture(scope="module")
+def trained_state():
+    """Random He features with a least-squares linear head fitted on digits (no SGD: cheap), so the
+    predictions vary with the input and accuracy falls with darkening."""
+    model = _init(create_model("preactresnet18", 10, width=4)).eval()
+    train = load_dataset("digits", "train")
+    head = [m for m in model.modules() if isinstance(m, torch.nn.Linear)][-1]
+    features = []
+    hook = head.register_forward_hook(lambda module, inputs, output: features.append(inputs[0]))
+    with torch.no_grad():
+        model(train.images[:400].float() / 255)
+    hook.remove()
+    f = torch.cat([features[0], torch.ones(len(features[0]), 1)], 1)
+    target = torch.nn.functional.one_hot(train.labels[:400], 10).float()
+    w = torch.linalg.solve(f.T @ f + 1e-3 * torch.eye(f.shape[1]), f.T @ target)
+    with torch.no_grad():
+        head.weight.copy_(w[:-1].T)
+        head.bias.copy_(w[-1])
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def _run(tmp_path, state=None, dataset="digits", classes=10):
+    run = tmp_path / f"run-{dataset}"
+    model = create_model("preactresnet18", classes, width=4)
+    if state is None:
+        _init(model)
+    else:
+        model.load_state_dict(state)
     save_torch(run / "final.pt", model.state_dict())
-    write_json(run / "config.json", {"model": "preactresnet18", "model_kwargs": {"width": 4}, "num_classes": 10,
-                                     "dataset": "digits", "method": "baseline", "preset": "baseline", "seed": 0})
-    return run
+    write_json(run / "config.json", {"model": "preactresnet18", "model_kwargs": {"width": 4}, "num_classes": classes,
+                                     "dataset": dataset, "method": "baseline", "preset": "baseline", "seed": 0})
+    return run, model.eval()
 
 
-def _c_set(root, names, count=N):
-    images = load_dataset("digits", "test").images[:count].permute(0, 2, 3, 1).numpy()
-    labels = load_dataset("digits", "test").labels[:count].numpy()
-    for name in names:
-        save_npy(root / f"{name}.npy", np.concatenate([images] * 5))
-    save_npy(root / "labels.npy", np.tile(labels, 5).astype(np.uint8))
-    return root
+def _predict(model, images_u8: torch.Tensor) -> np.ndarray:
+    with torch.no_grad():
+        return model(images_u8.float() / 255).argmax(1).numpy()
 
 
-def test_reader_round_trip_and_malformed_files(tmp_path):
-    root = _c_set(tmp_path / "c", ["fog", "snow"], count=20)
-    data = read_c_set(root, ("fog", "snow"))
-    assert data.count == 20 and data.labels.shape == (20,)
-    assert data.images("fog", 3).shape == (20, 3, 32, 32)
-    with pytest.raises(FileNotFoundError, match=r"frost\.npy"):
-        read_c_set(root, ("frost",))
-    save_npy(root / "labels.npy", np.zeros(7, np.uint8))
-    with pytest.raises(ValueError, match="labels"):
-        read_c_set(root, ("fog",))
-    (root / "snow.npy").write_bytes((root / "fog.npy").read_bytes()[:200])  # truncated
-    _c_set(root, [], count=20)
-    with pytest.raises(ValueError):
-        read_c_set(root, ("snow",)).images("snow", 1)
-    save_npy(root / "bad.npy", np.zeros((100, 32, 32, 3), np.float32))
-    with pytest.raises(ValueError, match="uint8"):
-        read_c_set(root, ("bad",)).images("bad", 1)
-    p = tmp_path / "p"
-    save_npy(p / "rotate.npy", np.zeros((4, 31, 32, 32, 3), np.uint8))
-    assert read_p_set(p, ("rotate",)).sequences("rotate", 0, 2).shape == (2, 31, 3, 32, 32)
+def _read(run, suite):
+    return json.loads((run / "eval" / f"{suite}.json").read_text())
 
 
-def test_evaluate_end_to_end_matches_direct_computation_and_resumes(run_dir, tmp_path, monkeypatch):
-    root = _c_set(tmp_path / "c", ["fog", "contrast"])
-    import fullscale.evaluation as evaluation
-    monkeypatch.setitem(evaluation.SUITES, "digits-c", lambda *a: evaluation.corrupted(*a, names=("fog", "contrast")))
-    assert main(["evaluate", str(run_dir), "--suite", "clean"]) == 0
-    clean = json.loads((run_dir / "eval" / "clean.json").read_text())
-    assert clean["complete"] and clean["results"]["clean"]["n"] == N
-    # the -C set holds clean images: every severity's accuracy equals the clean accuracy
-    assert main(["evaluate", str(run_dir), "--suite", "digits-c", "--data-root", str(root)]) == 0
-    result = json.loads((run_dir / "eval" / "digits-c.json").read_text())
-    acc = clean["summary"]["accuracy"]
-    assert all(result["results"][c][str(s)]["accuracy"] == pytest.approx(acc) for c in ("fog", "contrast")
-               for s in range(1, 6))
-    assert result["summary"]["mean_accuracy"] == pytest.approx(acc)
-    assert {f["path"].rsplit("/", 1)[-1] for f in result["data"]["files"]} == {"labels.npy", "fog.npy",
-                                                                               "contrast.npy"}
+def _severity(images, s):  # a different image set per severity: darker with s
+    return (images.float() * (1 - 0.2 * (s - 1))).to(torch.uint8)
+
+
+def test_clean_c_suite_and_resume(tmp_path, digits, trained_state):
+    run, model = _run(tmp_path, trained_state)
+    images, labels = digits.images[:COUNT], digits.labels[:COUNT].numpy()
+    root = tmp_path / "digits-c"
+    for name in ("fog", "contrast"):
+        blocks = [_severity(images, s) for s in range(1, 6)]
+        save_npy(root / f"{name}.npy", torch.cat(blocks).permute(0, 2, 3, 1).numpy())
+    save_npy(root / "labels.npy", np.tile(labels, 5))
+
+    assert main(["evaluate", str(run), "--suite", "clean"]) == 0
+    clean = _read(run, "clean")
+    assert clean["complete"] and clean["results"]["clean"]["n"] == len(digits)
+    direct = (_predict(model, digits.images) == digits.labels.numpy()).mean()
+    assert clean["summary"]["accuracy"] == pytest.approx(direct, abs=1.5 / len(digits))
+
+    assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root)]) == 0
+    result = _read(run, "digits-c")
+    expected = {s: (_predict(model, _severity(images, s)) == labels).mean() for s in range(1, 6)}
+    assert len(set(expected.values())) > 1  # the severities differ, so a mix-up would show
+    for c in ("fog", "contrast"):
+        for s in range(1, 6):
+            assert result["results"][c][str(s)] == {"accuracy": pytest.approx(expected[s], abs=1.5 / COUNT), "n": COUNT}
+    mean = np.mean(list(expected.values()))
+    summary = result["summary"]
+    assert summary["mean_accuracy"] == pytest.approx(mean, abs=1.5 / COUNT)
+    assert summary["per_category"] == {"weather": pytest.approx(mean, abs=1.5 / COUNT),
+                                       "digital": pytest.approx(mean, abs=1.5 / COUNT)}
+    assert summary["clean_accuracy"] == clean["summary"]["accuracy"] and "mce" not in summary
+    assert "gaussian_noise" in summary["missing_corruptions"]
+    files = {f["path"].rsplit("/", 1)[-1]: f for f in result["data"]["files"]}
+    assert set(files) == {"labels.npy", "fog.npy", "contrast.npy"} and len(files["fog.npy"]["sha256"]) == 64
+    assert result["checkpoint"]["sha256"] and result["model"] == "preactresnet18" and result["seconds"] > 0
+
     # resume: a partial file with fog done is completed without recomputing fog
-    partial = {**result, "complete": False, "results": {"fog": {str(s): {"accuracy": -1.0, "n": N}
+    partial = {**result, "complete": False, "results": {"fog": {str(s): {"accuracy": -1.0, "n": COUNT}
                                                                 for s in range(1, 6)}}}
-    write_json(run_dir / "eval" / "digits-c.json", partial)
-    assert main(["evaluate", str(run_dir), "--suite", "digits-c", "--data-root", str(root)]) == 0
-    resumed = json.loads((run_dir / "eval" / "digits-c.json").read_text())
-    assert resumed["results"]["fog"]["1"]["accuracy"] == -1.0  # kept, not recomputed
-    assert resumed["results"]["contrast"]["1"]["accuracy"] == pytest.approx(acc)
+    write_json(run / "eval" / "digits-c.json", partial)
+    assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root)]) == 0
+    resumed = _read(run, "digits-c")
+    assert resumed["complete"] and resumed["results"]["fog"]["1"]["accuracy"] == -1.0  # kept, not recomputed
+    assert resumed["results"]["contrast"] == result["results"]["contrast"]
+    # other options (here the batch size) do not resume from the partial file
+    write_json(run / "eval" / "digits-c.json", partial)
+    assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root), "--batch-size", "7",
+                 "--corruptions", "fog"]) == 0
+    assert _read(run, "digits-c")["results"]["fog"]["1"]["accuracy"] == pytest.approx(expected[1], abs=1.5 / COUNT)
 
 
-def test_calibration_fgsm_and_p_suites(run_dir, tmp_path):
-    assert main(["evaluate", str(run_dir), "--suite", "calibration"]) == 0
-    cal = json.loads((run_dir / "eval" / "calibration.json").read_text())["summary"]
-    assert 0 <= cal["rms_calibration_error"] <= 1 and cal["rms_estimator"] == "exact"
-    assert main(["evaluate", str(run_dir), "--suite", "fgsm"]) == 0
-    fg = json.loads((run_dir / "eval" / "fgsm.json").read_text())["summary"]
-    assert len(fg["accuracy"]) == 4
-    p = tmp_path / "p"
-    frames = np.repeat(load_dataset("digits", "test").images[:10].permute(0, 2, 3, 1).numpy()[:, None], 31, 1)
-    save_npy(p / "rotate.npy", frames)
-    save_npy(p / "labels.npy", np.zeros(10, np.int64))
-    assert main(["evaluate", str(run_dir), "--suite", "digits-p", "--data-root", str(p)]) == 0
-    fp = json.loads((run_dir / "eval" / "digits-p.json").read_text())
-    assert fp["results"]["rotate"]["flip_probability"] == 0.0  # identical frames never flip
+def test_calibration_and_fgsm(tmp_path, digits, trained_state):
+    run, model = _run(tmp_path, trained_state)
+    assert main(["evaluate", str(run), "--suite", "calibration", "--rms-estimator", "public"]) == 0
+    cal = _read(run, "calibration")["summary"]
+    with torch.no_grad():
+        probs = model(digits.images.float() / 255).softmax(1)
+    conf, pred = probs.max(1)
+    correct = (pred == digits.labels).numpy().astype(float)
+    assert cal["rms_estimator"] == "public" and cal["accuracy"] == pytest.approx(correct.mean(), abs=1.5 / len(digits))
+    assert cal["rms_calibration_error"] == pytest.approx(
+        rms_calibration_error(conf.numpy(), correct, estimator="public"), abs=1e-3)
+    assert 0 <= cal["ece"] <= 1 and 0 <= cal["aurra"] <= 1
+
+    assert main(["evaluate", str(run), "--suite", "fgsm", "--epsilons", "0,8/255"]) == 0
+    fg = _read(run, "fgsm")
+    assert fg["summary"]["epsilons"] == [0.0, pytest.approx(8 / 255)]
+    assert set(fg["results"]) == {"eps=0", "eps=0.0313725"}
+    assert fg["results"]["eps=0"]["accuracy"] == pytest.approx(correct.mean(), abs=1.5 / len(digits))
 
 
-def test_missing_run_or_data_is_a_clear_error(run_dir, tmp_path):
+def test_p_suite_flip_probabilities(tmp_path, digits, trained_state):
+    run, model = _run(tmp_path, trained_state)
+    a, b = digits.images[:8], digits.images[8:16]
+    frames = torch.stack([a, b, b, a, b], 1)  # (8 sequences, 5 frames, 3, 32, 32)
+    root = tmp_path / "digits-p"
+    for name in ("gaussian_noise", "rotate", "spatter"):
+        save_npy(root / f"{name}.npy", frames.permute(0, 1, 3, 4, 2).numpy())
+    differ = (_predict(model, a) != _predict(model, b)).astype(float)  # per sequence
+    alexnet = tmp_path / "alexnet.json"
+    alexnet.write_text(json.dumps({"gaussian_noise": 0.5, "rotate": 0.25, "spatter": 0.5}))
+    assert main(["evaluate", str(run), "--suite", "digits-p", "--data-root", str(root), "--weather", "spatter",
+                 "--alexnet-flip", str(alexnet)]) == 0
+    p = _read(run, "digits-p")
+    consecutive = differ.mean() * 3 / 4  # a|b, b|b, b|a, a|b: 3 of 4 pairs flip where a and b differ
+    against_first = differ.mean() * 3 / 4  # b, b, a, b against a
+    assert p["results"]["rotate"] == {"flip_probability": pytest.approx(consecutive), "n_sequences": 8, "frames": 5}
+    assert p["results"]["gaussian_noise"]["flip_probability"] == pytest.approx(against_first)
+    summary = p["summary"]
+    assert summary["weather_perturbation"] == "spatter" and "spatter" in p["results"]
+    assert summary["mean_flip_probability"] == pytest.approx(consecutive)
+    assert summary["mfr"] == pytest.approx(np.mean([consecutive / 0.5, consecutive / 0.25, consecutive / 0.5]))
+    assert "snow" not in p["results"] and "scale" in summary["missing_perturbations"]
+
+
+def _png(path, image_u8):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(image_u8.permute(1, 2, 0).numpy()).save(path)
+
+
+def test_imagenet_suites_on_class_folders(tmp_path, digits):
+    run, model = _run(tmp_path, None, "imagenet", 1000)
+    wnids, images = imagenet_wnids(), digits.images[:4]
+    with torch.no_grad():
+        logits = model(images.float() / 255)
+    pred = logits.argmax(1).tolist()
+    # validation folders: images 0, 1 under their predicted class (correct), 2, 3 under another
+    for i in range(4):
+        wnid = wnids[pred[i]] if i < 2 else wnids[(pred[i] + 1) % 1000]
+        _png(tmp_path / "val" / wnid / f"{i}.png", images[i])
+    common = ["--resize", "0", "--crop", "32", "--workers", "0"]
+    assert main(["evaluate", str(run), "--suite", "clean", "--data-root", str(tmp_path / "val"), *common]) == 0
+    assert _read(run, "clean")["summary"]["accuracy"] == 0.5
+
+    # ImageNet-C: all 15 corruptions, one image per severity, correct at odd severities
+    for c in ALEXNET_ERR:
+        for s in range(1, 6):
+            wnid = wnids[pred[0]] if s % 2 else wnids[(pred[0] + 1) % 1000]
+            _png(tmp_path / "imagenet-c" / c / str(s) / wnid / "x.png", images[0])
+    assert main(["evaluate", str(run), "--suite", "imagenet-c", "--data-root", str(tmp_path / "imagenet-c"),
+                 *common]) == 0
+    ic = _read(run, "imagenet-c")
+    assert ic["results"]["fog"] == {str(s): {"accuracy": float(s % 2), "n": 1} for s in range(1, 6)}
+    err = 2 / 5  # severities 2 and 4 wrong
+    assert ic["summary"]["mean_accuracy"] == pytest.approx(0.6)
+    assert ic["summary"]["mce"] == pytest.approx(np.mean([err / e for e in ALEXNET_ERR.values()]))
+    assert ic["summary"]["relative_mce"] == pytest.approx(np.mean([(err - 0.5) / (e - 0.43478)
+                                                                  for e in ALEXNET_ERR.values()]))
+    assert len(ic["data"]["files"]) == 75
+
+    # ImageNet-R: 200-way masked logits; images 0..2 under their masked prediction, image 3 elsewhere
+    r_pred = logits[:, imagenet_r_indices()].argmax(1).tolist()
+    r = imagenet_r_wnids()
+    for i in range(4):
+        _png(tmp_path / "imagenet-r" / r[r_pred[i] if i < 3 else (r_pred[i] + 1) % 200] / f"{i}.png", images[i])
+    assert main(["evaluate", str(run), "--suite", "imagenet-r", "--data-root", str(tmp_path / "imagenet-r"),
+                 *common]) == 0
+    ir = _read(run, "imagenet-r")
+    assert ir["results"]["imagenet-r"] == {"accuracy": 0.75, "n": 4}
+    assert set(ir["summary"]) >= {"rms_calibration_error", "ece", "aurra", "rms_estimator"}
+
+
+def test_imagenet_p_videos(tmp_path, digits):
+    cv2 = pytest.importorskip("cv2")
+    from fullscale.readers.videos import decode_video
+
+    run, model = _run(tmp_path, None, "imagenet", 1000)
+    wnid = imagenet_wnids()[0]
+    for name in ("rotate", "shot_noise"):
+        for v in range(2):
+            path = tmp_path / "imagenet-p" / name / wnid / f"{v}.mp4"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 10, (32, 32))
+            for f in (0, 1, 1, 0):
+                writer.write(digits.images[2 * v + f].permute(1, 2, 0).numpy()[:, :, ::-1].copy())
+            writer.release()
+    assert main(["evaluate", str(run), "--suite", "imagenet-p", "--data-root", str(tmp_path / "imagenet-p"),
+                 "--workers", "0"]) == 0
+    p = _read(run, "imagenet-p")
+    for name, noise in (("rotate", False), ("shot_noise", True)):
+        rates = []
+        for v in range(2):
+            preds = _predict(model, decode_video(tmp_path / "imagenet-p" / name / wnid / f"{v}.mp4"))
+            rates.append((preds[1:] != (preds[:1] if noise else preds[:-1])).mean())
+        assert p["results"][name]["flip_probability"] == pytest.approx(np.mean(rates))
+        assert p["results"][name]["n_sequences"] == 2 and p["results"][name]["frames"] == 4
+
+
+def test_clear_errors(tmp_path, digits):
+    run, _ = _run(tmp_path)
     assert main(["evaluate", str(tmp_path / "nope"), "--suite", "clean"]) == 2
-    assert main(["evaluate", str(run_dir), "--suite", "digits-c"]) == 2
-    assert main(["evaluate", str(run_dir), "--suite", "digits-c", "--data-root", str(tmp_path)]) == 2
+    assert main(["evaluate", str(run), "--suite", "digits-c"]) == 2  # no --data-root
+    assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(tmp_path)]) == 2  # no files
+    assert main(["evaluate", str(run), "--suite", "imagenet-r", "--data-root", str(tmp_path)]) == 2  # 10 classes
+    assert main(["evaluate", str(run), "--suite", "fgsm", "--epsilons", "a/b"]) == 2
+    assert main(["evaluate", str(run), "--suite", "clean", "--threads", "-1"]) == 2
+    assert main(["evaluate", str(run), "--suite", "calibration", "--batch-size", "0"]) == 2
+    root = tmp_path / "c"
+    save_npy(root / "fog.npy", np.zeros((10, 32, 32, 3), np.uint8))
+    save_npy(root / "labels.npy", np.full(2, 12))  # labels beyond the model's 10 classes
+    assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root)]) == 2
+    assert not (run / "eval" / "digits-c.json").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 
 import pytest
 
@@ -35,7 +36,9 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, monkeypatch):
         "def add_arguments(parser):\n    parser.add_argument('--path')\n"
         "def run(args):\n    raise ValueError(f'no data at {args.path}\\nsecond line')\n"
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
+    # (not syspath_prepend: it imports pkg_resources, which some environments lack)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    importlib.invalidate_caches()
     monkeypatch.setitem(COMMANDS, "fake", COMMANDS["toy"]._replace(module="fake_command"))
     assert main(["fake", "--path", "/nowhere"]) == 2
     err = capsys.readouterr().err

@@ -83,7 +83,57 @@ def test_mixing_at_the_input_is_mixup_of_the_normalised_batch():
     torch.testing.assert_close(model(x), plain)
 
 
+@pytest.mark.parametrize("name", ["preactresnet18", "wrn28_2", "resnet50"])
+def test_a_stage_transform_leaves_the_other_stages_untouched(name):
+    model = create_model(name, 5, **TINY.get(name, {})).eval()
+    size = 64 if name == "resnet50" else 32
+    x = torch.rand(3, 3, size, size, generator=torch.Generator().manual_seed(4))
+    stages = model.stages
+
+    def features() -> dict[str, torch.Tensor]:
+        seen = {}
+        handles = [stage_module(model, s).register_forward_hook(
+            lambda _m, _i, out, s=s: seen.__setitem__(s, out.detach().clone())) for s in stages]
+        seen["logits"] = model(x).detach()
+        for h in handles:
+            h.remove()
+        return seen
+
+    plain = features()
+    target = stages[2]
+    with transform_stage(model, target, lambda h: h + 1.0):
+        moved = features()
+    for s in stages[:2]:  # earlier stages are untouched
+        torch.testing.assert_close(moved[s], plain[s])
+    torch.testing.assert_close(moved[target], plain[target] + 1.0)  # the target: exactly transformed
+    assert not torch.allclose(moved[stages[3]], plain[stages[3]])  # later features see the change
+    assert not torch.allclose(moved["logits"], plain["logits"])
+    torch.testing.assert_close(features()["logits"], plain["logits"])  # and the hook is gone
+
+
+def test_preact_block_carries_the_activated_input_on_its_identity_shortcut():
+    # the public NoisyMix PreActBlock: out = conv2(relu(bn2(conv1(a)))) + a with a = relu(bn1(x))
+    model = create_model("preactresnet18", 10, width=4).eval()
+    block = model.layer1[1]
+    with torch.no_grad():
+        for bn in (block.bn1, block.bn2):
+            bn.running_mean.uniform_(-0.5, 0.5, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(2, 4, 8, 8, generator=torch.Generator().manual_seed(1))
+    a = torch.relu((x - block.bn1.running_mean.view(1, -1, 1, 1))
+                   / torch.sqrt(block.bn1.running_var.view(1, -1, 1, 1) + block.bn1.eps))
+    inner = torch.nn.functional.conv2d(a, block.conv1.weight, padding=1)
+    inner = torch.relu((inner - block.bn2.running_mean.view(1, -1, 1, 1))
+                       / torch.sqrt(block.bn2.running_var.view(1, -1, 1, 1) + block.bn2.eps))
+    expected = torch.nn.functional.conv2d(inner, block.conv2.weight, padding=1) + a
+    torch.testing.assert_close(block(x), expected)
+
+
 def test_unknown_stage_is_refused():
     model = create_model("wrn28_2", 10)
     with pytest.raises(ValueError, match="stages"):
         stage_module(model, "layer4")
+
+
+def test_unknown_model_option_names_the_valid_ones():
+    with pytest.raises(ValueError, match="its options: dropout"):
+        create_model("wrn28_2", 10, width=16)

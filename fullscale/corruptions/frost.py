@@ -1,0 +1,81 @@
+"""The frost photographs of ImageNet-C / CIFAR-10-C, found (never shipped) and cropped in batches.
+
+The reference blends one of ``frost1.png .. frost5.jpg`` (``np.random.randint(5)``: the sixth is
+never drawn) at a random position.  We read them from ``frost_dir`` or, failing that, from the
+``frost/`` folder of an installed ``imagecorruptions`` package (located without importing it).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from torch import Tensor
+
+__all__ = ["find_frost_dir", "frost_textures"]
+
+_SUFFIXES = (".png", ".jpg", ".jpeg")
+
+
+def find_frost_dir(frost_dir: str | Path | None = None) -> Path:
+    """The folder with the frost photographs: ``frost_dir`` if given, else the installed
+    ``imagecorruptions`` package's ``frost/``; FileNotFoundError naming both otherwise."""
+    if frost_dir is not None:
+        folder = Path(frost_dir)
+        if not folder.is_dir() or not _files(folder):
+            raise FileNotFoundError(f"frost_dir {folder} has no frost images (*.png, *.jpg)")
+        return folder
+    spec = importlib.util.find_spec("imagecorruptions")
+    if spec is not None and spec.origin is not None:
+        folder = Path(spec.origin).parent / "frost"
+        if folder.is_dir() and _files(folder):
+            return folder
+    raise FileNotFoundError("frost needs the reference frost photographs: pass frost_dir (a folder with "
+                            "frost1.png .. frost6.jpg) or `pip install imagecorruptions` (its frost/ folder)")
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in _SUFFIXES)
+
+
+@functools.lru_cache(maxsize=8)
+def _textures(folder: str, scale: float) -> tuple[Tensor, ...]:
+    """The first five photographs as float RGB (3, H, W) in [0, 255], resized by ``scale`` as
+    cv2.resize(fx=fy=scale) (bilinear, half-pixel centres, no antialiasing)."""
+    out = []
+    for path in _files(Path(folder))[:5]:
+        arr = torch.from_numpy(np.asarray(Image.open(path).convert("RGB"), dtype=np.float32).copy())
+        img = arr.permute(2, 0, 1).unsqueeze(0)
+        if scale != 1.0:
+            size = (round(img.shape[2] * scale), round(img.shape[3] * scale))
+            img = torch.round(F.interpolate(img, size=size, mode="bilinear", align_corners=False))
+        out.append(img[0])
+    return tuple(out)
+
+
+def frost_textures(n: int, h: int, w: int, scale: float, generator: torch.Generator,
+                   frost_dir: str | Path | None = None) -> Tensor:
+    """``n`` random (h, w) crops of the frost photographs, float RGB (N, 3, h, w) in [0, 1]:
+    photograph k ~ U{0..4}, then the top-left corner uniform over the photograph."""
+    textures = _textures(str(find_frost_dir(frost_dir)), float(scale))
+    if any(t.shape[1] <= h or t.shape[2] <= w for t in textures):
+        raise ValueError(f"frost photographs (scaled by {scale}) are smaller than the {h}x{w} images")
+    dev = generator.device
+    pick = torch.randint(0, len(textures), (n,), generator=generator, device=dev).cpu()
+    u = torch.rand((n, 2), generator=generator, device=dev, dtype=torch.float64).cpu()
+    out = torch.empty(n, 3, h, w)
+    for k, tex in enumerate(textures):
+        idx = torch.nonzero(pick == k).flatten()
+        if not len(idx):
+            continue
+        top = (u[idx, 0] * (tex.shape[1] - h)).long()
+        left = (u[idx, 1] * (tex.shape[2] - w)).long()
+        rows = (top[:, None] + torch.arange(h))[:, :, None]
+        cols = (left[:, None] + torch.arange(w))[:, None, :]
+        out[idx] = tex[:, rows, cols].permute(1, 0, 2, 3)
+    return out / 255

@@ -1,0 +1,165 @@
+"""Write -C / -P sets in the standard layouts, chunked, atomically and resumably.
+
+* ``.npy`` sets (CIFAR-10-C / CIFAR-10-P layout): ``<corruption>.npy`` uint8 (5 N, H, W, 3),
+  severities 1..5 in order, and ``labels.npy`` uint8 (5 N,) (the clean labels repeated 5 times,
+  as CIFAR-10-C ships them; int64 when there are more than 256 classes);
+  ``<perturbation>.npy`` uint8 (N, frames, H, W, 3) and ``labels.npy`` (N,).  Each array is
+  streamed into a temporary file chunk by chunk and renamed into place when complete, so a rerun
+  skips finished files and memory stays at one chunk.
+* ImageNet-C folders: ``<corruption>/<severity>/<wnid>/<file>.JPEG`` (JPEG quality 85, as
+  ``make_imagenet_c.py`` saves them) from a class-folder tree, after Resize(256) and
+  CenterCrop(224); a finished (corruption, severity) folder gets a ``.complete`` marker.
+
+Every chunk draws from its own generator, seeded from (seed, name, severity, chunk index), so
+the result does not depend on which corruptions are made, in which order, or on resuming.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+
+from fullscale.corruptions.common import CORRUPTIONS, SPECS, corrupt
+from fullscale.corruptions.frost import find_frost_dir
+from fullscale.corruptions.perturbations import FRAMES, PERTURBATIONS, perturbation_sequence
+from noisymix.io import atomic_write, save_npy, write_bytes, write_json
+from noisymix.progress import progress
+from noisymix.random import generator_for
+
+__all__ = ["IMAGE_SUFFIXES", "check_names", "chunk_generator", "default_names", "write_imagenet_c", "write_npy_set"]
+
+IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png", ".bmp", ".ppm", ".webp")
+
+
+def chunk_generator(seed: int, name: str, severity: int, chunk: int, device: torch.device | str) -> torch.Generator:
+    """The generator of one chunk: a stable hash of (seed, name, severity, chunk index)."""
+    return generator_for(zlib.crc32(f"{seed}:{name}:{severity}:{chunk}".encode()), device)
+
+
+def default_names(kind: str, frost_dir: str | None) -> tuple[list[str], str | None]:
+    """The 15 corruptions (or every perturbation); frost is left out, with the reason returned,
+    when no frost photographs can be found (asking for frost by name raises instead)."""
+    if kind == "p":
+        return list(PERTURBATIONS), None
+    try:
+        find_frost_dir(frost_dir)
+    except FileNotFoundError as error:
+        return [n for n in CORRUPTIONS if n != "frost"], f"frost skipped: {error}"
+    return list(CORRUPTIONS), None
+
+
+def check_names(kind: str, names: list[str], frost_dir: str | None = None) -> None:
+    table = SPECS if kind == "c" else PERTURBATIONS
+    unknown = [n for n in names if n not in table]
+    if unknown:
+        raise ValueError(f"unknown {'corruptions' if kind == 'c' else 'perturbations'} {unknown}; "
+                         f"available: {', '.join(table)}")
+    if kind == "c" and "frost" in names:
+        find_frost_dir(frost_dir)  # fail before any work, with the message naming both sources
+
+
+def _complete(path: Path, shape: tuple[int, ...]) -> bool:
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError):
+        return False
+    return array.dtype == np.uint8 and array.shape == shape
+
+
+def write_npy_set(images: torch.Tensor, labels: torch.Tensor, kind: str, out: str | Path, names: list[str], *,
+                  severities: tuple[int, ...] = (1, 2, 3, 4, 5), seed: int = 0, chunk: int = 1000,
+                  params: str = "cifar", frost_dir: str | None = None, device: str = "cpu") -> list[str]:
+    """Write the ``.npy`` set of ``images`` (N, 3, H, W) uint8; returns the names written now."""
+    check_names(kind, names, frost_dir)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    n, _, h, w = images.shape
+    reps = len(severities) if kind == "c" else 1
+    label_dtype = np.uint8 if not labels.numel() or int(labels.max()) < 256 else np.int64
+    save_npy(out / "labels.npy", np.tile(labels.numpy(), reps).astype(label_dtype))
+    written = []
+    for name in progress(names, desc=f"corrupt -{kind}", unit="set"):
+        target = out / f"{name}.npy"
+        shape = (reps * n, h, w, 3) if kind == "c" else (n, FRAMES.get(name, 31), h, w, 3)
+        if target.exists() and _complete(target, shape):
+            continue
+        with atomic_write(target) as handle:
+            np.lib.format.write_array_header_1_0(handle, {"descr": "|u1", "fortran_order": False, "shape": shape})
+            for block in _blocks(images, kind, name, severities, seed, chunk, params, frost_dir, device):
+                handle.write(np.ascontiguousarray(block).tobytes())
+        written.append(name)
+    return written
+
+
+def _blocks(images: torch.Tensor, kind: str, name: str, severities: tuple[int, ...], seed: int, chunk: int,
+            params: str, frost_dir: str | None, device: str) -> Iterator[np.ndarray]:
+    for severity in severities if kind == "c" else (0,):
+        for index, start in enumerate(range(0, len(images), chunk)):
+            batch = images[start:start + chunk].to(device)
+            g = chunk_generator(seed, name, severity, index, device)
+            if kind == "c":
+                y = corrupt(batch, name, severity, generator=g, params=params, frost_dir=frost_dir)
+                yield y.permute(0, 2, 3, 1).cpu().numpy()
+            else:
+                y = perturbation_sequence(batch, name, generator=g, params=params)
+                yield y.permute(0, 1, 3, 4, 2).cpu().numpy()
+
+
+def _image_files(root: Path) -> list[tuple[str, Path]]:
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} is not a directory")
+    files = [(cls.name, f) for cls in sorted(p for p in root.iterdir() if p.is_dir())
+             for f in sorted(cls.iterdir()) if f.suffix.lower() in IMAGE_SUFFIXES]
+    if not files:
+        raise FileNotFoundError(f"{root}: no class folders with images ({', '.join(IMAGE_SUFFIXES)})")
+    return files
+
+
+def _load_224(path: Path) -> np.ndarray:
+    """torchvision Resize(256) + CenterCrop(224) on the PIL image, as make_imagenet_c.py."""
+    img = Image.open(path).convert("RGB")
+    w, h = img.size
+    short, long = (w, h) if w <= h else (h, w)
+    size_long = int(256 * long / short)
+    img = img.resize((256, size_long) if w <= h else (size_long, 256), Image.BILINEAR)
+    w, h = img.size
+    top, left = round((h - 224) / 2), round((w - 224) / 2)
+    return np.asarray(img.crop((left, top, left + 224, top + 224)))
+
+
+def write_imagenet_c(root: str | Path, out: str | Path, names: list[str], *,
+                     severities: tuple[int, ...] = (1, 2, 3, 4, 5), seed: int = 0, chunk: int = 100,
+                     frost_dir: str | None = None, device: str = "cpu") -> int:
+    """ImageNet-C from a class-folder tree ``root/<wnid>/*.JPEG``; returns the image count."""
+    check_names("c", names, frost_dir)
+    files = _image_files(Path(root))
+    out = Path(out)
+    jobs = [(name, s) for name in names for s in severities]
+    for name, severity in progress(jobs, desc="corrupt imagenet-c", unit="set"):
+        folder = out / name / str(severity)
+        if (folder / ".complete").exists():
+            continue
+        for index, start in enumerate(range(0, len(files), chunk)):
+            part = files[start:start + chunk]
+            targets = [folder / wnid / path.name for wnid, path in part]
+            if all(t.exists() for t in targets):
+                continue
+            batch = torch.from_numpy(np.stack([_load_224(p) for _, p in part])).permute(0, 3, 1, 2).to(device)
+            g = chunk_generator(seed, name, severity, index, device)
+            y = corrupt(batch, name, severity, generator=g, params="imagenet", frost_dir=frost_dir)
+            for target, img in zip(targets, y.permute(0, 2, 3, 1).cpu().numpy(), strict=True):
+                write_bytes(target, _jpeg_bytes(img))
+        write_json(folder / ".complete", {"images": len(files), "seed": seed, "chunk": chunk})
+    return len(files)
+
+
+def _jpeg_bytes(img: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(img).save(buffer, "JPEG", quality=85, optimize=True)
+    return buffer.getvalue()

@@ -1,0 +1,118 @@
+"""ImageNet-style class folders: ImageNet val and ImageNet-R (``<root>/<wnid>/*.JPEG``) and
+ImageNet-C (``<root>/<corruption>/<severity>/<wnid>/*.JPEG``).
+
+Images are decoded with PIL in DataLoader workers and preprocessed as the public evaluations do
+(ImageNet-R ``eval.py``, AugMix ``imagenet.py``): resize the shorter side to 256 (bilinear,
+torchvision's size rule), centre crop 224 (torchvision's rounding, zero padding if smaller).
+Batches are uint8 (B, 3, 224, 224); the model normalises.  Labels are the position of the
+folder's wnid in the given class list (so a missing class folder never shifts the others).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image, UnidentifiedImageError
+from torch.utils.data import DataLoader, Dataset
+
+__all__ = ["IMAGE_SUFFIXES", "FolderSet", "Preprocess", "decode", "read_class_folders"]
+
+IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
+
+
+@dataclass(frozen=True)
+class Preprocess:
+    """``resize``: shorter side in pixels (0: keep); ``crop``: centre crop side."""
+
+    resize: int = 256
+    crop: int = 224
+
+    def __post_init__(self) -> None:
+        if self.resize < 0 or self.crop < 1:
+            raise ValueError(f"need resize >= 0 and crop >= 1, got {self.resize}, {self.crop}")
+
+
+def decode(path: Path, preprocess: Preprocess) -> torch.Tensor:
+    """One image file -> uint8 (3, crop, crop)."""
+    try:
+        with Image.open(path) as image:
+            image = image.convert("RGB")
+            if preprocess.resize:
+                w, h = image.size
+                short, long = (w, h) if w <= h else (h, w)
+                new_short, new_long = preprocess.resize, int(preprocess.resize * long / short)
+                size = (new_short, new_long) if w <= h else (new_long, new_short)
+                image = image.resize(size, Image.Resampling.BILINEAR)
+            array = np.asarray(image)
+    except (OSError, UnidentifiedImageError, ValueError) as error:
+        raise ValueError(f"{path}: not a decodable image ({error})") from None
+    c = preprocess.crop
+    h, w = array.shape[:2]
+    if h < c or w < c:  # torchvision pads symmetrically with zeros before cropping
+        top, left = max(c - h, 0) // 2, max(c - w, 0) // 2
+        array = np.pad(array, ((top, max(c - h, 0) - top), (left, max(c - w, 0) - left), (0, 0)))
+        h, w = array.shape[:2]
+    top, left = round((h - c) / 2.0), round((w - c) / 2.0)
+    return torch.from_numpy(array[top:top + c, left:left + c].copy()).permute(2, 0, 1)
+
+
+class FolderSet(Dataset):
+    """(path, label) samples of class folders; items are (uint8 (3, crop, crop), label)."""
+
+    def __init__(self, root: Path, samples: Sequence[tuple[Path, int]], preprocess: Preprocess) -> None:
+        self.root, self.samples, self.preprocess = root, list(samples), preprocess
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        path, label = self.samples[index]
+        return decode(path, self.preprocess), label
+
+    @property
+    def labels(self) -> np.ndarray:
+        return np.array([label for _, label in self.samples], dtype=np.int64)
+
+    def listing_sha256(self) -> str:
+        """A digest of the file listing (relative path, size, label), cheap for 50,000 JPEGs: it
+        changes when a file is added, removed, moved or resized."""
+        digest = hashlib.sha256()
+        for path, label in self.samples:
+            digest.update(f"{path.relative_to(self.root)}\t{path.stat().st_size}\t{label}\n".encode())
+        return digest.hexdigest()
+
+    def batches(self, batch_size: int, workers: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """uint8 (B, 3, crop, crop) and long (B,) batches in order, decoded by ``workers`` processes."""
+        loader = DataLoader(self, batch_size=batch_size, shuffle=False, num_workers=workers,
+                            pin_memory=torch.cuda.is_available(), persistent_workers=False)
+        yield from loader
+
+
+def read_class_folders(root: str | Path, classes: Sequence[str], preprocess: Preprocess = Preprocess(),
+                       ) -> FolderSet:
+    """Class folders ``root/<wnid>/<image>``; the label of ``<wnid>`` is ``classes.index(wnid)``.
+
+    A folder that is not one of ``classes``, a root without class folders and a class folder
+    without images are errors naming the path."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} is not a directory of class folders (<wnid>/*.JPEG)")
+    index = {wnid: i for i, wnid in enumerate(classes)}
+    folders = sorted(p for p in root.iterdir() if p.is_dir())
+    if not folders:
+        raise FileNotFoundError(f"{root} has no class folders (<wnid>/*.JPEG)")
+    unknown = [p.name for p in folders if p.name not in index]
+    if unknown:
+        raise ValueError(f"{root}: folders {unknown[:5]} are not among the {len(classes)} expected wnids")
+    samples = []
+    for folder in folders:
+        files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+        if not files:
+            raise FileNotFoundError(f"{folder} has no images ({', '.join(IMAGE_SUFFIXES)})")
+        samples += [(f, index[folder.name]) for f in files]
+    return FolderSet(root, samples, preprocess)

@@ -1,0 +1,177 @@
+"""Readers on written fixtures in the standard layouts, good and malformed."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from fullscale.readers import (
+    Preprocess,
+    imagenet_r_indices,
+    imagenet_r_wnids,
+    imagenet_wnids,
+    read_c_set,
+    read_class_folders,
+    read_p_set,
+    read_video_folders,
+)
+from fullscale.readers.videos import decode_video
+from noisymix.io import save_npy
+
+RNG = np.random.default_rng(0)
+
+
+def _images(n, h=8, w=8):
+    return RNG.integers(0, 256, (n, h, w, 3), dtype=np.uint8)
+
+
+def _c_set(root, names, n=6, labels_per="all"):
+    blocks = {name: _images(5 * n) for name in names}
+    for name, array in blocks.items():
+        save_npy(root / f"{name}.npy", array)
+    labels = RNG.integers(0, 10, n)
+    save_npy(root / "labels.npy", np.tile(labels, 5) if labels_per == "all" else labels)
+    return blocks, labels
+
+
+@pytest.mark.parametrize("labels_per", ["all", "one"])
+def test_c_set_round_trip(tmp_path, labels_per):
+    blocks, labels = _c_set(tmp_path, ["fog", "snow"], labels_per=labels_per)
+    data = read_c_set(tmp_path, ("fog", "snow"))
+    assert data.count == 6 and (data.labels == labels).all()
+    for s in range(1, 6):
+        got = data.images("snow", s)
+        assert got.dtype == torch.uint8 and got.shape == (6, 3, 8, 8)
+        assert (got.permute(0, 2, 3, 1).numpy() == blocks["snow"][(s - 1) * 6:s * 6]).all()
+    with pytest.raises(ValueError):
+        data.images("snow", 6)
+
+
+def test_c_set_malformed(tmp_path):
+    _c_set(tmp_path, ["fog", "snow"])
+    with pytest.raises(FileNotFoundError, match=r"frost\.npy"):
+        read_c_set(tmp_path, ("frost",))
+    with pytest.raises(FileNotFoundError):
+        read_c_set(tmp_path / "absent", ("fog",))
+    cases = {
+        "float": np.zeros((30, 8, 8, 3), np.float32),  # dtype
+        "gray": np.zeros((30, 8, 8), np.uint8),  # layout
+        "seven": np.zeros((7, 8, 8, 3), np.uint8),  # not 5 severities
+        "bigger": np.zeros((30, 9, 8, 3), np.uint8),  # differs from fog.npy
+    }
+    for name, array in cases.items():
+        save_npy(tmp_path / f"{name}.npy", array)
+        with pytest.raises(ValueError, match=f"{name}.npy"):
+            read_c_set(tmp_path, (name,) if name != "bigger" else ("fog", name))
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "fog.npy").read_bytes()[:300])  # truncated
+    with pytest.raises(ValueError, match=r"cut\.npy"):
+        read_c_set(tmp_path, ("cut",))
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}] * 5, dtype=object), allow_pickle=True)  # pickled
+    with pytest.raises(ValueError, match=r"obj\.npy"):
+        read_c_set(tmp_path, ("obj",))
+    for labels in (np.zeros(7, np.int64), np.zeros(30, np.float32), np.arange(30)):  # count, dtype, blocks
+        save_npy(tmp_path / "labels.npy", labels)
+        with pytest.raises(ValueError, match=r"labels\.npy"):
+            read_c_set(tmp_path, ("fog",))
+
+
+def test_p_set_round_trip_and_malformed(tmp_path):
+    seq = RNG.integers(0, 256, (4, 5, 8, 8, 3), dtype=np.uint8)
+    save_npy(tmp_path / "rotate.npy", seq)
+    save_npy(tmp_path / "translate.npy", seq[:, :3])
+    data = read_p_set(tmp_path, ("rotate", "translate"))
+    assert data.count == 4 and data.frames == {"rotate": 5, "translate": 3} and data.labels is None
+    got = data.sequences("rotate", 1, 3)
+    assert got.shape == (2, 5, 3, 8, 8) and (got.permute(0, 1, 3, 4, 2).numpy() == seq[1:3]).all()
+    save_npy(tmp_path / "labels.npy", np.zeros(3, np.int64))
+    with pytest.raises(ValueError, match=r"labels\.npy"):
+        read_p_set(tmp_path, ("rotate",))
+    (tmp_path / "labels.npy").unlink()
+    save_npy(tmp_path / "tilt.npy", seq[:3])  # N differs
+    save_npy(tmp_path / "one.npy", seq[:, :1])  # one frame
+    save_npy(tmp_path / "flat.npy", seq[:, 0])  # a -C layout
+    for names in (("rotate", "tilt"), ("one",), ("flat",)):
+        with pytest.raises(ValueError, match=rf"{names[-1]}\.npy"):
+            read_p_set(tmp_path, names)
+    with pytest.raises(FileNotFoundError, match=r"scale\.npy"):
+        read_p_set(tmp_path, ("scale",))
+
+
+def test_wnid_lists_and_the_imagenet_r_mask():
+    wnids, r = imagenet_wnids(), imagenet_r_wnids()
+    assert len(wnids) == 1000 == len(set(wnids)) and list(wnids) == sorted(wnids)
+    assert wnids[0] == "n01440764" and wnids[-1] == "n15075141"
+    assert len(r) == 200 and set(r) <= set(wnids)
+    idx = imagenet_r_indices().tolist()
+    # the public eval.py's comment lists the indices: [1, 2, 4, 6, 8, 9, 11, 13, 22, 23, ..., 980, 981, 983, 988]
+    assert idx[:10] == [1, 2, 4, 6, 8, 9, 11, 13, 22, 23] and idx[-4:] == [980, 981, 983, 988]
+    assert [wnids[i] for i in idx] == list(r)
+
+
+def _write_png(path, array):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(array).save(path)
+
+
+def test_class_folders_labels_preprocessing_and_errors(tmp_path):
+    wnids = imagenet_wnids()
+    # a 256 x 300 (w x h) image: the resize to shorter side 256 keeps its size; the centre crop
+    # 224 starts at row round(76 / 2) = 38 and column round(32 / 2) = 16
+    big = RNG.integers(0, 256, (300, 256, 3), dtype=np.uint8)
+    _write_png(tmp_path / wnids[5] / "a.png", big)
+    _write_png(tmp_path / wnids[2] / "b.PNG", _images(1, 40, 60)[0])
+    (tmp_path / wnids[2] / "notes.txt").write_text("not an image, ignored")
+    data = read_class_folders(tmp_path, wnids)
+    assert [label for _, label in data.samples] == [2, 5]  # the wnid's position, not the folder order
+    image, label = data[1]
+    assert label == 5 and image.shape == (3, 224, 224) and image.dtype == torch.uint8
+    expected = torch.from_numpy(big[38:38 + 224, 16:16 + 224]).permute(2, 0, 1)
+    assert (image.int() - expected.int()).abs().max() <= 1
+    small, _ = read_class_folders(tmp_path, wnids, Preprocess(resize=0, crop=50))[0]  # 40 x 60 < 50: padded
+    assert small.shape == (3, 50, 50) and (small[:, :5] == 0).all() and (small[:, 45:] == 0).all()
+    batches = list(data.batches(batch_size=2, workers=0))
+    assert batches[0][0].shape == (2, 3, 224, 224) and batches[0][1].tolist() == [2, 5]
+    assert len(data.listing_sha256()) == 64
+
+    (tmp_path / "n99999999").mkdir()
+    with pytest.raises(ValueError, match="n99999999"):
+        read_class_folders(tmp_path, wnids)
+    (tmp_path / "n99999999").rmdir()
+    (tmp_path / wnids[7]).mkdir()
+    with pytest.raises(FileNotFoundError, match=wnids[7]):
+        read_class_folders(tmp_path, wnids)
+    (tmp_path / wnids[7] / "broken.jpg").write_bytes(b"not a jpeg")
+    broken = read_class_folders(tmp_path, wnids)
+    with pytest.raises(ValueError, match=r"broken\.jpg"):
+        broken[len(broken) - 1]
+    with pytest.raises(FileNotFoundError):
+        read_class_folders(tmp_path / "absent", wnids)
+
+
+def test_videos_round_trip(tmp_path):
+    cv2 = pytest.importorskip("cv2")
+    wnid = imagenet_wnids()[3]
+    path = tmp_path / "rotate" / wnid / "v.mp4"
+    path.parent.mkdir(parents=True)
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 10, (32, 32))
+    for i in range(6):
+        writer.write(np.full((32, 32, 3), (40 * i, 0, 200), np.uint8))  # BGR
+    writer.release()
+    data = read_video_folders(tmp_path / "rotate", imagenet_wnids())
+    video, label = data[0]
+    assert label == 3 and video.shape == (6, 3, 32, 32) and video.dtype == torch.uint8
+    assert abs(int(video[0, 0].float().mean()) - 200) <= 8  # BGR -> RGB: red channel holds 200
+    assert [v.shape[0] for batch in data.videos(2, 0) for v in batch] == [6]
+    with pytest.raises(ValueError, match="frames"):
+        (tmp_path / "x.mp4").write_bytes(b"")
+        decode_video(tmp_path / "x.mp4")
+
+
+def test_videos_without_opencv_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cv2", None)  # import cv2 now raises ImportError
+    with pytest.raises(ValueError, match="opencv"):
+        decode_video(tmp_path / "v.mp4")
