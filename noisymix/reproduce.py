@@ -118,7 +118,7 @@ def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> list[_Step]
             for suite in plan.eval_suites:
                 suite_root = ("--data-root", str(corrupted)) if suite == plan.corrupted_suite else root
                 steps.append(_Step(f"evaluate {run_dir.name} {suite}",
-                                   ("evaluate", str(run_dir), "--suite", suite, *suite_root, "--threads", "1"),
+                                   ("evaluate", str(run_dir), "--suite", suite, *suite_root),
                                    run_dir / "eval" / f"{suite}.json"))
     steps.append(_Step("figures", ("figures", "--results", str(out), "--out", str(out / "figures")),
                        out / "figures" / "REPORT.md"))
