@@ -5,7 +5,10 @@
 
 Each batch is a pickled dict with ``b"data"`` (N, 3072) uint8 — 1024 red, then green, then
 blue values per image, rows of 32 — and ``b"labels"`` (CIFAR-10) or ``b"fine_labels"``
-(CIFAR-100).  Unpickling is unavoidable for this format; it is the only place we allow it.
+(CIFAR-100).  Unpickling is unavoidable for this format, so it goes through a restricted
+unpickler that admits only what the batches hold (dicts, lists, bytes/str, ints and numpy
+arrays): a crafted file that names any other global (``os.system``, ``builtins.eval``, ...)
+is refused before anything is called.
 """
 
 from __future__ import annotations
@@ -39,6 +42,45 @@ LAYOUT = {
 }
 
 
+# The globals a CIFAR batch may name, and nothing else.  numpy arrays pickle as
+# ``_reconstruct(ndarray, ...)`` + ``dtype(...)`` (``numpy.core`` before numpy 2, ``numpy._core``
+# after), numpy scalars as ``multiarray.scalar``; Python 3 writes bytes under protocol 2 as
+# ``_codecs.encode(text, "latin1")`` and an empty bytes as ``bytes()``.  None of them can run code or touch files.
+_ALLOWED_GLOBALS = frozenset({
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.multiarray", "scalar"),
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("_codecs", "encode"),
+    ("__builtin__", "bytes"),
+    ("builtins", "bytes"),
+})
+
+
+class _BatchUnpickler(pickle.Unpickler):
+    """``pickle.Unpickler`` that resolves only the globals of ``_ALLOWED_GLOBALS``."""
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in _ALLOWED_GLOBALS:
+            raise pickle.UnpicklingError(f"refused global {module}.{name} (not part of the CIFAR format)")
+        return super().find_class(module, name)
+
+
+def load_batch_pickle(path: str | Path) -> object:
+    """Unpickle one CIFAR batch file with the restricted unpickler (``encoding="bytes"``, as the
+    files were written by Python 2).  Any failure is a one-line ``ValueError`` naming the file."""
+    try:
+        with open(path, "rb") as handle:
+            return _BatchUnpickler(handle, encoding="bytes").load()
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except Exception as error:  # random bytes raise MemoryError/OverflowError/...
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else "truncated"
+        raise ValueError(f"{path}: not a readable CIFAR pickle batch ({type(error).__name__}: {detail})") from None
+
+
 def _folder(root: Path, kind: str) -> Path:
     layout = LAYOUT[kind]
     for candidate in (root / layout["folder"], root):
@@ -51,19 +93,20 @@ def _folder(root: Path, kind: str) -> Path:
 
 
 def _read_batch(path: Path, label_key: bytes, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        with open(path, "rb") as handle:
-            batch = pickle.load(handle, encoding="bytes")
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as error:
-        raise ValueError(f"{path}: not a readable CIFAR pickle batch ({error or 'truncated'})") from None
+    batch = load_batch_pickle(path)
     if not isinstance(batch, dict) or b"data" not in batch or label_key not in batch:
         raise ValueError(f"{path}: expected a dict with b'data' and {label_key!r}")
-    data = np.asarray(batch[b"data"])
-    labels = np.asarray(batch[label_key], dtype=np.int64)
+    data = batch[b"data"]
+    if not isinstance(data, np.ndarray):
+        raise ValueError(f"{path}: b'data' must be a numpy array, got {type(data).__name__}")
+    try:
+        labels = np.asarray(batch[label_key], dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{path}: {label_key!r} must be a list of integers") from None
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
         raise ValueError(f"{path}: b'data' must be uint8 of shape (N, 3072), got {data.dtype} {data.shape}")
-    if labels.shape != (data.shape[0],):
-        raise ValueError(f"{path}: {data.shape[0]} images but {labels.shape[0]} labels")
+    if labels.ndim != 1 or labels.shape != (data.shape[0],):
+        raise ValueError(f"{path}: {data.shape[0]} images but labels of shape {labels.shape}")
     if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
         raise ValueError(f"{path}: labels outside [0, {num_classes})")
     return data.reshape(-1, 3, 32, 32), labels

@@ -80,3 +80,63 @@ def test_imageset_validates():
         ImageSet(torch.zeros(2, 3, 4, 4), torch.zeros(2, dtype=torch.long), 2, "x", "")
     with pytest.raises(ValueError, match="labels"):
         ImageSet(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), torch.zeros(3, dtype=torch.long), 2, "x", "")
+
+
+class _Hostile:
+    """A pickle payload that, under a plain ``pickle.load``, would create ``marker``."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.mark.parametrize("where", ["top", "inside"])
+def test_a_batch_that_would_run_code_is_refused_in_one_line(tmp_path, where):
+    folder = write_cifar_fixture(tmp_path, "cifar10", n_train=10, n_test=5)
+    marker = tmp_path / "pwned"
+    payload = _Hostile(marker) if where == "top" else {b"data": _Hostile(marker), b"labels": [0]}
+    (folder / "data_batch_2").write_bytes(pickle.dumps(payload, protocol=2))
+    # the same bytes under plain pickle would run the command: the test's payload is live
+    with pytest.raises(ValueError) as caught:
+        load_dataset("cifar10", "train", tmp_path)
+    assert not marker.exists()
+    message = str(caught.value)
+    assert "\n" not in message and "data_batch_2" in message and "system" in message
+
+
+def test_the_original_format_is_read_protocol_2_numpy_arrays_and_lists(tmp_path):
+    """The distributed batches: protocol 2, numpy uint8 ``data``, int ``labels``, bytes names."""
+    folder = write_cifar_fixture(tmp_path, "cifar10", n_train=10, n_test=5)
+    rng = np.random.default_rng(3)
+    data = rng.integers(0, 256, size=(4, 3072), dtype=np.uint8)
+    labels = [3, 1, 4, 1]
+    content = {b"batch_label": b"training batch 1 of 5", b"data": data, b"labels": labels,
+               b"filenames": [b"a.png", b"b.png", b"c.png", b"d.png"],
+               b"extra": np.array(labels, dtype=np.int64)[0]}  # a numpy scalar pickles too
+    for name in [f"data_batch_{i}" for i in range(1, 6)]:
+        (folder / name).write_bytes(pickle.dumps(content, protocol=2))
+    train = load_dataset("cifar10", "train", tmp_path)
+    assert len(train) == 20
+    expected = data.reshape(4, 3, 32, 32)
+    assert np.array_equal(train.images[:4].numpy(), expected)
+    assert train.labels[:4].tolist() == labels
+
+
+@pytest.mark.parametrize("junk", [b"", b"\x80\x02}q\x00", bytes(range(256)) * 40, b"\x80\x04\x95" + b"\xff" * 8])
+def test_random_or_truncated_bytes_give_one_line_naming_the_file(tmp_path, junk):
+    folder = write_cifar_fixture(tmp_path, "cifar10", n_train=10, n_test=5)
+    (folder / "test_batch").write_bytes(junk)
+    with pytest.raises(ValueError, match="test_batch") as caught:
+        load_dataset("cifar10", "test", tmp_path)
+    assert "\n" not in str(caught.value)
+
+
+def test_object_arrays_and_non_array_data_are_refused(tmp_path):
+    folder = write_cifar_fixture(tmp_path, "cifar10", n_train=10, n_test=5)
+    for data in (np.array([b"x"] * 3072, dtype=object).reshape(1, 3072), [[0] * 3072]):
+        (folder / "test_batch").write_bytes(pickle.dumps({b"data": data, b"labels": [0]}, protocol=2))
+        with pytest.raises(ValueError, match="test_batch"):
+            load_dataset("cifar10", "test", tmp_path)
