@@ -27,6 +27,7 @@ which would stall the GPU queue); on the CPU it runs before every update.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -47,7 +48,7 @@ from fullscale.methods import Method, get_method
 from fullscale.models import create_model
 from fullscale.runs import append_metrics, read_metrics
 from noisymix.config import config_to_dict
-from noisymix.io import load_state_dict, read_json, save_torch, write_json
+from noisymix.io import directory_lock, load_state_dict, read_json, save_torch, write_json
 from noisymix.loss import noisymix_loss
 from noisymix.mixing import cutmix, draw_mix, mix_targets, noisy_feature_mixup
 from noisymix.progress import progress
@@ -66,7 +67,14 @@ class NonFiniteLoss(RuntimeError):
 def _device(cfg: TrainConfig) -> torch.device:
     if cfg.device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(cfg.device)
+    try:
+        device = torch.device(cfg.device)
+        torch.empty(0, device=device)  # a known name of a device this torch cannot use fails here
+    except (RuntimeError, AssertionError) as error:
+        raise ValueError(f"device={cfg.device!r} is not usable here "
+                         f"({str(error).strip().splitlines()[0] if str(error).strip() else 'unknown'}); "
+                         "use auto, cpu or cuda[:N]") from None
+    return device
 
 
 def _cosine(step: int, total: int, cfg: TrainConfig) -> float:
@@ -128,9 +136,24 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> Path:
     checkpoint carries that state for an exact resume.
     """
     devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
-    with torch.random.fork_rng(devices=devices):
+    # One writer per run directory: a second `train` on the same --out fails at once instead of
+    # leaving one run's config.json beside the other's final.pt.  Rank 0 writes, so it holds it.
+    rank0 = int(os.environ.get("RANK", "0")) == 0
+    lock = (directory_lock(out, "training") if rank0
+            else contextlib.nullcontext())
+    with lock, torch.random.fork_rng(devices=devices):
         torch.manual_seed(cfg.seed)
-        return _train(cfg, Path(out), resume)
+        config = Path(out) / "config.json"
+        had_config = config.exists()
+        try:
+            return _train(cfg, Path(out), resume)
+        except (ValueError, TypeError, KeyError):
+            # a config error found only once training runs: leave no config.json of a run that
+            # never saved a checkpoint (the folder stays usable for the corrected command)
+            if rank0 and not had_config and not any((Path(out) / f).exists() for f in ("checkpoint.pt", "final.pt")):
+                with contextlib.suppress(FileNotFoundError):
+                    config.unlink()
+            raise
 
 
 def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
@@ -184,16 +207,22 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
     if resume and checkpoint.exists():
         _check_same_config(out / "config.json", record)
         state = load_state_dict(checkpoint, map_location=device)
-        core.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        order_g.set_state(state["order_generator"].cpu())
-        aug_g.set_state(state["aug_generator"].cpu())
-        stage_g.set_state(state["stage_generator"].cpu())
-        torch.set_rng_state(state["torch_generator"].cpu())
-        if device.type == "cuda" and "cuda_generator" in state:  # dropout on the GPU
-            torch.cuda.set_rng_state(state["cuda_generator"].cpu(), device)
-        start_epoch = int(state["epoch"])
+        try:
+            core.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            order_g.set_state(state["order_generator"].cpu())
+            aug_g.set_state(state["aug_generator"].cpu())
+            stage_g.set_state(state["stage_generator"].cpu())
+            torch.set_rng_state(state["torch_generator"].cpu())
+            if device.type == "cuda" and "cuda_generator" in state:  # dropout on the GPU
+                torch.cuda.set_rng_state(state["cuda_generator"].cpu(), device)
+            start_epoch = int(state["epoch"])
+        except (KeyError, TypeError, RuntimeError, ValueError, AttributeError, IndexError) as error:
+            # a plain state dict (KeyError), another width (RuntimeError), a foreign file ...
+            detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise ValueError(f"{checkpoint} is not a resumable checkpoint of this run "
+                             f"({type(error).__name__}: {detail[:200]})") from None
         metrics = [m for m in read_metrics(out) if m["epoch"] <= start_epoch]
     elif (out / "final.pt").exists() or checkpoint.exists():
         raise ValueError(f"{out} already holds a run; use --resume to continue it, or another --out")
@@ -237,6 +266,7 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
             entry["heldout_accuracy"] = _accuracy(core, heldout.images, heldout.labels)
         metrics.append(entry)
         if writer:
+            _check_weights(core, f"after epoch {epoch + 1}", checkpoint)
             append_metrics(out, metrics)
             save_torch(checkpoint, {"model": core.state_dict(), "optimizer": optimizer.state_dict(),
                                     "scheduler": scheduler.state_dict(), "epoch": epoch + 1,
@@ -248,6 +278,7 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
                                        if device.type == "cuda" else {})})
     bar.close()
     if writer:
+        _check_weights(core, "at the end", checkpoint)
         save_torch(out / "final.pt", core.state_dict())
     if world > 1:
         dist.barrier()
@@ -275,6 +306,17 @@ def _check_finite(history: Tensor, start: int, stop: int, epoch: int, checkpoint
         raise NonFiniteLoss(f"non-finite loss at epoch {epoch + 1}, step {step + 1}: total={total}, "
                             f"cross_entropy={ce}, jsd={jsd}; stopped, the last good checkpoint is {kept}")
     return stop
+
+
+def _check_weights(core: nn.Module, when: str, checkpoint: Path) -> None:
+    """Raise ``NonFiniteLoss`` before saving weights that hold NaN/inf: the last update of an
+    epoch is taken after its loss was checked, so only the weights show it went wrong."""
+    bad = [name for name, value in core.state_dict().items()
+           if value.is_floating_point() and not bool(torch.isfinite(value).all())]
+    if bad:
+        kept = checkpoint if checkpoint.exists() else "none (first epoch)"
+        raise NonFiniteLoss(f"non-finite weights {when} ({bad[0]}{' and others' if len(bad) > 1 else ''}); "
+                            f"not saved, the last good checkpoint is {kept}")
 
 
 def _check_same_config(path: Path, record: dict) -> None:

@@ -4,13 +4,14 @@ Each command lives next to the code it drives, in a module with two functions:
 ``add_arguments(parser)`` and ``run(args) -> int | None``.  This registry names them; only the
 module of the command being run is imported, so ``noisymix --help`` stays fast.
 
-Bad input (a ``ValueError``, a missing file) ends the command with exit status 2 and one line
-saying why; a finished command exits 0.
+Bad input (a ``ValueError``, a missing file) and a system error (a full disk: ``OSError``)
+end the command with exit status 2 and one line saying why; a finished command exits 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 from collections.abc import Sequence
@@ -69,6 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _INPUT_ERRORS as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         print(f"noisymix {args.command}: error: {message}", file=sys.stderr)
+        return 2
+    except OSError as error:  # a full disk, a read-only folder, ...: the system's reason, one line
+        if error.errno is None:
+            raise
+        where = f": {error.filename}" if error.filename else ""
+        reason = error.strerror or errno.errorcode.get(error.errno, str(error.errno))
+        print(f"noisymix {args.command}: error: {reason}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"noisymix {args.command}: interrupted", file=sys.stderr)

@@ -9,6 +9,7 @@ dataclasses, and an unknown key fails with the list of valid ones.  ``config_to_
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -72,9 +73,14 @@ def parse_value(text: str, annotation: Any, key: str = "value") -> Any:
             raise ValueError(f"{key} must be an integer, got {text!r}") from None
     if annotation is float:
         try:
-            return float(text)
+            value = float(text)
         except ValueError:
             raise ValueError(f"{key} must be a number, got {text!r}") from None
+        # nan/inf parse as floats but no setting means them; refused here, naming the key,
+        # rather than by the JSON writer of config.json with a message that does not
+        if not math.isfinite(value):
+            raise ValueError(f"{key} must be a finite number, got {text!r}")
+        return value
     if annotation is str or annotation is Any:
         return text
     raise ValueError(f"{key}: overriding fields of type {annotation} is not supported")

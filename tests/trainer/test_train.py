@@ -198,3 +198,140 @@ def test_cli_lists_presets_and_refuses_unknown_keys(tmp_path, capsys):
     assert "valid keys" in capsys.readouterr().err
     assert main(["train", "--preset", "puzzle_mix", "--out", str(tmp_path / "r")]) == 2
     assert "not implemented" in capsys.readouterr().err
+
+
+# --- hostile inputs and concurrent use (issue 10, item 8) -----------------------------------
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err and "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+def test_a_second_train_on_a_locked_run_directory_fails_at_once_and_writes_nothing(tmp_path, capsys):
+    from noisymix.io import directory_lock
+    out = tmp_path / "r"
+    with directory_lock(out, "training"):  # another process training into it
+        assert main(["train", "--preset", "baseline", "--out", str(out), *QUICK_ARGS]) == 2
+        assert "in use by another process" in _one_line_error(capsys)
+        assert not (out / "config.json").exists()
+    train(resolve_config("baseline", QUICK), out)  # released: the folder is usable again
+    assert (out / "final.pt").exists()
+
+
+def test_the_lock_is_held_by_a_separate_process(tmp_path):
+    """flock conflicts between processes (the campaign's case: two shells on one --out)."""
+    import subprocess
+    import sys
+    import time
+    out = tmp_path / "r"
+    out.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time; h = open(sys.argv[1], 'a+b'); fcntl.flock(h, fcntl.LOCK_EX); "
+        "print('locked', flush=True); time.sleep(60)"), str(out / ".lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        t0 = time.perf_counter()
+        with pytest.raises(ValueError, match="in use by another process"):
+            train(resolve_config("baseline", QUICK), out)
+        assert time.perf_counter() - t0 < 5  # at once, not after waiting
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_last_update_that_makes_the_weights_nan_saves_no_final_pt(tmp_path, monkeypatch):
+    """The loss of the last step is finite (checked) but its gradient is NaN, so the update
+    poisons the weights: nothing may be saved from them."""
+    import fullscale.train as trainer
+    calls = {"n": 0}
+    original = trainer.noisymix_loss
+
+    def nan_gradient_on_the_last_step(*args, **kwargs):  # 64 images / 32 = 2 steps
+        calls["n"] += 1
+        parts = original(*args, **kwargs)
+        if calls["n"] == 2:  # sqrt'(0) = inf times 0: value unchanged, gradient NaN
+            return type(parts)(parts.total + torch.sqrt(parts.total * 0), parts.cross_entropy, parts.jsd)
+        return parts
+    monkeypatch.setattr(trainer, "noisymix_loss", nan_gradient_on_the_last_step)
+    with pytest.raises(NonFiniteLoss, match="non-finite weights after epoch 1"):
+        train(resolve_config("noisymix", QUICK), tmp_path / "r")
+    assert not (tmp_path / "r" / "final.pt").exists()
+    assert not (tmp_path / "r" / "checkpoint.pt").exists()
+
+
+@pytest.fixture(scope="module")
+def two_widths(tmp_path_factory):
+    root = tmp_path_factory.mktemp("widths")
+    train(resolve_config("baseline", QUICK), root / "w4")
+    train(resolve_config("baseline", [*QUICK, "width=8"]), root / "w8")
+    return root
+
+
+@pytest.mark.parametrize("foreign", ["other_width", "plain_state_dict", "random_bytes", "truncated", "a_list"])
+def test_resume_from_a_foreign_checkpoint_is_one_line_naming_it(two_widths, tmp_path, capsys, foreign):
+    import shutil
+    out = tmp_path / "r"
+    shutil.copytree(two_widths / "w4", out)
+    ckpt = out / "checkpoint.pt"
+    if foreign == "other_width":
+        shutil.copy(two_widths / "w8" / "checkpoint.pt", ckpt)
+    elif foreign == "plain_state_dict":
+        shutil.copy(out / "final.pt", ckpt)
+    elif foreign == "random_bytes":
+        ckpt.write_bytes(torch.randint(0, 256, (5000,), generator=torch.Generator().manual_seed(0),
+                                       dtype=torch.uint8).numpy().tobytes())
+    elif foreign == "truncated":
+        ckpt.write_bytes(ckpt.read_bytes()[:300])
+    else:
+        torch.save([1, 2, 3], ckpt)
+    assert main(["train", "--preset", "baseline", "--out", str(out), "--resume", *QUICK_ARGS]) == 2
+    assert "checkpoint.pt" in _one_line_error(capsys)
+
+
+def test_bad_device_nan_values_and_a_file_as_out_are_one_line(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["train", "--preset", "baseline", "--out", str(out), *QUICK_ARGS, "--set", "device=tpu"]) == 2
+    assert "device='tpu'" in _one_line_error(capsys)
+    assert not (out / "config.json").exists()
+    for bad in ("lr=nan", "lr=inf", "weight_decay=-inf"):
+        assert main(["train", "--preset", "baseline", "--out", str(out), *QUICK_ARGS, "--set", bad]) == 2
+        assert bad.split("=")[0] in _one_line_error(capsys)
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert main(["train", "--preset", "baseline", "--out", str(a_file), *QUICK_ARGS]) == 2
+    assert "not a folder" in _one_line_error(capsys)
+    assert a_file.read_text() == "x"
+
+
+def test_a_full_disk_is_one_line(tmp_path, capsys, monkeypatch):
+    import errno
+    import os
+
+    import noisymix.io as nio
+
+    def no_space(path, mode="wb"):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    monkeypatch.setattr(nio, "atomic_write", no_space)
+    assert main(["train", "--preset", "baseline", "--out", str(tmp_path / "r"), *QUICK_ARGS]) == 2
+    assert os.strerror(errno.ENOSPC) in _one_line_error(capsys)
+
+
+def test_orphan_temporary_files_are_swept_and_a_late_config_error_leaves_no_config(tmp_path, monkeypatch):
+    import fullscale.train as trainer
+    out = tmp_path / "r"
+    out.mkdir()
+    orphan = out / ".checkpoint.pt.k1ll3d.tmp"  # what kill -9 leaves mid-write
+    orphan.write_bytes(b"half")
+
+    def late_error(*args, **kwargs):
+        raise ValueError("a setting only the first step finds wrong")
+    monkeypatch.setattr(trainer, "_loss", late_error)
+    with pytest.raises(ValueError, match="first step"):
+        train(resolve_config("baseline", QUICK), out)
+    assert not orphan.exists()
+    assert not (out / "config.json").exists()
+    monkeypatch.undo()
+    train(resolve_config("baseline", QUICK), out)  # the folder is not "already a run"
+    assert (out / "final.pt").exists()
