@@ -5,7 +5,11 @@ CIFAR-10-C ships them, or ``<perturbation>.npy`` (N, frames, H, W, 3) for ``--ki
 parameters by default.  PATH (a class-folder tree ``<wnid>/*.JPEG``): ImageNet-C's
 ``<corruption>/<severity>/<wnid>/*.JPEG`` with the ImageNet parameters.  Resumable (finished
 files are kept), chunked (bounded memory), with a progress bar; ``manifest.json`` records what
-was made (seed, parameters, source, frost photographs, skipped corruptions).
+was made (seed, parameters, source, frost photographs, skipped corruptions).  It is written
+before the first file, and a rerun into the same folder must ask for the same set (same data,
+seed, chunk, parameters, severities): the finished files it would skip were made with the stored
+values, so any other value is refused instead of mixing two sets under one manifest.  One
+process at a time writes into a folder (a lock, as for `train`).
 """
 
 from __future__ import annotations
@@ -16,9 +20,12 @@ from pathlib import Path
 import torch
 
 from fullscale.corruptions import PARAMS, find_frost_dir
-from fullscale.corruptions.writer import default_names, write_imagenet_c, write_npy_set
+from fullscale.corruptions.writer import check_names, count_images, default_names, write_imagenet_c, write_npy_set
 from fullscale.data import DATASETS, load_dataset
-from noisymix.io import write_json
+from noisymix.io import directory_lock, read_json, write_json
+
+# The manifest fields that decide the content of every file: a rerun must match them all.
+_IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_photographs")
 
 __all__ = ["add_arguments", "run"]
 
@@ -65,6 +72,7 @@ def _run(args: argparse.Namespace) -> int:
         names = [n.strip() for n in args.corruptions.split(",") if n.strip()]
     else:
         names, skipped = default_names(args.kind, args.frost_dir)
+    check_names(args.kind, names, args.frost_dir)  # before the manifest names them
     frost = None
     if args.kind == "c" and "frost" in names:
         frost = str(find_frost_dir(args.frost_dir))
@@ -74,9 +82,7 @@ def _run(args: argparse.Namespace) -> int:
             raise ValueError("a folder tree makes ImageNet-C (--kind c); ImageNet-P is videos, not made here")
         if args.params not in (None, "imagenet"):
             raise ValueError("a folder tree is made with the ImageNet parameters (224x224)")
-        count = write_imagenet_c(args.dataset, args.out, names, severities=severities, seed=args.seed,
-                                 chunk=args.chunk, frost_dir=args.frost_dir, device=args.device)
-        source, params = str(Path(args.dataset).resolve()), "imagenet"
+        count, source, params = count_images(args.dataset), str(Path(args.dataset).resolve()), "imagenet"
     else:
         if args.dataset not in DATASETS:
             raise FileNotFoundError(f"--dataset {args.dataset!r} is neither one of {', '.join(DATASETS)} "
@@ -86,16 +92,43 @@ def _run(args: argparse.Namespace) -> int:
         if args.limit:
             images, labels = images[:args.limit], labels[:args.limit]
         params = args.params or "cifar"
-        write_npy_set(images, labels, args.kind, args.out, names, severities=severities, seed=args.seed,
-                      chunk=args.chunk, params=params, frost_dir=args.frost_dir, device=args.device)
         count, source = len(labels), data.source
-    write_json(Path(args.out) / "manifest.json", {
+    manifest = {
         "dataset": args.dataset, "kind": args.kind, "source": source, "count": count, "seed": args.seed,
         "chunk": args.chunk, "params": params, "severities": list(severities) if args.kind == "c" else None,
         "names": names, "skipped": skipped, "frost_photographs": frost,
         "generator": "per chunk: crc32(f'{seed}:{name}:{severity}:{chunk index}')",
-    })
+    }
+    out = Path(args.out)
+    with directory_lock(out, "corrupting"):
+        manifest = _merge_manifest(out / "manifest.json", manifest)
+        write_json(out / "manifest.json", manifest)  # before the first file: a killed run is checked too
+        if folder_tree:
+            write_imagenet_c(args.dataset, out, names, severities=severities, seed=args.seed,
+                             chunk=args.chunk, frost_dir=args.frost_dir, device=args.device)
+        else:
+            write_npy_set(images, labels, args.kind, out, names, severities=severities, seed=args.seed,
+                          chunk=args.chunk, params=params, frost_dir=args.frost_dir, device=args.device)
     if skipped:
         print(skipped)
     print(f"wrote {args.out}")
     return 0
+
+
+def _merge_manifest(path: Path, new: dict) -> dict:
+    """``new``, or with the names of the set already in the folder added; a one-line
+    ``ValueError`` when the folder holds a set made with other values."""
+    if not path.exists():
+        return new
+    old = read_json(path)
+    if not isinstance(old, dict):
+        raise ValueError(f"{path} is not a manifest of `noisymix corrupt`")
+    # frost photographs matter only where both runs made frost (a rerun may leave frost out)
+    differ = [k for k in _IDENTITY if old.get(k) != new[k]
+              and not (k == "frost_photographs" and None in (old.get(k), new[k]))]
+    if differ:
+        detail = ", ".join(f"{k}: stored {old.get(k)!r}, asked {new[k]!r}" for k in differ[:3])
+        raise ValueError(f"{path.parent} holds a set made with other values ({detail}); "
+                         "give another --out or the stored values")
+    names = [n for n in old.get("names") or [] if isinstance(n, str)]
+    return {**new, "names": names + [n for n in new["names"] if n not in names]}

@@ -32,7 +32,8 @@ from noisymix.io import atomic_write, save_npy, write_bytes, write_json
 from noisymix.progress import progress
 from noisymix.random import generator_for
 
-__all__ = ["IMAGE_SUFFIXES", "check_names", "chunk_generator", "default_names", "write_imagenet_c", "write_npy_set"]
+__all__ = ["IMAGE_SUFFIXES", "check_names", "chunk_generator", "count_images", "default_names", "write_imagenet_c",
+           "write_npy_set"]
 
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png", ".bmp", ".ppm", ".webp")
 
@@ -119,6 +120,11 @@ def _image_files(root: Path) -> list[tuple[str, Path]]:
     if not files:
         raise FileNotFoundError(f"{root}: no class folders with images ({', '.join(IMAGE_SUFFIXES)})")
     return files
+
+
+def count_images(root: str | Path) -> int:
+    """The number of images of the class-folder tree ``root`` that ``write_imagenet_c`` reads."""
+    return len(_image_files(Path(root)))
 
 
 def _load_224(path: Path) -> np.ndarray:

@@ -94,3 +94,46 @@ def test_imagenet_folder_tree_to_imagenet_c_layout(tmp_path):
     with pytest.raises(FileNotFoundError, match="no class folders"):
         write_imagenet_c(empty, out, ["contrast"])
     assert main(["corrupt", "--dataset", str(empty), "--out", str(out)]) == 2
+
+
+@pytest.mark.parametrize("change", [["--seed", "1"], ["--params", "imagenet"], ["--chunk", "4"], ["--limit", "12"]])
+def test_a_rerun_with_other_values_into_an_existing_set_is_refused(tmp_path, capsys, change):
+    """The finished files would be kept while the manifest claims the new values: refuse."""
+    out = tmp_path / "digits-c"
+    base = ["corrupt", "--dataset", "digits", "--out", str(out), "--corruptions", "contrast",
+            "--limit", "8", "--chunk", "8"]
+    assert main(base) == 0
+    manifest, made = (out / "manifest.json").read_bytes(), (out / "contrast.npy").read_bytes()
+    capsys.readouterr()
+    args = [*base, *change]
+    for i, item in enumerate(base):  # the changed option replaces the base's value
+        if item == change[0]:
+            args = [*base[:i], *base[i + 2:], *change]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "other values" in err and change[0].lstrip("-") in err.replace("count", "limit")
+    assert (out / "manifest.json").read_bytes() == manifest and (out / "contrast.npy").read_bytes() == made
+    # the same values, another corruption: accepted, and the manifest lists both
+    assert main([*base[:6], "fog", *base[7:]]) == 0
+    assert json.loads((out / "manifest.json").read_text())["names"] == ["contrast", "fog"]
+
+
+def test_a_killed_run_is_checked_too_and_its_orphans_are_swept(tmp_path, capsys):
+    out = tmp_path / "set"
+    base = ["corrupt", "--dataset", "digits", "--out", str(out), "--corruptions", "contrast", "--limit", "8"]
+    assert main(base) == 0
+    (out / "contrast.npy").unlink()
+    orphan = out / ".contrast.npy.x9.tmp"  # kill -9 mid-write
+    orphan.write_bytes(b"half")
+    assert main([*base, "--seed", "3"]) == 2  # the manifest, written first, still guards the folder
+    assert main(base) == 0
+    assert not orphan.exists()
+
+
+def test_an_existing_set_being_written_by_another_process_is_refused(tmp_path, capsys):
+    from noisymix.io import directory_lock
+    out = tmp_path / "set"
+    with directory_lock(out):
+        assert main(["corrupt", "--dataset", "digits", "--out", str(out), "--corruptions", "fog",
+                     "--limit", "4"]) == 2
+    assert "in use by another process" in capsys.readouterr().err
