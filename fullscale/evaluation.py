@@ -123,7 +123,16 @@ def _logits(model: nn.Module, images_u8: Tensor, device: torch.device) -> Tensor
         x = to_float(images_u8.to(device, non_blocking=True))
         if cuda:
             x = x.contiguous(memory_format=torch.channels_last)
-        return model(x).float().cpu()
+        return _finite(model(x).float().cpu())
+
+
+def _finite(logits: Tensor) -> Tensor:
+    """``logits``, refused when any is NaN/inf: a diverged model's argmax is class 0 everywhere
+    and would be reported as a (chance-level) accuracy instead of an error."""
+    if not bool(torch.isfinite(logits).all()):
+        raise ValueError("the model gives non-finite logits (NaN/inf): its weights are broken "
+                         "(a diverged run?); nothing evaluated")
+    return logits
 
 
 def _file_record(path: Path, count: int) -> dict:
@@ -233,7 +242,7 @@ def fgsm(ctx: Context) -> Results:
     for x_u8, y in progress(data.batches(), desc="fgsm", total=-(-data.n // ctx.options.batch_size)):
         x = to_float(x_u8.to(ctx.device)).requires_grad_(True)
         y = y.to(ctx.device)
-        (grad,) = torch.autograd.grad(F.cross_entropy(ctx.model(x), y), x)
+        (grad,) = torch.autograd.grad(F.cross_entropy(_finite(ctx.model(x)), y), x)
         step = grad.sign()
         with torch.inference_mode():
             for eps in ctx.options.epsilons:

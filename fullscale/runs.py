@@ -23,6 +23,8 @@ def load_run_model(run_dir: str | Path, checkpoint: str | Path | None = None,
     if not config_path.is_file():
         raise FileNotFoundError(f"{config_path} not found: is {run_dir} a run directory of `noisymix train`?")
     config = read_json(config_path)
+    if not isinstance(config, dict):
+        raise ValueError(f"{config_path} is not a run config (a JSON object)")
     for key in ("model", "num_classes"):
         if key not in config:
             raise ValueError(f"{config_path} has no {key!r} field")
@@ -34,6 +36,9 @@ def load_run_model(run_dir: str | Path, checkpoint: str | Path | None = None,
     state = load_state_dict(weights)
     if isinstance(state, dict) and "model" in state and isinstance(state["model"], dict):
         state = state["model"]  # a resumable checkpoint.pt
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                              for k, v in state.items()):
+        raise ValueError(f"{weights} is not a state_dict (names -> tensors) nor a checkpoint of `noisymix train`")
     model = create_model(config["model"], config["num_classes"], **config.get("model_kwargs", {}))
     try:
         model.load_state_dict(state)

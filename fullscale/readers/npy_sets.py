@@ -26,8 +26,11 @@ def _load(path: Path) -> np.ndarray:
         raise FileNotFoundError(f"{path} not found")
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError, EOFError) as error:  # truncated, pickled or not an npy file
-        raise ValueError(f"{path} is not a readable .npy array ({error})") from None
+    except Exception as error:
+        # truncated, pickled (refused, never unpickled), not an npy file, a header of absurd size
+        # (OverflowError/MemoryError) or one numpy's header parser rejects (tokenize.TokenError, ...)
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"{path} is not a readable .npy array ({detail})") from None
 
 
 def _labels(path: Path) -> np.ndarray:

@@ -261,3 +261,63 @@ def test_clear_errors(tmp_path, digits):
     save_npy(root / "labels.npy", np.full(2, 12))  # labels beyond the model's 10 classes
     assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root)]) == 2
     assert not (run / "eval" / "digits-c.json").exists()
+
+
+# --- hostile files (issue 10, item 8) -----------------------------------------------------------
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err and "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+class _RunsCode:
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_nan_weights_are_refused_not_reported_as_chance_accuracy(tmp_path, capsys):
+    run, model = _run(tmp_path)
+    state = model.state_dict()
+    head = [k for k in state if k.endswith("weight")][-1]
+    state[head] = torch.full_like(state[head], float("nan"))
+    save_torch(run / "final.pt", state)
+    for suite in ("clean", "fgsm"):
+        assert main(["evaluate", str(run), "--suite", suite]) == 2
+        assert "non-finite logits" in _one_line(capsys)
+        assert not (run / "eval" / f"{suite}.json").exists() or not _read(run, suite).get("complete")
+
+
+@pytest.mark.parametrize("kind", ["random", "truncated", "runs_code", "a_list", "other_width", "empty"])
+def test_hostile_or_foreign_checkpoints_give_one_line_naming_the_file(tmp_path, capsys, kind):
+    run, _ = _run(tmp_path)
+    weights = run / "final.pt"
+    marker = tmp_path / "pwned"
+    if kind == "random":
+        weights.write_bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8).tobytes())
+    elif kind == "truncated":
+        weights.write_bytes(weights.read_bytes()[:400])
+    elif kind == "runs_code":
+        torch.save({"conv.weight": _RunsCode(marker)}, weights)
+    elif kind == "a_list":
+        torch.save([torch.zeros(3)], weights)
+    elif kind == "other_width":
+        save_torch(weights, create_model("preactresnet18", 10, width=8).state_dict())
+    else:
+        weights.write_bytes(b"")
+    assert main(["evaluate", str(run), "--suite", "clean"]) == 2
+    assert "final.pt" in _one_line(capsys)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", "\udcff", ""])
+def test_a_config_that_is_not_a_run_config_is_one_line(tmp_path, capsys, text):
+    run, _ = _run(tmp_path)
+    (run / "config.json").write_bytes(text.encode("utf-8", "surrogateescape"))
+    assert main(["evaluate", str(run), "--suite", "clean"]) == 2
+    assert "config.json" in _one_line(capsys)

@@ -175,3 +175,43 @@ def test_videos_without_opencv_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "cv2", None)  # import cv2 now raises ImportError
     with pytest.raises(ValueError, match="opencv"):
         decode_video(tmp_path / "v.mp4")
+
+
+class _RunsCode:
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _npy_header(shape, descr="|u1") -> bytes:
+    import io
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("hostile", ["runs_code", "random", "empty", "huge_header", "short_data", "bad_header"])
+def test_hostile_npy_files_are_refused_in_one_line_naming_the_file(tmp_path, hostile):
+    _c_set(tmp_path, ["fog"])
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.npy"
+    if hostile == "runs_code":  # an object array whose element would run a command when unpickled
+        np.save(path, np.array([_RunsCode(marker)] * 30, dtype=object), allow_pickle=True)
+    elif hostile == "random":
+        path.write_bytes(RNG.integers(0, 256, 5000, dtype=np.uint8).tobytes())
+    elif hostile == "empty":
+        path.write_bytes(b"")
+    elif hostile == "huge_header":  # claims 10^15 images: must not try to allocate or map them
+        path.write_bytes(_npy_header((5 * 10**14, 8, 8, 3)) + b"\0" * 100)
+    elif hostile == "short_data":  # a right header, half the data
+        path.write_bytes(_npy_header((30, 8, 8, 3)) + b"\0" * (30 * 8 * 8 * 3 // 2))
+    else:
+        path.write_bytes(b"\x93NUMPY\x01\x00\x10\x00{'descr': __import__('os')}\n")
+    for names in (("evil",), ("fog", "evil")):
+        with pytest.raises(ValueError, match=r"evil\.npy") as caught:
+            read_c_set(tmp_path, names)
+        assert "\n" not in str(caught.value)
+    assert not marker.exists()
