@@ -145,8 +145,13 @@ def load_state_dict(path: str | os.PathLike[str], map_location: str | torch.devi
         return torch.load(path, map_location=map_location, weights_only=True)
     except FileNotFoundError:
         raise FileNotFoundError(f"checkpoint not found: {path}") from None
-    except Exception as error:  # pickle of arbitrary objects, truncated file, ...
-        raise ValueError(f"cannot load checkpoint {path} with weights_only=True: {error}") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"checkpoint {path} is a folder, not a file") from None
+    except Exception as error:  # pickle of arbitrary objects, truncated file, random bytes, ...
+        # torch's message runs over many lines (how to allow the global): keep the first, cut
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        detail = lines[0][:200] if lines else type(error).__name__
+        raise ValueError(f"cannot load checkpoint {path} with weights_only=True ({detail})") from None
 
 
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:

@@ -38,6 +38,8 @@ def test_values_are_parsed_by_the_type_of_the_field():
 @pytest.mark.parametrize("override, message", [
     ("epochs=1.5", "integer"), ("lr=fast", "number"), ("compile=maybe", "boolean"),
     ("inner.kind=gauss", "one of"), ("no_equals", "key=value"),
+    ("lr=nan", "lr must be a finite number"), ("inner.add=-inf", "inner.add must be a finite number"),
+    ("lr=Infinity", "lr must be a finite"),
 ])
 def test_bad_values_raise_clear_errors(override, message):
     with pytest.raises(ValueError, match=message):

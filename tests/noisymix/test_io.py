@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from noisymix.io import atomic_write, load_state_dict, read_json, save_npy, save_torch, write_json
+from noisymix.io import atomic_write, directory_lock, load_state_dict, read_json, save_npy, save_torch, write_json
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
@@ -49,3 +49,58 @@ def test_results_are_readable_by_others(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+class _RunsCode:
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.mark.parametrize("kind", ["runs_code", "random", "empty", "truncated", "text"])
+def test_hostile_checkpoints_are_one_line_value_errors_naming_the_file(tmp_path, kind):
+    path = tmp_path / "evil.pt"
+    marker = tmp_path / "pwned"
+    if kind == "runs_code":
+        torch.save({"w": _RunsCode(marker)}, path)
+    elif kind == "random":
+        path.write_bytes(np.random.default_rng(1).integers(0, 256, 10_000, dtype=np.uint8).tobytes())
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "truncated":
+        save_torch(path, {"w": torch.zeros(1000)})
+        path.write_bytes(path.read_bytes()[:500])
+    else:
+        path.write_text('{"model": {}}')
+    with pytest.raises(ValueError, match=r"evil\.pt") as caught:
+        load_state_dict(path)
+    assert "\n" not in str(caught.value)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("text", ["{", "not json at all", "\xff\xfe"])
+def test_a_file_that_is_not_json_is_a_one_line_error_naming_it(tmp_path, text):
+    path = tmp_path / "config.json"
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(ValueError, match=r"config\.json") as caught:
+        read_json(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_directory_lock_excludes_a_second_writer_and_sweeps_orphans(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    orphan, kept = out / ".final.pt.abc123.tmp", out / "notes.tmp"  # only atomic_write's names go
+    orphan.write_bytes(b"x")
+    kept.write_bytes(b"y")
+    with directory_lock(out):
+        assert not orphan.exists() and kept.exists()
+        with pytest.raises(ValueError, match="in use by another process"), directory_lock(out):
+            pass
+    with directory_lock(out):  # released on exit
+        pass
+    (tmp_path / "file").write_text("z")
+    with pytest.raises(ValueError, match="not a folder"), directory_lock(tmp_path / "file"):
+        pass
