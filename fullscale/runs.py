@@ -52,7 +52,13 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
     path = Path(run_dir) / "metrics.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    try:
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError(f"{path}: not JSON lines ({str(error).splitlines()[0] if str(error) else error!r})") from None
+    if not all(isinstance(r, dict) and isinstance(r.get("epoch"), int) for r in records):
+        raise ValueError(f"{path}: every line must be a JSON object with an integer 'epoch'")
+    return records
 
 
 def append_metrics(run_dir: str | Path, records: list[dict]) -> None:
