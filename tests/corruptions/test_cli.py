@@ -137,3 +137,29 @@ def test_an_existing_set_being_written_by_another_process_is_refused(tmp_path, c
         assert main(["corrupt", "--dataset", "digits", "--out", str(out), "--corruptions", "fog",
                      "--limit", "4"]) == 2
     assert "in use by another process" in capsys.readouterr().err
+
+
+def test_a_full_disk_is_one_line_and_a_rerun_finishes(tmp_path, capsys, monkeypatch):
+    import contextlib
+    import errno
+    import os
+
+    import fullscale.corruptions.writer as writer
+    out = tmp_path / "set"
+    args = ["corrupt", "--dataset", "digits", "--out", str(out), "--corruptions", "contrast", "--limit", "4"]
+    real = writer.atomic_write
+
+    @contextlib.contextmanager
+    def fills_the_disk(path, mode="wb"):
+        with real(path, mode) as handle:
+            handle.write(b"\0" * 10)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+            yield handle  # pragma: no cover
+    monkeypatch.setattr(writer, "atomic_write", fills_the_disk)
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and os.strerror(errno.ENOSPC) in err and "contrast.npy" in err
+    assert not (out / "contrast.npy").exists() and not list(out.glob(".*.tmp"))
+    monkeypatch.undo()
+    assert main(args) == 0
+    assert np.load(out / "contrast.npy").shape == (20, 32, 32, 3)
