@@ -65,7 +65,13 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; available: {', '.join(SUITES)}")
     options = options or EvalOptions()
-    run_dir, dev = Path(run_dir), torch.device(device)
+    run_dir = Path(run_dir)
+    try:
+        dev = torch.device(device)
+        torch.empty(0, device=dev)  # a device name torch knows but cannot use here fails now
+    except (RuntimeError, AssertionError) as error:
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"--device {device!r} is not usable here ({detail[:160]}); use cpu or cuda[:N]") from None
     model, config = load_run_model(run_dir, checkpoint, dev)
     if dev.type == "cuda":
         model = model.to(memory_format=torch.channels_last)

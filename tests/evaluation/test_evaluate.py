@@ -321,3 +321,9 @@ def test_a_config_that_is_not_a_run_config_is_one_line(tmp_path, capsys, text):
     (run / "config.json").write_bytes(text.encode("utf-8", "surrogateescape"))
     assert main(["evaluate", str(run), "--suite", "clean"]) == 2
     assert "config.json" in _one_line(capsys)
+
+
+def test_an_unusable_device_is_one_line(tmp_path, capsys):
+    run, _ = _run(tmp_path)
+    assert main(["evaluate", str(run), "--suite", "clean", "--device", "tpu"]) == 2
+    assert "tpu" in _one_line(capsys)
