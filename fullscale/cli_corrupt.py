@@ -67,6 +67,11 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--severities must be numbers in 1..5, got {args.severities!r}")
     if args.chunk < 1:
         raise ValueError(f"--chunk must be positive, got {args.chunk}")
+    try:
+        torch.empty(0, device=torch.device(args.device))  # fail now, not after reading the data
+    except (RuntimeError, AssertionError) as error:
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"--device {args.device!r} is not usable here ({detail[:160]}); use cpu or cuda[:N]") from None
     skipped = None
     if args.corruptions:
         names = [n.strip() for n in args.corruptions.split(",") if n.strip()]

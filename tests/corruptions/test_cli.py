@@ -163,3 +163,10 @@ def test_a_full_disk_is_one_line_and_a_rerun_finishes(tmp_path, capsys, monkeypa
     monkeypatch.undo()
     assert main(args) == 0
     assert np.load(out / "contrast.npy").shape == (20, 32, 32, 3)
+
+
+def test_an_unusable_device_is_one_line_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "set"
+    assert main(["corrupt", "--dataset", "digits", "--out", str(out), "--corruptions", "fog", "--device", "tpu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "tpu" in err and not out.exists()
