@@ -198,3 +198,19 @@ def test_cli_lists_presets_and_refuses_unknown_keys(tmp_path, capsys):
     assert "valid keys" in capsys.readouterr().err
     assert main(["train", "--preset", "puzzle_mix", "--out", str(tmp_path / "r")]) == 2
     assert "not implemented" in capsys.readouterr().err
+
+
+def test_paper_wrn_rows_train_the_public_codes_wideresnet28():
+    """The paper's "Wide-ResNet-28x2" rows (tab:results_cifar100 on both data sets, tab:ablation)
+    were trained by the public code's ``wideresnet28``: WRN-28-4 with dropout 0.1."""
+    model = create_model(resolve_config("ablation-AFNJ", []).model, 100)
+    # widen factor 4: the last stage has 64 * 4 = 256 channels; dropout 0.1 as the public model
+    assert model.linear.in_features == 256
+    assert {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)} == {0.1}
+    for switches in ("----", "--N-", "-F--", "-FN-", "A---", "A-NJ", "A--J", "AFN-", "AF-J", "AFNJ"):
+        assert resolve_config(f"ablation-{switches}", []).model == "wrn28_4"
+        kept = resolve_config(f"ablation-wrn28_2-{switches}", [])
+        assert kept.model == "wrn28_2" and kept.method == resolve_config(f"ablation-{switches}", []).method
+    for dataset in ("cifar10", "cifar100"):
+        assert resolve_config(f"{dataset}-wrn28_4-noisymix", []).model == "wrn28_4"
+        assert resolve_config(f"{dataset}-wrn28_2-noisymix", []).model == "wrn28_2"
