@@ -214,3 +214,45 @@ def test_paper_wrn_rows_train_the_public_codes_wideresnet28():
     for dataset in ("cifar10", "cifar100"):
         assert resolve_config(f"{dataset}-wrn28_4-noisymix", []).model == "wrn28_4"
         assert resolve_config(f"{dataset}-wrn28_2-noisymix", []).model == "wrn28_2"
+
+
+# What a method's preset must set, written from the papers / the public NoisyMix README (not
+# read back from the code): alpha and noise strengths per method.
+_PAPER_STRENGTHS = {
+    "mixup": {"alpha": 1.0}, "manifold_mixup": {"alpha": 2.0}, "cutmix": {"alpha": 1.0},
+    "noise": {"alpha": 0.0, "add": 0.4, "mult": 0.2}, "nfm": {"alpha": 1.0, "add": 0.4, "mult": 0.2},
+    "augmix_noise_jsd": {"alpha": 0.0, "add": 0.5, "mult": 0.5, "sparse": 0.65},
+    "augmix_nfm": {"alpha": 1.0, "add": 0.5, "mult": 0.5, "sparse": 0.65},
+    "augmix_manifold_jsd": {"alpha": 1.0},
+    "noisymix": {"alpha": 1.0, "add": 0.5, "mult": 0.5, "sparse": 0.65},
+}
+
+
+def _strengths(cfg: TrainConfig) -> dict:
+    return {"alpha": cfg.mix.alpha, "add": cfg.mix.noise.add, "mult": cfg.mix.noise.mult,
+            "sparse": cfg.mix.noise.sparse}
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_a_bare_method_trains_with_its_presets_strengths(method):
+    """``--set method=X`` without its preset resolves to the preset's config (bar the
+    preset name), not to the baseline's alpha = 0 and no noise."""
+    import dataclasses
+
+    bare = resolve_config("baseline", [f"method={method}"])
+    preset = resolve_config(method, [])
+    assert dataclasses.replace(bare, preset=method) == preset
+    for key, value in _PAPER_STRENGTHS.get(method, {}).items():
+        assert _strengths(bare)[key] == value, (method, key)
+    assert (bare.jsd_variant == "augmix") == METHODS[method].jsd
+    # from another preset too: the new method brings its own strengths, dataset/model stay
+    other = resolve_config("cifar100-wrn28_4-nfm", [f"method={method}"])
+    assert dataclasses.replace(other, preset=method, dataset=preset.dataset, model=preset.model) == preset
+    # and an explicit --set still wins, in either order
+    for order in ([f"method={method}", "mix.alpha=0.3"], ["mix.alpha=0.3", f"method={method}"]):
+        assert resolve_config("baseline", order).mix.alpha == 0.3
+
+
+def test_bare_noisymix_is_not_augmix_jsd():
+    cfg = resolve_config("baseline", ["method=noisymix"])
+    assert cfg.mix.alpha == 1.0 and cfg.mix.noise.add == 0.5 and cfg.mix.noise.mult == 0.5
