@@ -60,6 +60,8 @@ __all__ = ["NonFiniteLoss", "train"]
 _CUDA_CHECK_EVERY = 25
 # Config fields a resumed run may change: where and how fast it runs, not what it computes.
 _RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root"})
+# config keys added after runs were made, with the value that computes what those runs did
+_LATER_KEYS = {"ddp_draws": "shared", "sync_bn": False}
 
 
 class NonFiniteLoss(RuntimeError):
@@ -308,7 +310,7 @@ def _check_same_config(path: Path, record: dict) -> None:
     """A resumed run must compute what it started computing (``_RESUMABLE_CHANGES`` aside)."""
     if not path.exists():
         return
-    old = read_json(path)
+    old = {**_LATER_KEYS, **read_json(path)}
     changed = sorted(k for k in set(old) | set(record) if k not in _RESUMABLE_CHANGES
                      and k not in ("versions", "world_size") and old.get(k) != record.get(k))
     if changed:

@@ -92,3 +92,18 @@ def test_sync_bn_converts_on_cuda_and_keeps_the_checkpoint_layout():
     assert list(synced.state_dict()) == keys and synced.stages == plain.stages
     synced.eval()  # one process, no group: the eval path of SyncBatchNorm runs on the GPU
     assert synced(torch.rand(2, 3, 32, 32, device=device)).shape == (2, 10)
+
+
+def test_a_run_made_before_the_ddp_options_still_resumes(tmp_path):
+    """A config.json without ``ddp_draws`` / ``sync_bn`` (runs made before they existed) computes
+    what the defaults compute in one process, so resuming it is not refused."""
+    from fullscale.config import TrainConfig
+    from fullscale.train import _check_same_config
+    from noisymix.config import config_to_dict
+    from noisymix.io import write_json
+
+    record = config_to_dict(TrainConfig())
+    write_json(tmp_path / "config.json", {k: v for k, v in record.items() if k not in ("ddp_draws", "sync_bn")})
+    _check_same_config(tmp_path / "config.json", record)
+    with pytest.raises(ValueError, match="sync_bn"):
+        _check_same_config(tmp_path / "config.json", {**record, "sync_bn": True})
