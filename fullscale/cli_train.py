@@ -7,7 +7,7 @@ import os
 import sys
 
 from fullscale.config import TrainConfig
-from fullscale.methods import NOT_IMPLEMENTED
+from fullscale.methods import NOT_IMPLEMENTED, get_method
 from fullscale.presets import PRESETS, preset_overrides
 from noisymix.config import apply_overrides, config_keys
 
@@ -26,7 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_config(preset: str, overrides: list[str], data_root: str | None = None) -> TrainConfig:
-    cfg = apply_overrides(TrainConfig(preset=preset), [*preset_overrides(preset), *overrides])
+    """The run's config: the chosen method's defaults (``fullscale.methods``), then the preset,
+    then ``--set``; so a bare ``--set method=noisymix`` trains NoisyMix with its strengths, not
+    with the baseline's alpha = 0 and no noise, and an explicit ``--set mix.alpha=...`` still wins."""
+    method = apply_overrides(TrainConfig(preset=preset), [*preset_overrides(preset), *overrides]).method
+    defaults = [f"{k}={v}" for k, v in get_method(method).defaults.items()]
+    cfg = apply_overrides(TrainConfig(preset=preset), [*defaults, *preset_overrides(preset, method), *overrides])
     return apply_overrides(cfg, [f"data_root={data_root}"]) if data_root else cfg
 
 

@@ -41,6 +41,13 @@ class TrainConfig:
     device: str = "auto"
     amp: bool = True  # bf16 autocast on CUDA
     compile: bool = False
+    # Under torchrun: "shared" draws each step's lambda and transform point alike on every rank,
+    # as one process training on the whole batch would (the public code's recipe); per-sample
+    # noise, partners and augmentations stay per rank. "per_rank": every rank draws its own.
+    ddp_draws: Literal["shared", "per_rank"] = "shared"
+    # Under torchrun on CUDA: batch statistics over the whole batch (torch.nn.SyncBatchNorm);
+    # one process already normalises over its whole batch, so it changes nothing there.
+    sync_bn: bool = False
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size"):
@@ -50,6 +57,8 @@ class TrainConfig:
             raise ValueError(f"need 0 <= lr_min <= lr and lr > 0, got lr={self.lr}, lr_min={self.lr_min}")
         if self.width < 0 or self.train_subset < 0 or self.heldout < 0:
             raise ValueError("width, train_subset and heldout must be >= 0")
+        if self.ddp_draws not in ("shared", "per_rank"):
+            raise ValueError(f"ddp_draws must be 'shared' or 'per_rank', got {self.ddp_draws!r}")
 
     @property
     def model_kwargs(self) -> dict[str, int]:

@@ -13,14 +13,26 @@ Noise without feature mixing (the "noise injections" rows of tab:ablation) is M_
 = 1 at a stage drawn from ``model.stages`` as for NFM, so that switching feature mixing off
 changes only lambda.  (The public code cannot run these rows: with alpha = 0 its ``forward``
 skips ``do_noisy_mixup`` and with it the noise.)
+
+A method carries its default strengths (``Method.defaults``, config ``key=value`` pairs), so a
+bare ``--set method=X`` trains X with its ingredients, as its preset does (the presets read them
+from here): Mixup / CutMix alpha = 1 (their papers' CIFAR settings); Manifold Mixup alpha = 2
+(its paper's CIFAR setting); NFM alpha = 1, sigma_add = 0.4, sigma_mult = 0.2 (NFM paper);
+NoisyMix alpha = 1, sigma_add = 0.5, sigma_mult = 0.5, sparse level 0.65 (the public NoisyMix
+README's CIFAR recipe), the ablation rows taking the ingredients they keep from it; every JSD
+method the public code's clamped JSD estimate (``jsd_variant=augmix``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = ["METHODS", "Method", "get_method"]
+
+_NFM_NOISE = (("mix.noise.add", 0.4), ("mix.noise.mult", 0.2))
+# the public NoisyMix README's CIFAR recipe
+_NOISYMIX_NOISE = (("mix.noise.add", 0.5), ("mix.noise.mult", 0.5), ("mix.noise.sparse", 0.65))
 
 Mixing = Literal["none", "input", "manifold", "cutmix"]
 
@@ -33,6 +45,14 @@ class Method:
     mixing: Mixing = "none"
     noise: bool = False
     jsd: bool = False
+    #: the config fields this method sets by default, as (dotted key, value); ``--set`` wins
+    strengths: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Config ``key -> value`` a run of this method starts from: its strengths and, with JSD,
+        the public code's clamped JSD estimate (mixture clamped to [1e-7, 1] before its log)."""
+        return {**dict(self.strengths), **({"jsd_variant": "augmix"} if self.jsd else {})}
 
     def __post_init__(self) -> None:
         if self.jsd and not self.augmentations:
@@ -63,18 +83,21 @@ class Method:
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("baseline", "Baseline"),
-    Method("mixup", "Mixup", mixing="input"),
-    Method("manifold_mixup", "Manifold Mixup", mixing="manifold"),
-    Method("cutmix", "CutMix", mixing="cutmix"),
-    Method("noise", "Noise injections", noise=True),
-    Method("nfm", "NFM", mixing="manifold", noise=True),
+    Method("mixup", "Mixup", mixing="input", strengths=(("mix.alpha", 1.0),)),
+    Method("manifold_mixup", "Manifold Mixup", mixing="manifold", strengths=(("mix.alpha", 2.0),)),
+    Method("cutmix", "CutMix", mixing="cutmix", strengths=(("mix.alpha", 1.0),)),
+    Method("noise", "Noise injections", noise=True, strengths=(("mix.alpha", 0.0), *_NFM_NOISE)),
+    Method("nfm", "NFM", mixing="manifold", noise=True, strengths=(("mix.alpha", 1.0), *_NFM_NOISE)),
     Method("augmix", "AugMix (no JSD)", augmentations=True),
     Method("augmix_jsd", "AugMix", augmentations=True, jsd=True),
-    Method("augmix_noise_jsd", "AugMix + noise + JSD", augmentations=True, noise=True, jsd=True),
-    Method("augmix_nfm", "AugMix + NFM (no JSD)", augmentations=True, mixing="manifold", noise=True),
+    Method("augmix_noise_jsd", "AugMix + noise + JSD", augmentations=True, noise=True, jsd=True,
+           strengths=(("mix.alpha", 0.0), *_NOISYMIX_NOISE)),
+    Method("augmix_nfm", "AugMix + NFM (no JSD)", augmentations=True, mixing="manifold", noise=True,
+           strengths=(("mix.alpha", 1.0), *_NOISYMIX_NOISE)),
     Method("augmix_manifold_jsd", "AugMix + Manifold Mixup + JSD", augmentations=True, mixing="manifold",
-           jsd=True),
-    Method("noisymix", "NoisyMix", augmentations=True, mixing="manifold", noise=True, jsd=True),
+           jsd=True, strengths=(("mix.alpha", 1.0),)),
+    Method("noisymix", "NoisyMix", augmentations=True, mixing="manifold", noise=True, jsd=True,
+           strengths=(("mix.alpha", 1.0), *_NOISYMIX_NOISE)),
 )}
 
 #: Rows of the paper we do not implement, said rather than silently missing.

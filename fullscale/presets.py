@@ -2,18 +2,22 @@
 
 ``<dataset>-<model>-<method>`` for the rows of tab:results_cifar10 / tab:results_cifar100
 (PreActResNet-18 and Wide-ResNet-28), ``ablation-<switches>`` for the ten rows of tab:ablation
-(WRN-28-2 on CIFAR-100), and the bare method names (CIFAR-10 PreActResNet-18) as short forms.
-The paper's "Wide-ResNet-28x2" rows are reproduced with ``wrn28_2``; the public code's
-``wideresnet28`` is WRN-28-4 with dropout 0.1 (``wrn28_4``), offered as its own presets.
+(Wide-ResNet-28 on CIFAR-100), and the bare method names (CIFAR-10 PreActResNet-18) as short forms.
 
-Strengths: Mixup / Manifold Mixup / CutMix alpha = 1 (their papers' CIFAR settings); NFM
-alpha = 1, sigma_add = 0.4, sigma_mult = 0.2 (NFM paper); NoisyMix alpha = 1, sigma_add = 0.5,
-sigma_mult = 0.5, sparse level 0.65 (the public NoisyMix README); AugMix width 3, depth 1-3,
-severity 3, JSD weight 12 and the clamped JSD estimate (``jsd_variant=augmix``) of the public
-code.  Manifold Mixup alpha = 2 (its paper's CIFAR setting), mixing at a point drawn from all of
-``model.stages`` as the public code (its paper draws from the input and the first two stages).
-CutMix is applied to every batch (its paper's CIFAR runs apply it with probability 0.5; the
-config has no field for that yet).
+The paper's "Wide-ResNet-28x2" rows (tab:results_cifar100, both data sets, and tab:ablation) were
+trained by the public code's ``wideresnet28``, which is WRN-28-4 with dropout 0.1 (RobustBench
+lists the NoisyMix CIFAR model as a WRN-28-4): the ``<dataset>-wrn28_4-<method>`` and
+``ablation-<switches>`` presets train that model (``wrn28_4``), and ``figures/tables.py`` fills
+those rows from ``wrn28_4`` runs. A WRN-28-2 (widen factor 2, no dropout), what the paper's
+label says, is offered under explicit names: ``<dataset>-wrn28_2-<method>`` and
+``ablation-wrn28_2-<switches>``.
+
+Strengths are the methods' own defaults (``Method.defaults`` in ``fullscale.methods``, the one
+home of them: a bare ``--set method=X`` gets the same ones). AugMix width 3, depth 1-3, severity 3,
+JSD weight 12 and the clamped JSD estimate (``jsd_variant=augmix``) of the public code. Manifold
+Mixup mixes at a point drawn from all of ``model.stages`` as the public code (its paper draws from
+the input and the first two stages). CutMix is applied to every batch (its paper's CIFAR runs
+apply it with probability 0.5; the config has no field for that yet).
 """
 
 from __future__ import annotations
@@ -24,21 +28,6 @@ from typing import Any
 from fullscale.methods import METHODS, NOT_IMPLEMENTED
 
 __all__ = ["PRESETS", "preset_overrides"]
-
-# Per method, the config fields a preset sets (beyond ``method``).
-_STRENGTHS: dict[str, dict[str, Any]] = {
-    "mixup": {"mix.alpha": 1.0},
-    "manifold_mixup": {"mix.alpha": 2.0},
-    "cutmix": {"mix.alpha": 1.0},
-    "noise": {"mix.alpha": 0.0, "mix.noise.add": 0.4, "mix.noise.mult": 0.2},
-    "nfm": {"mix.alpha": 1.0, "mix.noise.add": 0.4, "mix.noise.mult": 0.2},
-    "augmix_noise_jsd": {"mix.alpha": 0.0, "mix.noise.add": 0.5, "mix.noise.mult": 0.5,
-                         "mix.noise.sparse": 0.65},
-    "augmix_nfm": {"mix.alpha": 1.0, "mix.noise.add": 0.5, "mix.noise.mult": 0.5, "mix.noise.sparse": 0.65},
-    "augmix_manifold_jsd": {"mix.alpha": 1.0},
-    # The public NoisyMix README's CIFAR recipe.
-    "noisymix": {"mix.alpha": 1.0, "mix.noise.add": 0.5, "mix.noise.mult": 0.5, "mix.noise.sparse": 0.65},
-}
 
 _TABLE_MODELS = ("preactresnet18", "wrn28_2", "wrn28_4")
 _TABLE_METHODS = ("baseline", "mixup", "manifold_mixup", "cutmix", "nfm", "augmix_jsd", "noisymix")
@@ -58,9 +47,7 @@ class Preset:
 
 
 def _preset(name: str, method: str, dataset: str, model: str, note: str) -> Preset:
-    overrides = {"method": method, "dataset": dataset, "model": model, **_STRENGTHS.get(method, {})}
-    if METHODS[method].jsd:  # the public code's JSD: mixture clamped to [1e-7, 1] before its log
-        overrides["jsd_variant"] = "augmix"
+    overrides = {"method": method, "dataset": dataset, "model": model, **METHODS[method].defaults}
     return Preset(name, f"{METHODS[method].title} on {dataset} with {model}{note}", overrides)
 
 
@@ -72,20 +59,28 @@ def _all_presets() -> dict[str, Preset]:
                 name = f"{dataset}-{model}-{method}"
                 presets[name] = _preset(name, method, dataset, model, f" (tab:results_{dataset})")
     for switches, method in _ABLATION.items():
-        name = f"ablation-{switches}"
-        presets[name] = _preset(name, method, "cifar100", "wrn28_2", " (tab:ablation: augmentations, "
-                                "feature mixing, noise, JSD = " + switches.replace("-", "x") + ")")
+        note = " (tab:ablation: augmentations, feature mixing, noise, JSD = " + switches.replace("-", "x") + ")"
+        # the paper's ablation model: the public code's wideresnet28 = WRN-28-4, dropout 0.1
+        presets[f"ablation-{switches}"] = _preset(f"ablation-{switches}", method, "cifar100", "wrn28_4", note)
+        name = f"ablation-wrn28_2-{switches}"
+        presets[name] = _preset(name, method, "cifar100", "wrn28_2", note.replace(")", "; WRN-28-2, not the paper's)"))
     return presets
 
 
 PRESETS: dict[str, Preset] = _all_presets()
 
 
-def preset_overrides(name: str) -> list[str]:
-    """The ``key=value`` overrides of a preset, for ``noisymix.config.apply_overrides``."""
+def preset_overrides(name: str, method: str | None = None) -> list[str]:
+    """The ``key=value`` overrides of a preset, for ``noisymix.config.apply_overrides``.
+
+    ``method``: the method the run will train, where ``--set method=...`` changes the preset's;
+    then the preset's method defaults are left out (the new method brings its own)."""
     if name in NOT_IMPLEMENTED:
         raise ValueError(f"preset {name!r} is not implemented: {NOT_IMPLEMENTED[name]}")
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; list them with `noisymix train --list-presets` "
                          f"(e.g. {', '.join(list(PRESETS)[:5])}, ...)")
-    return [f"{k}={v}" for k, v in PRESETS[name].overrides.items()]
+    overrides = PRESETS[name].overrides
+    own = METHODS[overrides["method"]].defaults
+    drop = set(own) if method is not None and method != overrides["method"] else set()
+    return [f"{k}={v}" for k, v in overrides.items() if k not in drop]

@@ -17,7 +17,10 @@ The training set lives on the device as uint8 (N, 3, H, W); batches are slices o
 Steps 1-3 draw from the run's device generator in exactly this order (tests replay it).
 
 Per-step cosine learning rate down to ``lr_min`` (the public ``get_lr``), SGD Nesterov; bf16
-autocast and channels_last on CUDA; DDP under ``torchrun`` (rank 0 alone writes).  Every epoch
+autocast and channels_last on CUDA; DDP under ``torchrun`` (rank 0 alone writes; by default,
+``ddp_draws=shared``, every rank uses the same lambda and transform point in a step, as one
+process on the whole batch would, while crops, AugMix views, partners and noise stay per rank;
+``sync_bn=true`` for batch statistics over all ranks, CUDA only).  Every epoch
 ends with an atomic ``checkpoint.pt`` (model, optimiser, scheduler, generator states), so
 ``resume`` continues to the same result; a non-finite loss stops the run naming the step and
 the loss parts before the next checkpoint is written, so the last good one stays.  On CUDA the
@@ -58,6 +61,8 @@ __all__ = ["NonFiniteLoss", "train"]
 _CUDA_CHECK_EVERY = 25
 # Config fields a resumed run may change: where and how fast it runs, not what it computes.
 _RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root"})
+# config keys added after runs were made, with the value that computes what those runs did
+_LATER_KEYS = {"ddp_draws": "shared", "sync_bn": False}
 
 
 class NonFiniteLoss(RuntimeError):
@@ -99,6 +104,26 @@ def _step_mix_config(method: Method, cfg: TrainConfig) -> noisymix.MixConfig:
     return dataclasses.replace(cfg.mix, alpha=alpha, noise=noise)
 
 
+def _share_lambda(draw: noisymix.MixDraw, mix_cfg: noisymix.MixConfig, cfg: TrainConfig) -> None:
+    """Under torchrun with ``ddp_draws=shared``: rank 0's lambda on every rank (in place), so a
+    step mixes the whole batch with one lambda as the single-process recipe (one lambda per
+    batch, the public code). Per-sample lambdas stay per rank, as the samples they belong to."""
+    if (cfg.ddp_draws == "shared" and mix_cfg.mixes and not mix_cfg.lam_per_sample and dist.is_available()
+            and dist.is_initialized() and dist.get_world_size() > 1):
+        dist.broadcast(draw.lam, src=0)
+
+
+def _sync_batchnorm(core: nn.Module, cfg: TrainConfig, world: int, device: torch.device) -> nn.Module:
+    """``sync_bn=true`` under torchrun: SyncBatchNorm layers (same parameters and buffers, so
+    checkpoints load into the plain model). torch's SyncBatchNorm runs on CUDA only."""
+    if not cfg.sync_bn or world == 1:
+        return core
+    if device.type != "cuda":
+        raise ValueError(f"sync_bn=true needs CUDA (torch's SyncBatchNorm runs on CUDA only); this run is on "
+                         f"{device.type} with {world} processes: drop sync_bn or train on GPUs")
+    return nn.SyncBatchNorm.convert_sync_batchnorm(core)
+
+
 def _loss(model: nn.Module, core: nn.Module, x_u8: Tensor, y: Tensor, method: Method, cfg: TrainConfig,
           num_classes: int, g: torch.Generator, stage_g: torch.Generator) -> noisymix.LossParts:
     """One step's loss (see the module docstring); ``core`` is the unwrapped model (hooks),
@@ -108,6 +133,7 @@ def _loss(model: nn.Module, core: nn.Module, x_u8: Tensor, y: Tensor, method: Me
         x = x.contiguous(memory_format=torch.channels_last)
     mix_cfg = _step_mix_config(method, cfg)
     draw = draw_mix(y.shape[0], mix_cfg, generator=g)
+    _share_lambda(draw, mix_cfg, cfg)
     if method.mixing == "cutmix":
         x, draw = cutmix(x, draw, generator=g)
     if method.feature_transform:
@@ -166,6 +192,7 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
     if world > 1 and device.type == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
+    _sync_batchnorm(nn.Identity(), cfg, world, device)  # refuse sync_bn on the CPU before any file is written
     writer = rank == 0
 
     data = load_dataset(cfg.dataset, "train", cfg.data_root or None)
@@ -181,6 +208,7 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
     n = len(data)
 
     core = create_model(cfg.model, data.num_classes, **cfg.model_kwargs).to(device)
+    core = _sync_batchnorm(core, cfg, world, device)
     if device.type == "cuda":
         core = core.to(memory_format=torch.channels_last)
     model: nn.Module = core
@@ -196,7 +224,8 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _cosine(s, total, cfg))
     order_g = noisymix.generator_for(cfg.seed, device)  # batch order: the same on every rank
     aug_g = noisymix.generator_for(cfg.seed * 1000 + 1 + rank, device)  # views, draws, noise
-    stage_g = noisymix.generator_for(cfg.seed * 1000 + 501 + rank)  # transform point, on the CPU
+    # transform point, on the CPU; the same on every rank unless ddp_draws=per_rank
+    stage_g = noisymix.generator_for(cfg.seed * 1000 + 501 + (rank if cfg.ddp_draws == "per_rank" else 0))
 
     record = {**config_to_dict(cfg), "num_classes": data.num_classes, "model_kwargs": cfg.model_kwargs,
               "versions": _versions(), "device": str(device) if device.type == "cpu"
@@ -323,7 +352,7 @@ def _check_same_config(path: Path, record: dict) -> None:
     """A resumed run must compute what it started computing (``_RESUMABLE_CHANGES`` aside)."""
     if not path.exists():
         return
-    old = read_json(path)
+    old = {**_LATER_KEYS, **read_json(path)}
     changed = sorted(k for k in set(old) | set(record) if k not in _RESUMABLE_CHANGES
                      and k not in ("versions", "world_size") and old.get(k) != record.get(k))
     if changed:

@@ -9,8 +9,9 @@ library we do not ship, we say what we do instead:
 
 * motion blur and the snow streaks: ImageMagick's motion-blur taps (integer offsets along the
   angle, one-sided Gaussian weights), as in the ``imagecorruptions`` package's ``_motion_blur``;
-* glass blur: the reference's sequential pixel-swap loop, run once for all images of a batch on
-  a permutation of pixel indices (the same swaps, exact), then one gather;
+* glass blur: the reference's sequential pixel loop (a copy of pixel (h', w') into (h, w), which
+  is what its tuple "swap" of numpy views does), run once for all images of a batch on pixel
+  indices (the same copies, exact), then one gather;
 * frost: the reference's frost photographs, from the installed ``imagecorruptions`` package's
   ``frost/`` folder or ``frost_dir`` (``fullscale.corruptions.frost``); never shipped here;
 * spatter: OpenCV's Canny / distance transform / histogram equalisation re-done in torch (Canny
@@ -101,23 +102,36 @@ def defocus_blur(x: Tensor, c: tuple[float, float], g: torch.Generator) -> Tenso
     return conv2d_same(x, disk_kernel(*c))
 
 
-def _glass_permutation(n: int, h: int, w: int, delta: int, iterations: int, g: torch.Generator) -> Tensor:
-    """The reference's swap loop (for h from H - delta down to delta + 1, for w likewise: swap pixel
-    (h, w) with (h + dy, w + dx), dx, dy ~ U{-delta, .., delta - 1}) applied to pixel indices of
-    ``n`` images at once: returns, per image, which source pixel ends up where (N, H W)."""
-    perm = np.tile(np.arange(h * w, dtype=np.int64), (n, 1))
+def _glass_sources(offsets: np.ndarray, h: int, w: int, delta: int) -> np.ndarray:
+    """The reference's pixel loop on pixel indices: ``offsets[it, step, i] = (dx, dy)`` are image
+    ``i``'s draws at that step; returns, per image, the source pixel of every position (N, H W).
+
+    The reference's line ``x[h, w], x[h', w'] = x[h', w'], x[h, w]`` on an (H, W, 3) array builds
+    its right side from *views*: (h', w') is written into (h, w) first, and (h, w), now holding
+    the same values, is written back into (h', w'). So pixel (h', w') is copied into (h, w) and
+    (h', w') is left unchanged: a copy, not a swap. That is what the released CIFAR-10-C and
+    ImageNet-C files contain (Hendrycks & Dietterich's ``make_cifar_c.py`` /
+    ``make_imagenet_c.py``), so it is what the benchmark the paper evaluates on is made of."""
+    n = offsets.shape[2]
+    src = np.tile(np.arange(h * w, dtype=np.int64), (n, 1))
     rows = np.arange(n)
-    positions = [(r, col) for r in range(h - delta, delta, -1) for col in range(w - delta, delta, -1)]
-    here = np.array([r * w + col for r, col in positions], dtype=np.int64)
-    for _ in range(iterations):
-        d = torch.randint(-delta, delta, (len(positions), n, 2), generator=g, device=g.device)
-        d = d.cpu().numpy()
+    here = np.array([r * w + col for r in range(h - delta, delta, -1) for col in range(w - delta, delta, -1)],
+                    dtype=np.int64)
+    for d in offsets:
         there = here[:, None] + d[:, :, 1] * w + d[:, :, 0]  # (steps, N): dx drawn first, then dy
         for a, b in zip(here.tolist(), there, strict=True):
-            moving = perm[:, a].copy()
-            perm[:, a] = perm[rows, b]
-            perm[rows, b] = moving
-    return torch.from_numpy(perm)
+            src[:, a] = src[rows, b]  # the copy; sequential, as a later step may read this pixel
+    return src
+
+
+def _glass_permutation(n: int, h: int, w: int, delta: int, iterations: int, g: torch.Generator) -> Tensor:
+    """The reference's loop (for h from H - delta down to delta + 1, for w likewise: copy pixel
+    (h + dy, w + dx) into (h, w), dx, dy ~ U{-delta, .., delta - 1}) applied to pixel indices of
+    ``n`` images at once: returns, per image, which source pixel ends up where (N, H W)."""
+    steps = len(range(h - delta, delta, -1)) * len(range(w - delta, delta, -1))
+    offsets = np.stack([torch.randint(-delta, delta, (steps, n, 2), generator=g, device=g.device).cpu().numpy()
+                        for _ in range(iterations)]) if steps else np.zeros((iterations, 0, n, 2), np.int64)
+    return torch.from_numpy(_glass_sources(offsets, h, w, delta))
 
 
 def glass_blur(x: Tensor, c: tuple[float, int, int], g: torch.Generator) -> Tensor:

@@ -160,7 +160,8 @@ def motion_blur(a: np.ndarray, radius: int, sigma: float, angle: float) -> np.nd
 
 
 def glass_blur(a: np.ndarray, c: tuple[float, int, int], offsets: np.ndarray) -> np.ndarray:
-    """The reference's loop; ``offsets[it, step] = (dx, dy)`` are its np.random.randint draws."""
+    """The reference's loop; ``offsets[it, step] = (dx, dy)`` are its np.random.randint draws.
+    ``a`` must be (H, W, 3): the view semantics of the pixel line depend on that layout."""
     sigma, delta, iterations = c
     x = np.uint8(gaussian_blur(a, sigma) * 255)
     h, w = x.shape[:2]
@@ -171,7 +172,9 @@ def glass_blur(a: np.ndarray, c: tuple[float, int, int], offsets: np.ndarray) ->
                 dx, dy = offsets[it, step]
                 step += 1
                 rp, cp = row + dy, col + dx
-                x[row, col], x[rp, cp] = x[rp, cp].copy(), x[row, col].copy()
+                # the reference's line, verbatim: its right side holds numpy views, so pixel
+                # (rp, cp) is copied into (row, col) and (rp, cp) keeps its value (no swap)
+                x[row, col], x[rp, cp] = x[rp, cp], x[row, col]
     return gaussian_blur(x / 255, sigma)
 
 

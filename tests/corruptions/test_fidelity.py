@@ -252,3 +252,44 @@ def test_batched_pixelate_is_bit_exact_with_pil(params, size, n):
         ours = to_u8(pixelate(x.float() / 255, c, torch.Generator()))
         ref = np.stack([R.pixelate(im, c) for im in x.permute(0, 2, 3, 1).numpy()])
         assert _diff(ours, ref) == (0.0, 0.0), severity
+
+
+def _reference_loop_on_indices(h: int, w: int, delta: int, offsets: np.ndarray) -> np.ndarray:
+    """The reference's pixel loop, its line verbatim, on an (H, W, 3) image whose pixel k holds
+    (k, k, k): what ends up at each position is the index of its source pixel."""
+    x = np.repeat(np.arange(h * w, dtype=np.int64).reshape(h, w, 1), 3, axis=2)
+    for it in range(len(offsets)):
+        step = 0
+        for row in range(h - delta, delta, -1):
+            for col in range(w - delta, delta, -1):
+                dx, dy = offsets[it, step]
+                step += 1
+                h_prime, w_prime = row + dy, col + dx
+                x[row, col], x[h_prime, w_prime] = x[h_prime, w_prime], x[row, col]
+    assert (x == x[:, :, :1]).all()
+    return x[:, :, 0].reshape(-1)
+
+
+def test_glass_pixel_line_copies_and_does_not_swap():
+    """3x3, delta 1: the only position is (2, 2); (dx, dy) = (-1, -1) copies pixel (1, 1) = 4
+    into (2, 2) = 8 and leaves (1, 1) as it was (a swap would put 8 at position 4)."""
+    from fullscale.corruptions.common import _glass_sources
+
+    expected = np.arange(9)
+    expected[8] = 4
+    assert (_reference_loop_on_indices(3, 3, 1, np.array([[[-1, -1]]])) == expected).all()
+    assert (_glass_sources(np.array([[[[-1, -1]]]]), 3, 3, 1)[0] == expected).all()
+
+
+@pytest.mark.parametrize("size,delta,iterations", [(5, 1, 2), (6, 2, 1), (7, 1, 3)])
+def test_glass_sources_follow_the_reference_line_on_a_fixed_sequence(size, delta, iterations):
+    """A small image and a fixed sequence of (dx, dy) draws, two images per batch: the batched
+    bookkeeping puts the same source pixel at every position as the reference's loop."""
+    from fullscale.corruptions.common import _glass_sources
+
+    steps = (size - 2 * delta) ** 2
+    rng = np.random.default_rng(size * 10 + delta)
+    offsets = rng.integers(-delta, delta, size=(iterations, steps, 2, 2))  # (it, step, image, dx/dy)
+    ours = _glass_sources(offsets, size, size, delta)
+    for i in range(2):
+        assert (ours[i] == _reference_loop_on_indices(size, size, delta, offsets[:, :, i])).all()

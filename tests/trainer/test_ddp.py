@@ -34,3 +34,77 @@ def test_torchrun_two_processes(tmp_path):
     # rank 0 alone wrote: one line of output, no stray files
     names = sorted(p.name for p in out.iterdir() if p.name != ".lock")  # .lock: rank 0's directory lock
     assert names == ["checkpoint.pt", "config.json", "final.pt", "metrics.jsonl"]
+
+
+_TINY = ("dataset=digits", "width=4", "epochs=1", "train_subset=128", "batch_size=32")
+
+
+def _draws(tmp_path, torchrun, *extra: str) -> list[list[dict]]:
+    """Per rank, the (stage, lambda, noise fingerprint) of every step of a 2-process run."""
+    worker = os.path.join(os.path.dirname(__file__), "ddp_draws_worker.py")
+    env = {**os.environ, "NOISYMIX_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
+    subprocess.run([torchrun, "--nproc_per_node", "2", worker, str(tmp_path), *_TINY, *extra], check=True,
+                   capture_output=True, text=True, timeout=300, env=env)
+    return [json.loads((tmp_path / f"draws-{r}.json").read_text()) for r in (0, 1)]
+
+
+def test_ranks_share_lambda_and_stage_and_keep_their_own_noise(tmp_path):
+    """The single-process recipe under torchrun (default ``ddp_draws=shared``): one lambda and
+    one transform point per step for the whole batch, on every rank; the noise stays per rank.
+    With ``ddp_draws=per_rank`` the ranks' lambdas differ (so this test can tell the two apart)."""
+    torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable))
+    if torchrun is None:
+        pytest.skip("torchrun not installed")
+    r0, r1 = _draws(tmp_path / "shared", torchrun)
+    assert len(r0) == len(r1) == 4  # 128 images / batch 32
+    assert [(s["stage"], s["lam"]) for s in r0] == [(s["stage"], s["lam"]) for s in r1]
+    assert all(0 < s["lam"] < 1 for s in r0)
+    assert all(a["noise"] != b["noise"] for a, b in zip(r0, r1, strict=True))
+    p0, p1 = _draws(tmp_path / "per_rank", torchrun, "ddp_draws=per_rank")
+    assert [s["lam"] for s in p0] != [s["lam"] for s in p1]
+    assert [s["lam"] for s in p0] == [s["lam"] for s in r0]  # rank 0 draws as before
+
+
+def test_sync_bn_on_the_cpu_with_several_processes_is_a_clear_error():
+    from fullscale.config import TrainConfig
+    from fullscale.train import _sync_batchnorm
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
+    cfg = TrainConfig(sync_bn=True)
+    with pytest.raises(ValueError, match="sync_bn=true needs CUDA"):
+        _sync_batchnorm(model, cfg, 2, torch.device("cpu"))
+    assert _sync_batchnorm(model, cfg, 1, torch.device("cpu")) is model  # one process: nothing to sync
+
+
+@pytest.mark.gpu
+def test_sync_bn_converts_on_cuda_and_keeps_the_checkpoint_layout():
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    from fullscale.config import TrainConfig
+    from fullscale.models import create_model
+    from fullscale.train import _sync_batchnorm
+
+    device = torch.device("cuda")
+    plain = create_model("preactresnet18", 10, width=4).to(device)
+    keys = list(plain.state_dict())
+    synced = _sync_batchnorm(plain, TrainConfig(sync_bn=True), 2, device)
+    assert not any(type(m) is torch.nn.BatchNorm2d for m in synced.modules())
+    assert any(isinstance(m, torch.nn.SyncBatchNorm) for m in synced.modules())
+    assert list(synced.state_dict()) == keys and synced.stages == plain.stages
+    synced.eval()  # one process, no group: the eval path of SyncBatchNorm runs on the GPU
+    assert synced(torch.rand(2, 3, 32, 32, device=device)).shape == (2, 10)
+
+
+def test_a_run_made_before_the_ddp_options_still_resumes(tmp_path):
+    """A config.json without ``ddp_draws`` / ``sync_bn`` (runs made before they existed) computes
+    what the defaults compute in one process, so resuming it is not refused."""
+    from fullscale.config import TrainConfig
+    from fullscale.train import _check_same_config
+    from noisymix.config import config_to_dict
+    from noisymix.io import write_json
+
+    record = config_to_dict(TrainConfig())
+    write_json(tmp_path / "config.json", {k: v for k, v in record.items() if k not in ("ddp_draws", "sync_bn")})
+    _check_same_config(tmp_path / "config.json", record)
+    with pytest.raises(ValueError, match="sync_bn"):
+        _check_same_config(tmp_path / "config.json", {**record, "sync_bn": True})

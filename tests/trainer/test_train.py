@@ -335,3 +335,61 @@ def test_orphan_temporary_files_are_swept_and_a_late_config_error_leaves_no_conf
     monkeypatch.undo()
     train(resolve_config("baseline", QUICK), out)  # the folder is not "already a run"
     assert (out / "final.pt").exists()
+
+
+def test_paper_wrn_rows_train_the_public_codes_wideresnet28():
+    """The paper's "Wide-ResNet-28x2" rows (tab:results_cifar100 on both data sets, tab:ablation)
+    were trained by the public code's ``wideresnet28``: WRN-28-4 with dropout 0.1."""
+    model = create_model(resolve_config("ablation-AFNJ", []).model, 100)
+    # widen factor 4: the last stage has 64 * 4 = 256 channels; dropout 0.1 as the public model
+    assert model.linear.in_features == 256
+    assert {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)} == {0.1}
+    for switches in ("----", "--N-", "-F--", "-FN-", "A---", "A-NJ", "A--J", "AFN-", "AF-J", "AFNJ"):
+        assert resolve_config(f"ablation-{switches}", []).model == "wrn28_4"
+        kept = resolve_config(f"ablation-wrn28_2-{switches}", [])
+        assert kept.model == "wrn28_2" and kept.method == resolve_config(f"ablation-{switches}", []).method
+    for dataset in ("cifar10", "cifar100"):
+        assert resolve_config(f"{dataset}-wrn28_4-noisymix", []).model == "wrn28_4"
+        assert resolve_config(f"{dataset}-wrn28_2-noisymix", []).model == "wrn28_2"
+
+
+# What a method's preset must set, written from the papers / the public NoisyMix README (not
+# read back from the code): alpha and noise strengths per method.
+_PAPER_STRENGTHS = {
+    "mixup": {"alpha": 1.0}, "manifold_mixup": {"alpha": 2.0}, "cutmix": {"alpha": 1.0},
+    "noise": {"alpha": 0.0, "add": 0.4, "mult": 0.2}, "nfm": {"alpha": 1.0, "add": 0.4, "mult": 0.2},
+    "augmix_noise_jsd": {"alpha": 0.0, "add": 0.5, "mult": 0.5, "sparse": 0.65},
+    "augmix_nfm": {"alpha": 1.0, "add": 0.5, "mult": 0.5, "sparse": 0.65},
+    "augmix_manifold_jsd": {"alpha": 1.0},
+    "noisymix": {"alpha": 1.0, "add": 0.5, "mult": 0.5, "sparse": 0.65},
+}
+
+
+def _strengths(cfg: TrainConfig) -> dict:
+    return {"alpha": cfg.mix.alpha, "add": cfg.mix.noise.add, "mult": cfg.mix.noise.mult,
+            "sparse": cfg.mix.noise.sparse}
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_a_bare_method_trains_with_its_presets_strengths(method):
+    """``--set method=X`` without its preset resolves to the preset's config (bar the
+    preset name), not to the baseline's alpha = 0 and no noise."""
+    import dataclasses
+
+    bare = resolve_config("baseline", [f"method={method}"])
+    preset = resolve_config(method, [])
+    assert dataclasses.replace(bare, preset=method) == preset
+    for key, value in _PAPER_STRENGTHS.get(method, {}).items():
+        assert _strengths(bare)[key] == value, (method, key)
+    assert (bare.jsd_variant == "augmix") == METHODS[method].jsd
+    # from another preset too: the new method brings its own strengths, dataset/model stay
+    other = resolve_config("cifar100-wrn28_4-nfm", [f"method={method}"])
+    assert dataclasses.replace(other, preset=method, dataset=preset.dataset, model=preset.model) == preset
+    # and an explicit --set still wins, in either order
+    for order in ([f"method={method}", "mix.alpha=0.3"], ["mix.alpha=0.3", f"method={method}"]):
+        assert resolve_config("baseline", order).mix.alpha == 0.3
+
+
+def test_bare_noisymix_is_not_augmix_jsd():
+    cfg = resolve_config("baseline", ["method=noisymix"])
+    assert cfg.mix.alpha == 1.0 and cfg.mix.noise.add == 0.5 and cfg.mix.noise.mult == 0.5
