@@ -42,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="FGSM epsilons in pixel scale [0, 1], comma-separated, fractions allowed")
     parser.add_argument("--corruptions", default=None,
                         help="comma-separated -C/-P names (default: every standard one present)")
+    parser.add_argument("--partial", action="store_true",
+                        help="evaluate a -C set that lacks some of the 15 corruptions (its means say how many)")
     parser.add_argument("--weather", choices=WEATHER_CHOICES, default="snow",
                         help="-P weather column: snow (the paper's tables) or spatter (public cifar-p-eval.py)")
     parser.add_argument("--alexnet-flip", default=None, metavar="JSON",
@@ -126,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
     corruptions = tuple(c.strip() for c in args.corruptions.split(",") if c.strip()) if args.corruptions else None
     options = EvalOptions(batch_size=args.batch_size, workers=args.workers, rms_estimator=args.rms_estimator,
                           epsilons=_epsilons(args.epsilons), corruptions=corruptions, weather=args.weather,
-                          alexnet_flip=args.alexnet_flip, preprocess=Preprocess(args.resize, args.crop))
+                          alexnet_flip=args.alexnet_flip, preprocess=Preprocess(args.resize, args.crop),
+                          partial=args.partial)
     record = evaluate(args.run_dir, args.suite, data_root=args.data_root, checkpoint=args.checkpoint,
                       device=args.device, options=options)
     summary = {k: v for k, v in record["summary"].items() if not isinstance(v, dict | list)}

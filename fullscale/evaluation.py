@@ -20,9 +20,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fullscale.augment import to_float
-from fullscale.corruptions.common import CORRUPTIONS, EXTRA_CORRUPTIONS
+from fullscale.corruptions.common import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS
 from fullscale.data import DATASETS, load_dataset
 from fullscale.metrics import (
+    NOISE,
     accuracy,
     aurra,
     corruption_summary,
@@ -72,6 +73,8 @@ class EvalOptions:
     weather: str = "snow"  # the -P weather column: "snow" (paper) or "spatter" (public script)
     alexnet_flip: str | None = None  # JSON of AlexNet's flip probabilities, for mFR
     preprocess: Preprocess = field(default_factory=Preprocess)
+    # a -C set missing one of the 15 is an error unless asked for: its means are not the benchmark's
+    partial: bool = False
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.workers < 0:
@@ -88,7 +91,8 @@ class EvalOptions:
                 "epsilons": list(self.epsilons), "weather": self.weather,
                 "corruptions": None if self.corruptions is None else list(self.corruptions),
                 "alexnet_flip": self.alexnet_flip,
-                "preprocess": {"resize": self.preprocess.resize, "crop": self.preprocess.crop}}
+                "preprocess": {"resize": self.preprocess.resize, "crop": self.preprocess.crop},
+                "partial": self.partial}
 
 
 @dataclass
@@ -257,13 +261,18 @@ def fgsm(ctx: Context) -> Results:
 
 def _c_names(ctx: Context, present: Callable[[str], bool]) -> tuple[tuple[str, ...], list[str]]:
     """The corruptions to evaluate: those asked for (``--corruptions``), else the 15 and the 4 extras
-    that are present (a partial set is evaluated and its absent standard corruptions listed)."""
+    that are present.  A set missing one of the 15 is refused unless ``partial`` is set (the paper's
+    means are over all 15): then it is evaluated and its absent standard corruptions listed."""
     if ctx.options.corruptions is not None:
         return tuple(ctx.options.corruptions), []
     names = tuple(n for n in (*CORRUPTIONS, *EXTRA_CORRUPTIONS) if present(n))
     if not names:
         raise FileNotFoundError(f"{ctx.data_root} holds none of the corruptions {', '.join(CORRUPTIONS)}")
-    return names, [n for n in CORRUPTIONS if n not in names]
+    missing = [n for n in CORRUPTIONS if n not in names]
+    if missing and not ctx.options.partial:
+        raise FileNotFoundError(f"{ctx.data_root} lacks {len(missing)} of the 15 corruptions ({', '.join(missing)}); "
+                                f"its means would not be the benchmark's: complete it, or pass --partial")
+    return names, missing
 
 
 def _c_summary(ctx: Context, results: dict, names: tuple[str, ...], missing: list[str], imagenet: bool) -> dict:
@@ -271,6 +280,12 @@ def _c_summary(ctx: Context, results: dict, names: tuple[str, ...], missing: lis
     standard = {c: a for c, a in per.items() if c not in EXTRA_CORRUPTIONS}
     summary = corruption_summary(standard) if standard else {"per_corruption": {}}
     extras = {c: a for c, a in per.items() if c in EXTRA_CORRUPTIONS}
+    # every mean says how many corruptions it covers (15 for the benchmark's)
+    summary["n_corruptions"] = len(standard)
+    if "mean_accuracy_no_noise" in summary:
+        summary["n_corruptions_no_noise"] = sum(c not in NOISE for c in standard)
+    summary["per_category_n_corruptions"] = {cat: sum(m in standard for m in members)
+                                             for cat, members in CATEGORIES.items() if cat in summary["per_category"]}
     if extras:  # reported apart: the paper's means are over the 15
         summary["extras"] = extras
     if missing:

@@ -146,10 +146,15 @@ def jsd_consistency(
         return js_divergence_from_logits(z).mean()
     if variant == "augmix":
         check_positive("clamp", clamp)
-        probs = F.softmax(z, dim=-1)
+        log_p = F.log_softmax(z, dim=-1)
+        probs = log_p.exp()
         log_mixture = probs.mean(0).clamp(clamp, 1.0).log()
-        kls = [F.kl_div(log_mixture, p, reduction="batchmean") for p in probs]
-        return torch.stack(kls).mean()
+        # The public F.kl_div(log_mixture, p) = sum p (ln p - log_mixture), with the same value
+        # here; but F.kl_div takes ln p as xlogy(p, p), whose gradient p / p is NaN wherever a
+        # probability underflows to 0 (a logit gap above ~104 in float32): a full-width run
+        # at lr 0.1 hit exactly that, in the public code too.  ln p from log_softmax is finite.
+        kls = (probs * (log_p - log_mixture)).sum(-1).sum(-1) / z.shape[1]  # batchmean, per view
+        return kls.mean()
     raise ValueError(f"variant must be 'exact' or 'augmix', got {variant!r}")
 
 

@@ -117,6 +117,8 @@ def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> list[_Step]
                                run_dir / "final.pt"))
             for suite in plan.eval_suites:
                 suite_root = ("--data-root", str(corrupted)) if suite == plan.corrupted_suite else root
+                if suite == plan.corrupted_suite and plan.corruptions is not None:
+                    suite_root = (*suite_root, "--partial")  # a plan's chosen subset of the 15
                 steps.append(_Step(f"evaluate {run_dir.name} {suite}",
                                    ("evaluate", str(run_dir), "--suite", suite, *suite_root),
                                    run_dir / "eval" / f"{suite}.json"))

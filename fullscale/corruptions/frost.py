@@ -1,14 +1,15 @@
-"""The frost photographs of ImageNet-C / CIFAR-10-C, found (never shipped) and cropped in batches.
+"""The frost photographs of ImageNet-C / CIFAR-10-C, located and cropped in batches.
 
 The reference blends one of ``frost1.png .. frost5.jpg`` (``np.random.randint(5)``: the sixth is
-never drawn) at a random position.  We read them from ``frost_dir`` or, failing that, from the
-``frost/`` folder of an installed ``imagecorruptions`` package (located without importing it).
+never drawn) at a random position.  We read them from ``frost_dir`` or, by default, from
+``frost_photos/`` next to this module: the five photographs the reference draws from, byte-identical
+to the public release (hendrycks/robustness, as repackaged in ``imagecorruptions`` 1.1.2; Apache-2.0,
+licence and checksums in that folder), so a plain install makes all 15 corruptions.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -20,23 +21,22 @@ from torch import Tensor
 __all__ = ["find_frost_dir", "frost_textures"]
 
 _SUFFIXES = (".png", ".jpg", ".jpeg")
+# shipped with the package (package data), so no optional dependency is needed for frost
+_BUNDLED = Path(__file__).resolve().parent / "frost_photos"
 
 
 def find_frost_dir(frost_dir: str | Path | None = None) -> Path:
-    """The folder with the frost photographs: ``frost_dir`` if given, else the installed
-    ``imagecorruptions`` package's ``frost/``; FileNotFoundError naming both otherwise."""
+    """The folder with the frost photographs: ``frost_dir`` if given, else the bundled
+    ``frost_photos/``; FileNotFoundError naming both otherwise."""
     if frost_dir is not None:
         folder = Path(frost_dir)
         if not folder.is_dir() or not _files(folder):
             raise FileNotFoundError(f"frost_dir {folder} has no frost images (*.png, *.jpg)")
         return folder
-    spec = importlib.util.find_spec("imagecorruptions")
-    if spec is not None and spec.origin is not None:
-        folder = Path(spec.origin).parent / "frost"
-        if folder.is_dir() and _files(folder):
-            return folder
-    raise FileNotFoundError("frost needs the reference frost photographs: pass frost_dir (a folder with "
-                            "frost1.png .. frost6.jpg) or `pip install imagecorruptions` (its frost/ folder)")
+    if _BUNDLED.is_dir() and len(_files(_BUNDLED)) >= 5:
+        return _BUNDLED
+    raise FileNotFoundError(f"frost needs the reference frost photographs: pass frost_dir (a folder with "
+                            f"frost1.png .. frost5.jpg) or reinstall noisymix (its {_BUNDLED} is missing)")
 
 
 def _files(folder: Path) -> list[Path]:

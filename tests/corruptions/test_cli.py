@@ -59,8 +59,16 @@ def test_corrupt_p_and_errors(tmp_path):
     assert main(["corrupt", "--dataset", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]) == 2
 
 
+def test_default_set_has_all_fifteen_with_the_bundled_photographs(tmp_path):
+    out = tmp_path / "c"
+    assert main(["corrupt", "--dataset", "digits", "--out", str(out), "--limit", "3", "--severities", "1"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["names"]) == 15 and "frost" in manifest["names"] and not manifest["skipped"]
+    assert np.load(out / "frost.npy").shape == (3, 32, 32, 3)
+
+
 def test_default_set_leaves_frost_out_without_photographs(tmp_path, monkeypatch):
-    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    monkeypatch.setattr("fullscale.corruptions.frost._BUNDLED", tmp_path / "none")
     out = tmp_path / "c"
     assert main(["corrupt", "--dataset", "digits", "--out", str(out), "--limit", "3", "--severities", "1"]) == 0
     manifest = json.loads((out / "manifest.json").read_text())

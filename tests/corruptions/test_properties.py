@@ -148,9 +148,24 @@ def test_frost_blends_a_crop_of_one_texture(frost_dir):
 def test_frost_without_photographs_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="frost"):
         find_frost_dir(tmp_path)  # empty folder
-    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
-    with pytest.raises(FileNotFoundError, match="imagecorruptions"):
+    monkeypatch.setattr("fullscale.corruptions.frost._BUNDLED", tmp_path / "none")
+    with pytest.raises(FileNotFoundError, match="frost_dir"):
         corrupt(photo(1, 32), "frost", 1, generator=torch.Generator())
+
+
+def test_bundled_photographs_are_the_public_release():
+    """The shipped files are byte-identical to the reference's frost1.png .. frost5.jpg (their
+    md5 sums as released in imagecorruptions 1.1.2), and they are what frost reads by default."""
+    import hashlib
+
+    folder = find_frost_dir()
+    md5 = {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in sorted(folder.glob("frost*"))}
+    assert md5 == {"frost1.png": "6ead634ace1f366d77e87078b465863c", "frost2.png": "98f0d2b1d74a048d3bc9c7ecfd886939",
+                   "frost3.png": "b3ed8eb147824261888e730f916c0d8b", "frost4.jpg": "d70b9d6aa0b1fe7bd8133b113787e078",
+                   "frost5.jpg": "50984ae2c871b7df2c28f1d71ca460a0"}
+    assert (folder / "LICENSE").read_text().lstrip().startswith("Apache License")
+    y = corrupt(photo(2, 32), "frost", 3, generator=torch.Generator().manual_seed(0))
+    assert y.shape == (2, 3, 32, 32)
 
 
 def test_bad_input_is_refused():

@@ -10,6 +10,7 @@ import pytest
 import torch
 from PIL import Image
 
+from fullscale.corruptions import CORRUPTIONS
 from fullscale.data import load_dataset
 from fullscale.metrics import ALEXNET_ERR, rms_calibration_error
 from fullscale.models import create_model
@@ -97,7 +98,10 @@ def test_clean_c_suite_and_resume(tmp_path, digits, trained_state):
     direct = (_predict(model, digits.images) == digits.labels.numpy()).mean()
     assert clean["summary"]["accuracy"] == pytest.approx(direct, abs=1.5 / len(digits))
 
-    assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root)]) == 0
+    # two of the 15: refused unless a partial suite is asked for (its means are not the benchmark's)
+    assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root)]) == 2
+    assert not (run / "eval" / "digits-c.json").exists()
+    assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root), "--partial"]) == 0
     result = _read(run, "digits-c")
     expected = {s: (_predict(model, _severity(images, s)) == labels).mean() for s in range(1, 6)}
     assert len(set(expected.values())) > 1  # the severities differ, so a mix-up would show
@@ -110,7 +114,10 @@ def test_clean_c_suite_and_resume(tmp_path, digits, trained_state):
     assert summary["per_category"] == {"weather": pytest.approx(mean, abs=1.5 / COUNT),
                                        "digital": pytest.approx(mean, abs=1.5 / COUNT)}
     assert summary["clean_accuracy"] == clean["summary"]["accuracy"] and "mce" not in summary
-    assert "gaussian_noise" in summary["missing_corruptions"]
+    assert "gaussian_noise" in summary["missing_corruptions"] and len(summary["missing_corruptions"]) == 13
+    # every mean says how many corruptions it covers
+    assert summary["n_corruptions"] == 2 and summary["n_corruptions_no_noise"] == 2
+    assert summary["per_category_n_corruptions"] == {"weather": 1, "digital": 1}
     files = {f["path"].rsplit("/", 1)[-1]: f for f in result["data"]["files"]}
     assert set(files) == {"labels.npy", "fog.npy", "contrast.npy"} and len(files["fog.npy"]["sha256"]) == 64
     assert result["checkpoint"]["sha256"] and result["model"] == "preactresnet18" and result["seconds"] > 0
@@ -119,7 +126,7 @@ def test_clean_c_suite_and_resume(tmp_path, digits, trained_state):
     partial = {**result, "complete": False, "results": {"fog": {str(s): {"accuracy": -1.0, "n": COUNT}
                                                                 for s in range(1, 6)}}}
     write_json(run / "eval" / "digits-c.json", partial)
-    assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root)]) == 0
+    assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root), "--partial"]) == 0
     resumed = _read(run, "digits-c")
     assert resumed["complete"] and resumed["results"]["fog"]["1"]["accuracy"] == -1.0  # kept, not recomputed
     assert resumed["results"]["contrast"] == result["results"]["contrast"]
@@ -128,6 +135,23 @@ def test_clean_c_suite_and_resume(tmp_path, digits, trained_state):
     assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root), "--batch-size", "7",
                  "--corruptions", "fog"]) == 0
     assert _read(run, "digits-c")["results"]["fog"]["1"]["accuracy"] == pytest.approx(expected[1], abs=1.5 / COUNT)
+
+
+def test_full_c_suite_states_fifteen_corruptions(tmp_path, digits, trained_state):
+    """All 15 present: no option needed, and the means say they cover 15 (3 noise, 4 blur,
+    4 weather, 4 digital: Hendrycks & Dietterich's categories)."""
+    run, _ = _run(tmp_path, trained_state)
+    images, labels = digits.images[:COUNT], digits.labels[:COUNT].numpy()
+    root = tmp_path / "digits-c"
+    block = torch.cat([_severity(images, s) for s in range(1, 6)]).permute(0, 2, 3, 1).numpy()
+    for name in CORRUPTIONS:
+        save_npy(root / f"{name}.npy", block)
+    save_npy(root / "labels.npy", np.tile(labels, 5))
+    assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root), "--threads", "1"]) == 0
+    summary = _read(run, "digits-c")["summary"]
+    assert summary["n_corruptions"] == 15 and summary["n_corruptions_no_noise"] == 12
+    assert summary["per_category_n_corruptions"] == {"noise": 3, "blur": 4, "weather": 4, "digital": 4}
+    assert "missing_corruptions" not in summary
 
 
 def test_calibration_and_fgsm(tmp_path, digits, trained_state):
