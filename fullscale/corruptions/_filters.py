@@ -132,11 +132,24 @@ def warp(x: Tensor, matrix: Tensor, padding: str = "pil") -> Tensor:
 
 def motion_offsets(radius: int, angle_deg: Tensor) -> tuple[Tensor, Tensor]:
     """ImageMagick's MotionBlurImage taps (also the ``imagecorruptions`` package's ``_motion_blur``):
-    ``2 radius + 1`` taps; tap i reads the pixel at (x + ceil(i cos a - 1/2), y + ceil(i sin a - 1/2)).
+    ``width = 2 ceil(radius) + 1`` taps; with ``p = width (sin a, cos a)``, tap i reads the pixel at
+    (x + ceil(i p_y / |p| - 1/2), y + ceil(i p_x / |p| - 1/2)), all in double precision as
+    ImageMagick's C computes it (a = pi deg / 180).  Dividing by ``hypot`` rather than using
+    ``sin a`` directly decides the ties: at -30 and -150 degrees (sin a = -1/2) tap 1 lands on
+    offset 0 for width 21, where ``ceil(i sin a - 1/2)`` gives -1.  Python's ``math`` (the C
+    library) rather than torch's vectorised sin keeps the last bit equal to ImageMagick's.
     Returns integer offsets (N, taps) for x and y."""
-    i = torch.arange(2 * int(radius) + 1, dtype=torch.float64)
-    a = torch.deg2rad(angle_deg.double().cpu()).unsqueeze(1)
-    return torch.ceil(i * torch.cos(a) - 0.5).long(), torch.ceil(i * torch.sin(a) - 0.5).long()
+    width = 2 * math.ceil(radius) + 1
+    xs, ys = {}, {}
+    for angle in set(angle_deg.double().cpu().tolist()):
+        a = math.pi * angle / 180
+        px, py = width * math.sin(a), width * math.cos(a)
+        norm = math.hypot(px, py)
+        xs[angle] = [math.ceil(i * py / norm - 0.5) for i in range(width)]
+        ys[angle] = [math.ceil(i * px / norm - 0.5) for i in range(width)]
+    angles = angle_deg.double().cpu().tolist()
+    return (torch.tensor([xs[a] for a in angles], dtype=torch.long).view(len(angles), width),
+            torch.tensor([ys[a] for a in angles], dtype=torch.long).view(len(angles), width))
 
 
 def motion_blur(x: Tensor, radius: int, sigma: float, angle_deg: Tensor) -> Tensor:
@@ -145,7 +158,7 @@ def motion_blur(x: Tensor, radius: int, sigma: float, angle_deg: Tensor) -> Tens
     re-implementation, taps that would leave the image stop the sum (without renormalising).
     Batched as one gather per tap over all images."""
     n, c, h, w = x.shape
-    taps = 2 * int(radius) + 1
+    taps = 2 * math.ceil(radius) + 1
     k = torch.exp(-torch.arange(taps, dtype=torch.float64) ** 2 / (2 * sigma ** 2))
     k = k / k.sum()
     ox, oy = motion_offsets(radius, angle_deg)
