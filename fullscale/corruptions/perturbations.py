@@ -2,8 +2,11 @@
 
 Each sequence starts at (or passes through) the clean image and changes it frame by frame; the
 parameters and frame counts are those of ``make_cifar_p.py`` (github.com/hendrycks/robustness,
-ImageNet-P/create_p), its test-set blocks (the easiest difficulty of the noise sequences) and its
-validation-set blocks (speckle noise, gaussian blur, spatter, shear).  Noise frames are
+ImageNet-P/create_p), its test-set blocks and its validation-set blocks (speckle noise, gaussian
+blur, spatter, shear), under the 20 file names of the released CIFAR-10-P: each noise in the three
+strengths of its three blocks (``gaussian_noise``, ``gaussian_noise_2``, ``gaussian_noise_3``, ...).
+The affine sets (rotate, scale, shear, zoom blur) turn about torchvision 0.2-0.7's centre
+(w / 2 + 0.5, h / 2 + 0.5), the one the released files were made with.  Noise frames are
 independent draws around the clean image (flip probability against the first frame); the other
 sequences move smoothly (flip probability between consecutive frames).  The paper's CIFAR-10-P
 table lists snow where the public ``cifar-p-eval`` script reads spatter: both are here.
@@ -29,7 +32,8 @@ from fullscale.corruptions._filters import (
 )
 from fullscale.corruptions.common import to_u8, water
 
-__all__ = ["FRAMES", "NOISE_PERTURBATIONS", "PAPER_PERTURBATIONS", "PERTURBATIONS", "perturbation_sequence"]
+__all__ = ["AFFINE_CENTRES", "FRAMES", "NOISE_PERTURBATIONS", "PAPER_PERTURBATIONS", "PERTURBATIONS",
+           "perturbation_sequence"]
 
 Sequence = Callable[[Tensor, torch.Generator], list[Tensor]]
 
@@ -38,16 +42,22 @@ def _randn(t: Tensor, g: torch.Generator) -> Tensor:
     return torch.randn(t.shape, generator=g, device=g.device).to(t)
 
 
-def _gaussian(x: Tensor, g: torch.Generator) -> list[Tensor]:
-    return [x] + [x + 0.02 * _randn(x, g) for _ in range(30)]
+def _gaussian(scale: float) -> Sequence:
+    def frames(x: Tensor, g: torch.Generator) -> list[Tensor]:
+        return [x] + [x + scale * _randn(x, g) for _ in range(30)]
+    return frames
 
 
-def _shot(x: Tensor, g: torch.Generator) -> list[Tensor]:
-    return [x] + [torch.poisson(x.to(g.device) * 700, generator=g).to(x) / 700 for _ in range(30)]
+def _shot(photons: float) -> Sequence:
+    def frames(x: Tensor, g: torch.Generator) -> list[Tensor]:
+        return [x] + [torch.poisson(x.to(g.device) * photons, generator=g).to(x) / photons for _ in range(30)]
+    return frames
 
 
-def _speckle(x: Tensor, g: torch.Generator) -> list[Tensor]:
-    return [x] + [x + x * 0.05 * _randn(x, g) for _ in range(30)]
+def _speckle(scale: float) -> Sequence:
+    def frames(x: Tensor, g: torch.Generator) -> list[Tensor]:
+        return [x] + [x + x * scale * _randn(x, g) for _ in range(30)]
+    return frames
 
 
 def _brightness(x: Tensor, g: torch.Generator) -> list[Tensor]:
@@ -70,19 +80,25 @@ def _pil_quantised(x: Tensor) -> Tensor:
     return torch.floor(x.clamp(0, 1) * 255 + 1e-3) / 255
 
 
-def _matrix(x: Tensor, a: float, b: float, c: float, d: float, e: float, f: float) -> Tensor:
+#: where torchvision's affine puts the rotation / scale / shear centre, in PIL's pixel units: its
+#: versions 0.2-0.7 (those of make_cifar_p.py) use (w / 2 + 0.5, h / 2 + 0.5), later ones (w / 2, h / 2)
+AFFINE_CENTRES = {"reference": 0.5, "modern": 0.0}
+
+
+def _matrix(x: Tensor, a: float, b: float, c: float, d: float, e: float, f: float,
+            centre: str = "reference") -> Tensor:
     """PIL-convention affine about the image centre: input = A (out - centre) + centre + (c, f)."""
     h, w = x.shape[2:]
-    cx, cy = w / 2, h / 2
+    cx, cy = w / 2 + AFFINE_CENTRES[centre], h / 2 + AFFINE_CENTRES[centre]
     m = torch.tensor([[a, b, cx - a * cx - b * cy + c], [d, e, cy - d * cx - e * cy + f]],
                      dtype=torch.float64)
     return m.expand(x.shape[0], 2, 3)
 
 
-def _geometric(params: list[tuple[float, ...]]) -> Sequence:
+def _geometric(params: list[tuple[float, ...]], centre: str = "reference") -> Sequence:
     """torchvision's affine on the PIL image (bilinear, zeros outside), one frame per row."""
     def frames(x: Tensor, g: torch.Generator) -> list[Tensor]:
-        return [_pil_quantised(warp(x, _matrix(x, *p))) for p in params]
+        return [_pil_quantised(warp(x, _matrix(x, *p, centre=centre))) for p in params]
     return frames
 
 
@@ -131,11 +147,11 @@ def _tilt(x: Tensor, g: torch.Generator) -> list[Tensor]:
     return [_quantised(_perspective(x, _tilt_matrix(h, w, 0.75 * (i - 15)))) for i in range(31)]
 
 
-def _zoom_blur(x: Tensor, g: torch.Generator) -> list[Tensor]:
+def _zoom_blur(x: Tensor, g: torch.Generator, centre: str = "reference") -> list[Tensor]:
     frames, total = [x], x.clone()
     for i in range(1, 31):
         s = 1 / (1 + 0.004 * i)
-        total = total + _pil_quantised(warp(x, _matrix(x, s, 0, 0, 0, s, 0)))
+        total = total + _pil_quantised(warp(x, _matrix(x, s, 0, 0, 0, s, 0, centre=centre)))
         frames.append(total / (i + 1))
     return frames
 
@@ -179,32 +195,57 @@ def _spatter(x: Tensor, g: torch.Generator) -> list[Tensor]:
     return frames
 
 
+_TRANSLATE = [(1, 0, -(i - 7), 0, 1, 0) for i in range(16)]
+_ROTATE = [_rotation(i - 15) for i in range(31)]
+_SCALE = [(100 / (2 * i + 70), 0, 0, 0, 100 / (2 * i + 70), 0) for i in range(31)]
+_SHEAR = [_shear(i - 15) for i in range(31)]
+
+# The 20 sets of the released CIFAR-10-P, under their file names: each noise in the three
+# strengths of make_cifar_p.py's three blocks (the easiest unsuffixed, then _2 and _3).
 PERTURBATIONS: dict[str, Sequence] = {
-    "gaussian_noise": _gaussian,
-    "shot_noise": _shot,
+    "gaussian_noise": _gaussian(0.02),
+    "shot_noise": _shot(700),
     "motion_blur": _motion_blur,
     "zoom_blur": _zoom_blur,
     "snow": _snow,
     "brightness": _brightness,
-    "translate": _geometric([(1, 0, -(i - 7), 0, 1, 0) for i in range(16)]),
-    "rotate": _geometric([_rotation(i - 15) for i in range(31)]),
+    "translate": _geometric(_TRANSLATE),
+    "rotate": _geometric(_ROTATE),
     "tilt": _tilt,
-    "scale": _geometric([(100 / (2 * i + 70), 0, 0, 0, 100 / (2 * i + 70), 0) for i in range(31)]),
+    "scale": _geometric(_SCALE),
     "spatter": _spatter,
-    "speckle_noise": _speckle,
+    "speckle_noise": _speckle(0.05),
     "gaussian_blur": _gaussian_blur,
-    "shear": _geometric([_shear(i - 15) for i in range(31)]),
+    "shear": _geometric(_SHEAR),
+    "gaussian_noise_2": _gaussian(0.04),
+    "gaussian_noise_3": _gaussian(0.06),
+    "shot_noise_2": _shot(400),
+    "shot_noise_3": _shot(200),
+    "speckle_noise_2": _speckle(0.07),
+    "speckle_noise_3": _speckle(0.1),
+}
+# torchvision >= 0.8's centre (w / 2, h / 2) for the sets made with its affine transform
+_MODERN: dict[str, Sequence] = {
+    "zoom_blur": lambda x, g: _zoom_blur(x, g, centre="modern"),
+    "rotate": _geometric(_ROTATE, "modern"),
+    "scale": _geometric(_SCALE, "modern"),
+    "shear": _geometric(_SHEAR, "modern"),
 }
 FRAMES = {"translate": 16, "motion_blur": 21}  # the rest have 31
-NOISE_PERTURBATIONS = ("gaussian_noise", "shot_noise", "speckle_noise")
+# flip probability against the first frame (the public evaluation's rule: 'noise' in the name)
+NOISE_PERTURBATIONS = tuple(n for n in PERTURBATIONS if "noise" in n)
 # the ten of the paper's CIFAR-10-P table, in its order
 PAPER_PERTURBATIONS = ("gaussian_noise", "shot_noise", "motion_blur", "zoom_blur", "snow", "brightness",
                        "translate", "rotate", "tilt", "scale")
 
 
 def perturbation_sequence(images_u8: Tensor, name: str, *, generator: torch.Generator,
-                          params: str = "cifar") -> Tensor:
-    """uint8 (N, 3, H, W) -> uint8 (N, frames, 3, H, W): 31 frames (translate 16, motion blur 21)."""
+                          params: str = "cifar", affine_centre: str = "reference") -> Tensor:
+    """uint8 (N, 3, H, W) -> uint8 (N, frames, 3, H, W): 31 frames (translate 16, motion blur 21).
+
+    ``affine_centre`` is where rotate, scale, shear and zoom blur turn / scale about:
+    ``"reference"`` (w / 2 + 0.5, h / 2 + 0.5) as torchvision 0.2-0.7 did when the released
+    CIFAR-10-P was made, or ``"modern"`` (w / 2, h / 2), torchvision >= 0.8's centre."""
     if name not in PERTURBATIONS:
         raise ValueError(f"unknown perturbation {name!r}; available: {', '.join(PERTURBATIONS)}")
     if params != "cifar":
@@ -212,5 +253,8 @@ def perturbation_sequence(images_u8: Tensor, name: str, *, generator: torch.Gene
     if images_u8.dtype != torch.uint8 or images_u8.ndim != 4 or images_u8.shape[1] != 3:
         raise ValueError(f"expected uint8 images (N, 3, H, W), got {images_u8.dtype} "
                          f"{tuple(images_u8.shape)}")
-    frames = PERTURBATIONS[name](images_u8.float() / 255, generator)
+    if affine_centre not in AFFINE_CENTRES:
+        raise ValueError(f"affine_centre={affine_centre!r}: expected one of {', '.join(AFFINE_CENTRES)}")
+    table = _MODERN if affine_centre == "modern" and name in _MODERN else PERTURBATIONS
+    frames = table[name](images_u8.float() / 255, generator)
     return to_u8(torch.stack(frames, 1))

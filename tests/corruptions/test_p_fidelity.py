@@ -3,9 +3,21 @@ centre of torchvision 0.2-0.7, the 20 released set names and spatter's all-black
 
 from __future__ import annotations
 
+import math
+
+import pytest
 import torch
 
 from fullscale.corruptions._filters import motion_blur, motion_offsets
+from fullscale.corruptions.perturbations import (
+    NOISE_PERTURBATIONS,
+    PERTURBATIONS,
+    _geometric,
+    _rotation,
+    _shear,
+    perturbation_sequence,
+)
+from fullscale.corruptions.writer import default_names
 
 
 def test_motion_blur_offsets_at_the_tie_angles():
@@ -33,3 +45,73 @@ def test_motion_blur_of_an_impulse_at_the_tie_angle():
         ox, oy = round(i * 0.8660254), -(i // 2)
         expected[16 - oy, 16 - ox] += k[i]
     assert torch.allclose(out[0, 0], expected, atol=1e-12)
+
+
+def test_rotation_turns_about_torchvisions_old_centre():
+    """A 90-degree turn of a 4 x 4 image about (w / 2 + 0.5, h / 2 + 0.5) = (2.5, 2.5) (PIL units,
+    pixel centres at +0.5): output centre (c + 0.5, r + 0.5) reads the input at
+    (2.5 + (r + 0.5 - 2.5), 2.5 - (c + 0.5 - 2.5)) = (r + 0.5, 4.5 - c), i.e. pixel (row 4 - c,
+    column r), and nothing (0) for c = 0.  About the modern centre (2, 2) it would be rot90."""
+    img = torch.arange(1, 17, dtype=torch.float64).view(1, 1, 4, 4).expand(1, 3, 4, 4) / 255
+    (out,) = _geometric([_rotation(90)])(img, torch.Generator())
+    expected = torch.zeros(4, 4, dtype=torch.float64)
+    for r in range(4):
+        for c in range(1, 4):
+            expected[r, c] = img[0, 0, 4 - c, r]
+    assert torch.allclose(out[0, 0], expected, atol=1e-9)
+    (modern,) = _geometric([_rotation(90)], "modern")(img, torch.Generator())
+    assert torch.allclose(modern[0, 0], torch.rot90(img[0, 0], -1), atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["rotate", "scale", "shear"])
+def test_affine_sets_take_the_old_centre_and_the_modern_one_on_request(name):
+    """Frame 0 of rotate / scale / shear on a 4 x 4 ramp: our frame against the PIL transform
+    about (2.5, 2.5) written out here (bilinear, zeros outside, truncated as PIL's 8-bit output)."""
+    img = torch.arange(0, 16 * 15, 15, dtype=torch.uint8).view(1, 1, 4, 4).expand(1, 3, 4, 4).contiguous()
+    ours = perturbation_sequence(img, name, generator=torch.Generator())[0, 0, 0].double()
+    modern = perturbation_sequence(img, name, generator=torch.Generator(), affine_centre="modern")[0, 0, 0]
+    a, b, _, d, e, _ = {"rotate": _rotation(-15), "scale": (100 / 70, 0, 0, 0, 100 / 70, 0),
+                        "shear": _shear(-15)}[name]
+    src = img[0, 0].double()
+    expected = torch.zeros(4, 4, dtype=torch.float64)
+    for r in range(4):
+        for c in range(4):
+            u, v = c + 0.5 - 2.5, r + 0.5 - 2.5
+            x, y = a * u + b * v + 2.5 - 0.5, d * u + e * v + 2.5 - 0.5  # pixel-index coordinates
+            if not (-0.5 <= x < 3.5 and -0.5 <= y < 3.5):
+                continue
+            x0, y0 = math.floor(x), math.floor(y)
+            fx, fy = x - x0, y - y0
+            px = lambda i, j: src[min(max(j, 0), 3), min(max(i, 0), 3)]  # noqa: E731  PIL repeats edges
+            value = ((1 - fx) * (1 - fy) * px(x0, y0) + fx * (1 - fy) * px(x0 + 1, y0)
+                     + (1 - fx) * fy * px(x0, y0 + 1) + fx * fy * px(x0 + 1, y0 + 1))
+            expected[r, c] = math.floor(value + 1e-3)
+    assert (ours - expected).abs().max() <= 1, (ours, expected)
+    assert not torch.equal(modern.double(), expected)
+
+
+def test_the_twenty_released_sets():
+    released = {"brightness", "gaussian_blur", "gaussian_noise", "gaussian_noise_2", "gaussian_noise_3",
+                "motion_blur", "rotate", "scale", "shear", "shot_noise", "shot_noise_2", "shot_noise_3", "snow",
+                "spatter", "speckle_noise", "speckle_noise_2", "speckle_noise_3", "tilt", "translate", "zoom_blur"}
+    assert len(PERTURBATIONS) == 20 and set(PERTURBATIONS) == released
+    names, _ = default_names("p", None)
+    assert set(names) == released
+    assert set(NOISE_PERTURBATIONS) == {n for n in released if "noise" in n}
+
+
+@pytest.mark.parametrize("name,spread", [("gaussian_noise_2", 0.04), ("gaussian_noise_3", 0.06),
+                                         ("speckle_noise_2", 0.07), ("speckle_noise_3", 0.1)])
+def test_stronger_noise_strengths(name, spread):
+    """make_cifar_p.py's second and third blocks: x + s z and x + x s z at a flat grey of 120."""
+    x = torch.full((20, 3, 32, 32), 120, dtype=torch.uint8)
+    noise = perturbation_sequence(x, name, generator=torch.Generator().manual_seed(0)).float()[:, 1:] / 255
+    scale = spread * (120 / 255 if "speckle" in name else 1)
+    assert abs(noise.std() - scale) < 0.05 * scale
+
+
+@pytest.mark.parametrize("name,photons", [("shot_noise_2", 400), ("shot_noise_3", 200)])
+def test_stronger_shot_noise(name, photons):
+    x = torch.full((20, 3, 32, 32), 120, dtype=torch.uint8)
+    shot = perturbation_sequence(x, name, generator=torch.Generator().manual_seed(0)).float()[:, 1:] / 255
+    assert abs(shot.var() - (120 / 255) / photons) < 0.1 * (120 / 255) / photons
