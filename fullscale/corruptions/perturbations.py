@@ -23,6 +23,10 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fullscale.corruptions._filters import (
+    canny_cv2,
+    chamfer_distance,
+    conv2d_same,
+    equalize_hist_cv2,
     gaussian_blur,
     hsv_to_rgb,
     motion_blur,
@@ -30,9 +34,9 @@ from fullscale.corruptions._filters import (
     warp,
     zoom_about_centre,
 )
-from fullscale.corruptions.common import to_u8, water
+from fullscale.corruptions.common import to_u8
 
-__all__ = ["AFFINE_CENTRES", "FRAMES", "NOISE_PERTURBATIONS", "PAPER_PERTURBATIONS", "PERTURBATIONS",
+__all__ = ["AFFINE_CENTRES", "EMPTY_SPATTER", "FRAMES", "NOISE_PERTURBATIONS", "PAPER_PERTURBATIONS", "PERTURBATIONS",
            "perturbation_sequence"]
 
 Sequence = Callable[[Tensor, torch.Generator], list[Tensor]]
@@ -182,15 +186,52 @@ def _snow(x: Tensor, g: torch.Generator) -> list[Tensor]:
     return frames
 
 
-def _spatter(x: Tensor, g: torch.Generator) -> list[Tensor]:
+def _box3(x: Tensor) -> Tensor:
+    """cv2.blur(x, (3, 3)): 3x3 mean, border reflect-101."""
+    return F.avg_pool2d(F.pad(x, (1, 1, 1, 1), mode="reflect"), 3, stride=1)
+
+
+def _water(liquid: Tensor, intensity: float) -> Tensor:
+    """make_cifar_p.py's water drops from a liquid layer (N, 1, H, W), (N, 3, H, W), stage by stage
+    with OpenCV's own rules: Canny 50/150 of the 8-bit layer, the 5x5 chamfer distance to its
+    edges (cv2.DIST_L2, 5) capped at 20, 3x3 mean truncated to 8 bits, histogram equalisation,
+    the emboss filter saturated to 8 bits, a 3x3 mean of that 8-bit image (rounded to 8 bits, as
+    cv2.blur keeps the depth), times the layer, normalised per image, in pale turquoise.  The
+    exact Euclidean distance and an unrounded last mean give about 4 % less water per frame."""
+    u8 = torch.floor((liquid * 255).clamp(0, 255))
+    dist = torch.floor(_box3(chamfer_distance(canny_cv2(u8, 50, 150), 20.0)))  # .astype(np.uint8)
+    dist = equalize_hist_cv2(dist)
+    ker = torch.tensor([[-2.0, -1, 0], [-1, 1, 1], [0, 1, 2]], device=liquid.device)
+    dist = torch.round(conv2d_same(dist, ker)).clamp(0, 255)  # CV_8U saturates
+    m = u8 * torch.round(_box3(dist))
+    m = m / m.amax(dim=(2, 3), keepdim=True).clamp_min(1e-12) * intensity
+    colour = torch.tensor([175, 238, 238], device=liquid.device, dtype=liquid.dtype).view(1, 3, 1, 1) / 255
+    return m * colour
+
+
+#: what a spatter frame is where its water layer is empty (no liquid left in the 8-bit layer, or
+#: none where the edge map is non-zero): make_cifar_p.py then divides 0 by 0 and np.uint8 turns
+#: the NaN frame into zeros, so the released files hold an all-black frame ("black", about 7 % of
+#: frames); "clean" adds no water there instead (the frame is the clean image)
+EMPTY_SPATTER = ("black", "clean")
+
+
+def _spatter(x: Tensor, g: torch.Generator, empty: str = "black") -> list[Tensor]:
     """Water drops (N(0.6, 0.265) blurred by 1.75, below 0.7 cleared) that run down the image:
-    each frame convolves the layer's columns with (0.2, 0.8) (np.convolve 'same')."""
+    each frame convolves the layer's columns with (0.2, 0.8) (np.convolve 'same').  A frame whose
+    water is empty is all black (``empty="black"``, the released files) or clean (``"clean"``)."""
     n, _, h, w = x.shape
     liquid = gaussian_blur(0.6 + 0.265 * torch.randn((n, 1, h, w), generator=g, device=g.device).to(x), 1.75)
     liquid = torch.where(liquid < 0.7, torch.zeros_like(liquid), liquid)
     frames = []
     for _ in range(31):
-        frames.append(x + water(liquid, 0.6))
+        drops = _water(liquid, 0.6)
+        frame = x + drops
+        if empty == "black":
+            # water() is m / max(m) times a non-zero colour: all zero exactly when max(m) = 0
+            nothing = drops.flatten(1).amax(1) == 0
+            frame = torch.where(nothing.view(n, 1, 1, 1), torch.zeros_like(frame), frame)
+        frames.append(frame)
         liquid = 0.2 * liquid + 0.8 * F.pad(liquid, (0, 0, 1, 0))[:, :, :h]
     return frames
 
@@ -240,12 +281,15 @@ PAPER_PERTURBATIONS = ("gaussian_noise", "shot_noise", "motion_blur", "zoom_blur
 
 
 def perturbation_sequence(images_u8: Tensor, name: str, *, generator: torch.Generator,
-                          params: str = "cifar", affine_centre: str = "reference") -> Tensor:
+                          params: str = "cifar", affine_centre: str = "reference",
+                          empty_spatter: str = "black") -> Tensor:
     """uint8 (N, 3, H, W) -> uint8 (N, frames, 3, H, W): 31 frames (translate 16, motion blur 21).
 
     ``affine_centre`` is where rotate, scale, shear and zoom blur turn / scale about:
     ``"reference"`` (w / 2 + 0.5, h / 2 + 0.5) as torchvision 0.2-0.7 did when the released
-    CIFAR-10-P was made, or ``"modern"`` (w / 2, h / 2), torchvision >= 0.8's centre."""
+    CIFAR-10-P was made, or ``"modern"`` (w / 2, h / 2), torchvision >= 0.8's centre.
+    ``empty_spatter`` is spatter's frame where the water layer is empty: ``"black"`` as the
+    released files (the reference's 0 / 0), or ``"clean"`` (the image without water)."""
     if name not in PERTURBATIONS:
         raise ValueError(f"unknown perturbation {name!r}; available: {', '.join(PERTURBATIONS)}")
     if params != "cifar":
@@ -255,6 +299,12 @@ def perturbation_sequence(images_u8: Tensor, name: str, *, generator: torch.Gene
                          f"{tuple(images_u8.shape)}")
     if affine_centre not in AFFINE_CENTRES:
         raise ValueError(f"affine_centre={affine_centre!r}: expected one of {', '.join(AFFINE_CENTRES)}")
+    if empty_spatter not in EMPTY_SPATTER:
+        raise ValueError(f"empty_spatter={empty_spatter!r}: expected one of {', '.join(EMPTY_SPATTER)}")
     table = _MODERN if affine_centre == "modern" and name in _MODERN else PERTURBATIONS
-    frames = table[name](images_u8.float() / 255, generator)
+    x = images_u8.float() / 255
+    if name == "spatter":
+        frames = _spatter(x, generator, empty_spatter)
+    else:
+        frames = table[name](x, generator)
     return to_u8(torch.stack(frames, 1))

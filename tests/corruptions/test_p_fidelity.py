@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
+from corruption_reference import photo
+from scipy import ndimage
 
-from fullscale.corruptions._filters import motion_blur, motion_offsets
+from fullscale.corruptions._filters import chamfer_distance, equalize_hist_cv2, motion_blur, motion_offsets
 from fullscale.corruptions.perturbations import (
     NOISE_PERTURBATIONS,
     PERTURBATIONS,
@@ -115,3 +118,61 @@ def test_stronger_shot_noise(name, photons):
     x = torch.full((20, 3, 32, 32), 120, dtype=torch.uint8)
     shot = perturbation_sequence(x, name, generator=torch.Generator().manual_seed(0)).float()[:, 1:] / 255
     assert abs(shot.var() - (120 / 255) / photons) < 0.1 * (120 / 255) / photons
+
+
+def _liquid_layers(noise: np.ndarray) -> list[np.ndarray]:
+    """make_cifar_p.py's spatter layer, frame by frame, in numpy/scipy: N(0.6, 0.265) blurred
+    (skimage's gaussian: mode nearest, truncate 4), below 0.7 cleared, then each column
+    np.convolve'd with (0.2, 0.8), mode 'same', once a frame."""
+    layer = ndimage.gaussian_filter(0.6 + 0.265 * noise, 1.75, mode="nearest", truncate=4.0)
+    layer[layer < 0.7] = 0
+    layers = []
+    for _ in range(31):
+        layers.append(layer)
+        layer = np.apply_along_axis(lambda col: np.convolve(col, [0.2, 0.8], mode="same"), 0, layer)
+    return layers
+
+
+def test_spatter_frames_without_water_are_black_as_released_or_clean_on_request():
+    """Where the 8-bit layer (liquid * 255).astype(uint8) is all zero the reference's water is
+    0 / 0 = NaN and np.uint8 writes an all-black frame; "clean" gives the image itself there (as it
+    does where the layer is not empty but the edge map under it is; no other frame changes)."""
+    images = photo(48, 32, 3)
+    seed = 4
+    noise = torch.randn((48, 1, 32, 32), generator=torch.Generator().manual_seed(seed)).double().numpy()
+    black = perturbation_sequence(images, "spatter", generator=torch.Generator().manual_seed(seed))
+    clean = perturbation_sequence(images, "spatter", generator=torch.Generator().manual_seed(seed),
+                                  empty_spatter="clean")
+    empty = 0
+    for k in range(48):
+        for i, layer in enumerate(_liquid_layers(noise[k, 0])):
+            if (layer * 255).astype(np.uint8).max() == 0:
+                empty += 1
+                assert black[k, i].max() == 0, (k, i)
+                assert torch.equal(clean[k, i], images[k]), (k, i)
+            elif black[k, i].max() == 0:  # water empty for want of edges under the liquid
+                assert torch.equal(clean[k, i], images[k]), (k, i)
+            else:
+                assert torch.equal(black[k, i], clean[k, i]), (k, i)
+    assert empty > 0  # the rule was exercised
+    with pytest.raises(ValueError, match="empty_spatter"):
+        perturbation_sequence(images, "spatter", generator=torch.Generator(), empty_spatter="nan")
+
+
+def test_chamfer_distance_has_opencvs_5x5_weights():
+    """cv2.distanceTransform(DIST_L2, 5) from one edge pixel: steps (1, 0) = 1, (1, 1) = 1.4,
+    (2, 1) = 2.1969, so (3, 1) = 1 + 2.1969 and (4, 2) = 2 x 2.1969, capped at 5 here."""
+    mask = torch.zeros(1, 1, 11, 11, dtype=torch.bool)
+    mask[0, 0, 5, 5] = True
+    d = chamfer_distance(mask, 5.0)[0, 0]
+    for (dy, dx), want in {(0, 3): 3.0, (1, 1): 1.4, (1, 2): 2.1969, (2, 1): 2.1969, (1, 3): 3.1969,
+                           (2, 4): 4.3938, (2, 2): 2.8, (5, 5): 5.0}.items():
+        assert abs(float(d[5 + dy, 5 - dx]) - want) < 1e-5, (dy, dx, float(d[5 + dy, 5 - dx]))
+
+
+def test_equalize_hist_rounds_the_half_way_level_as_opencv():
+    """48 pixels at 0, 488 at 1, 488 at 2: level 1 maps to 488 x float32(255 / 976) = 127.5
+    exactly in float32, which OpenCV's cvRound takes to 128 (half to even)."""
+    img = torch.tensor([0.0] * 48 + [1.0] * 488 + [2.0] * 488).view(1, 1, 32, 32)
+    out = equalize_hist_cv2(img)[0, 0].flatten()
+    assert out[0] == 0 and out[48] == 128 and out[-1] == 255
