@@ -21,6 +21,7 @@ from torch import Tensor, nn
 
 from fullscale.augment import to_float
 from fullscale.corruptions.common import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS
+from fullscale.corruptions.perturbations import PERTURBATIONS
 from fullscale.data import DATASETS, load_dataset
 from fullscale.metrics import (
     NOISE,
@@ -365,19 +366,33 @@ def imagenet_r(ctx: Context) -> Results:
 # --------------------------------------------------------------------------- -P suites
 
 
-def _p_names(ctx: Context, present: Callable[[str], bool]) -> tuple[tuple[str, ...], list[str]]:
+def _p_wanted(ctx: Context) -> tuple[str, ...]:
+    return tuple(ctx.options.weather if n == "snow" else n for n in P_PERTURBATIONS)
+
+
+def _p_names(ctx: Context, present: Callable[[str], bool],
+             others: tuple[str, ...] = ()) -> tuple[tuple[str, ...], list[str]]:
+    """The paper's ten columns that are present, then the ``others`` present (the rest of the
+    released CIFAR-10-P's 20 sets: the stronger noises, speckle noise, gaussian blur, ...)."""
     if ctx.options.corruptions is not None:
         return tuple(ctx.options.corruptions), []
-    wanted = tuple(ctx.options.weather if n == "snow" else n for n in P_PERTURBATIONS)
+    wanted = _p_wanted(ctx)
     names = tuple(n for n in wanted if present(n))
     if not names:
         raise FileNotFoundError(f"{ctx.data_root} holds none of the perturbations {', '.join(wanted)}")
-    return names, [n for n in wanted if n not in names]
+    extra = tuple(n for n in others if n not in wanted and present(n))
+    return names + extra, [n for n in wanted if n not in names]
 
 
 def _p_summary(ctx: Context, results: dict, names: tuple[str, ...], missing: list[str]) -> dict:
+    """Mean flip probability / mFR over the paper's columns (or every name asked for); the other
+    released sets are listed beside it under ``other_perturbations``, outside the mean."""
     alexnet = read_alexnet_flip_table(ctx.options.alexnet_flip) if ctx.options.alexnet_flip else None
-    summary = flip_summary({n: results[n]["flip_probability"] for n in names}, alexnet)
+    table = names if ctx.options.corruptions is not None else tuple(n for n in names if n in _p_wanted(ctx))
+    summary = flip_summary({n: results[n]["flip_probability"] for n in table}, alexnet)
+    others = {n: results[n]["flip_probability"] for n in names if n not in table}
+    if others:
+        summary["other_perturbations"] = others
     summary["weather_perturbation"] = ctx.options.weather
     if missing:
         summary["missing_perturbations"] = missing
@@ -389,7 +404,7 @@ def perturbed_npy(ctx: Context) -> Results:
     frame for noise), its mean (the CIFAR-10-P tables' unnormalised "mFR") and, with AlexNet's flip
     probabilities, mFR."""
     root = _need_root(ctx, "a -P set of <perturbation>.npy files")
-    names, missing = _p_names(ctx, lambda n: (root / f"{n}.npy").is_file())
+    names, missing = _p_names(ctx, lambda n: (root / f"{n}.npy").is_file(), tuple(PERTURBATIONS))
     data = read_p_set(root, names)
     if ctx.options.alexnet_flip:
         read_alexnet_flip_table(ctx.options.alexnet_flip)  # a bad table fails before the work

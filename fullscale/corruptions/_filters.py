@@ -132,11 +132,24 @@ def warp(x: Tensor, matrix: Tensor, padding: str = "pil") -> Tensor:
 
 def motion_offsets(radius: int, angle_deg: Tensor) -> tuple[Tensor, Tensor]:
     """ImageMagick's MotionBlurImage taps (also the ``imagecorruptions`` package's ``_motion_blur``):
-    ``2 radius + 1`` taps; tap i reads the pixel at (x + ceil(i cos a - 1/2), y + ceil(i sin a - 1/2)).
+    ``width = 2 ceil(radius) + 1`` taps; with ``p = width (sin a, cos a)``, tap i reads the pixel at
+    (x + ceil(i p_y / |p| - 1/2), y + ceil(i p_x / |p| - 1/2)), all in double precision as
+    ImageMagick's C computes it (a = pi deg / 180).  Dividing by ``hypot`` rather than using
+    ``sin a`` directly decides the ties: at -30 and -150 degrees (sin a = -1/2) tap 1 lands on
+    offset 0 for width 21, where ``ceil(i sin a - 1/2)`` gives -1.  Python's ``math`` (the C
+    library) rather than torch's vectorised sin keeps the last bit equal to ImageMagick's.
     Returns integer offsets (N, taps) for x and y."""
-    i = torch.arange(2 * int(radius) + 1, dtype=torch.float64)
-    a = torch.deg2rad(angle_deg.double().cpu()).unsqueeze(1)
-    return torch.ceil(i * torch.cos(a) - 0.5).long(), torch.ceil(i * torch.sin(a) - 0.5).long()
+    width = 2 * math.ceil(radius) + 1
+    xs, ys = {}, {}
+    for angle in set(angle_deg.double().cpu().tolist()):
+        a = math.pi * angle / 180
+        px, py = width * math.sin(a), width * math.cos(a)
+        norm = math.hypot(px, py)
+        xs[angle] = [math.ceil(i * py / norm - 0.5) for i in range(width)]
+        ys[angle] = [math.ceil(i * px / norm - 0.5) for i in range(width)]
+    angles = angle_deg.double().cpu().tolist()
+    return (torch.tensor([xs[a] for a in angles], dtype=torch.long).view(len(angles), width),
+            torch.tensor([ys[a] for a in angles], dtype=torch.long).view(len(angles), width))
 
 
 def motion_blur(x: Tensor, radius: int, sigma: float, angle_deg: Tensor) -> Tensor:
@@ -145,7 +158,7 @@ def motion_blur(x: Tensor, radius: int, sigma: float, angle_deg: Tensor) -> Tens
     re-implementation, taps that would leave the image stop the sum (without renormalising).
     Batched as one gather per tap over all images."""
     n, c, h, w = x.shape
-    taps = 2 * int(radius) + 1
+    taps = 2 * math.ceil(radius) + 1
     k = torch.exp(-torch.arange(taps, dtype=torch.float64) ** 2 / (2 * sigma ** 2))
     k = k / k.sum()
     ox, oy = motion_offsets(radius, angle_deg)
@@ -234,3 +247,80 @@ def disk_kernel(radius: float, alias_blur: float) -> Tensor:
     nonzero = torch.nonzero(kernel.abs().sum(0) > 0).flatten()
     r = int(max(size - nonzero.min(), nonzero.max() - size))
     return kernel[size - r:size + r + 1, size - r:size + r + 1].float()
+
+
+def canny_cv2(img: Tensor, low: float, high: float) -> Tensor:
+    """cv2.Canny(img, low, high) (3x3 Sobel, L1 magnitude) on (N, 1, H, W) grey levels 0..255 ->
+    bool edges, with OpenCV's own integer rules: the direction sectors in fixed point
+    (tan 22.5 = 13573 / 2^15), strict maxima on both sides across a diagonal, thresholds floored
+    and exceeded strictly, 8-connected hysteresis, Sobel with replicated borders."""
+    sobel = torch.tensor([[-1.0, 0, 1], [-2, 0, 2], [-1, 0, 1]], device=img.device, dtype=torch.float64)
+    padded = F.pad(img.double(), (1, 1, 1, 1), mode="replicate")
+    gx = F.conv2d(padded, sobel.view(1, 1, 3, 3))
+    gy = F.conv2d(padded, sobel.T.contiguous().view(1, 1, 3, 3))
+    mag = gx.abs() + gy.abs()
+    m = F.pad(mag, (1, 1, 1, 1))
+
+    def at(dy: int, dx: int) -> Tensor:
+        return m[:, :, 1 + dy:m.shape[2] - 1 + dy, 1 + dx:m.shape[3] - 1 + dx]
+
+    ax, ay = gx.abs() * 13573, gy.abs() * 32768
+    horizontal = ay < ax
+    vertical = ay > ax + gx.abs() * 65536
+    same_sign = (gx < 0) == (gy < 0)  # OpenCV: (dx ^ dy) >= 0
+    keep = torch.where(horizontal, (mag > at(0, -1)) & (mag >= at(0, 1)),
+                       torch.where(vertical, (mag > at(-1, 0)) & (mag >= at(1, 0)),
+                                   torch.where(same_sign, (mag > at(-1, -1)) & (mag > at(1, 1)),
+                                               (mag > at(-1, 1)) & (mag > at(1, -1)))))
+    candidate = keep & (mag > math.floor(low))
+    edges = candidate & (mag > math.floor(high))
+    while True:
+        grown = candidate & (F.max_pool2d(edges.double(), 3, stride=1, padding=1) > 0)
+        if torch.equal(grown, edges):
+            return edges
+        edges = grown
+
+
+#: cv2.distanceTransform(DIST_L2, 5)'s chamfer weights for steps (1, 0), (1, 1), (2, 1)
+_CHAMFER5 = {(1, 0): 1.0, (1, 1): 1.4, (2, 1): 2.1969}
+
+
+def chamfer_distance(mask: Tensor, cap: float) -> Tensor:
+    """cv2.distanceTransform(255 - 255 mask, cv2.DIST_L2, 5), then capped at ``cap``
+    (THRESH_TRUNC): the 5x5 chamfer distance (steps weighing 1, 1.4 and 2.1969, not the exact
+    Euclidean distance) of every pixel to the nearest True pixel, summed in float32 as OpenCV
+    does.  Relaxed over the 16 chamfer steps until nothing changes (paths stay inside the image)."""
+    steps = []
+    for (a, b), w in _CHAMFER5.items():
+        for dx, dy in {(a, b), (b, a), (-a, b), (-b, a), (a, -b), (b, -a), (-a, -b), (-b, -a)}:
+            steps.append((dx, dy, torch.tensor(w, dtype=torch.float32)))
+    h, w_ = mask.shape[2:]
+    big = float(cap) + 8
+    dist = torch.where(mask, 0.0, big).float()
+    while True:
+        padded = F.pad(dist, (2, 2, 2, 2), value=big)
+        best = dist
+        for dx, dy, w in steps:
+            best = torch.minimum(best, padded[:, :, 2 + dy:2 + dy + h, 2 + dx:2 + dx + w_] + w)
+        if torch.equal(best, dist):
+            break
+        dist = best
+    return dist.clamp(max=cap)
+
+
+def equalize_hist_cv2(u8: Tensor) -> Tensor:
+    """cv2.equalizeHist per image on integer levels (N, 1, H, W) stored as floats: the scale
+    255 / (total - count of the lowest level) divided in float32 as OpenCV does (a correctly
+    rounded quotient; torch's vectorised division can land one unit lower, which turns a
+    half-way level such as 127.5 the other way), times the cumulative count, rounded half to even."""
+    n = u8.shape[0]
+    flat = u8.reshape(n, -1).long()
+    hist = torch.zeros(n, 256, dtype=torch.float64, device=u8.device).scatter_add_(
+        1, flat, torch.ones_like(flat, dtype=torch.float64))
+    cdf = hist.cumsum(1)
+    first = torch.where(hist > 0, cdf, torch.full_like(cdf, float("inf"))).amin(1, keepdim=True)
+    total = cdf[:, -1:]
+    scale = (255 / (total - first).clamp_min(1)).float()  # float64 quotient rounded once to float32
+    lut = torch.round((cdf - first).float() * scale).clamp(0, 255)
+    lut = torch.where(total == first, torch.arange(256, device=u8.device, dtype=lut.dtype).expand(n, 256), lut)
+    return lut.gather(1, flat).view_as(u8).to(u8.dtype)

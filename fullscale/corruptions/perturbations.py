@@ -2,8 +2,11 @@
 
 Each sequence starts at (or passes through) the clean image and changes it frame by frame; the
 parameters and frame counts are those of ``make_cifar_p.py`` (github.com/hendrycks/robustness,
-ImageNet-P/create_p), its test-set blocks (the easiest difficulty of the noise sequences) and its
-validation-set blocks (speckle noise, gaussian blur, spatter, shear).  Noise frames are
+ImageNet-P/create_p), its test-set blocks and its validation-set blocks (speckle noise, gaussian
+blur, spatter, shear), under the 20 file names of the released CIFAR-10-P: each noise in the three
+strengths of its three blocks (``gaussian_noise``, ``gaussian_noise_2``, ``gaussian_noise_3``, ...).
+The affine sets (rotate, scale, shear, zoom blur) turn about torchvision 0.2-0.7's centre
+(w / 2 + 0.5, h / 2 + 0.5), the one the released files were made with.  Noise frames are
 independent draws around the clean image (flip probability against the first frame); the other
 sequences move smoothly (flip probability between consecutive frames).  The paper's CIFAR-10-P
 table lists snow where the public ``cifar-p-eval`` script reads spatter: both are here.
@@ -20,6 +23,10 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fullscale.corruptions._filters import (
+    canny_cv2,
+    chamfer_distance,
+    conv2d_same,
+    equalize_hist_cv2,
     gaussian_blur,
     hsv_to_rgb,
     motion_blur,
@@ -27,9 +34,10 @@ from fullscale.corruptions._filters import (
     warp,
     zoom_about_centre,
 )
-from fullscale.corruptions.common import to_u8, water
+from fullscale.corruptions.common import to_u8
 
-__all__ = ["FRAMES", "NOISE_PERTURBATIONS", "PAPER_PERTURBATIONS", "PERTURBATIONS", "perturbation_sequence"]
+__all__ = ["AFFINE_CENTRES", "EMPTY_SPATTER", "FRAMES", "NOISE_PERTURBATIONS", "PAPER_PERTURBATIONS", "PERTURBATIONS",
+           "perturbation_sequence"]
 
 Sequence = Callable[[Tensor, torch.Generator], list[Tensor]]
 
@@ -38,16 +46,22 @@ def _randn(t: Tensor, g: torch.Generator) -> Tensor:
     return torch.randn(t.shape, generator=g, device=g.device).to(t)
 
 
-def _gaussian(x: Tensor, g: torch.Generator) -> list[Tensor]:
-    return [x] + [x + 0.02 * _randn(x, g) for _ in range(30)]
+def _gaussian(scale: float) -> Sequence:
+    def frames(x: Tensor, g: torch.Generator) -> list[Tensor]:
+        return [x] + [x + scale * _randn(x, g) for _ in range(30)]
+    return frames
 
 
-def _shot(x: Tensor, g: torch.Generator) -> list[Tensor]:
-    return [x] + [torch.poisson(x.to(g.device) * 700, generator=g).to(x) / 700 for _ in range(30)]
+def _shot(photons: float) -> Sequence:
+    def frames(x: Tensor, g: torch.Generator) -> list[Tensor]:
+        return [x] + [torch.poisson(x.to(g.device) * photons, generator=g).to(x) / photons for _ in range(30)]
+    return frames
 
 
-def _speckle(x: Tensor, g: torch.Generator) -> list[Tensor]:
-    return [x] + [x + x * 0.05 * _randn(x, g) for _ in range(30)]
+def _speckle(scale: float) -> Sequence:
+    def frames(x: Tensor, g: torch.Generator) -> list[Tensor]:
+        return [x] + [x + x * scale * _randn(x, g) for _ in range(30)]
+    return frames
 
 
 def _brightness(x: Tensor, g: torch.Generator) -> list[Tensor]:
@@ -70,19 +84,25 @@ def _pil_quantised(x: Tensor) -> Tensor:
     return torch.floor(x.clamp(0, 1) * 255 + 1e-3) / 255
 
 
-def _matrix(x: Tensor, a: float, b: float, c: float, d: float, e: float, f: float) -> Tensor:
+#: where torchvision's affine puts the rotation / scale / shear centre, in PIL's pixel units: its
+#: versions 0.2-0.7 (those of make_cifar_p.py) use (w / 2 + 0.5, h / 2 + 0.5), later ones (w / 2, h / 2)
+AFFINE_CENTRES = {"reference": 0.5, "modern": 0.0}
+
+
+def _matrix(x: Tensor, a: float, b: float, c: float, d: float, e: float, f: float,
+            centre: str = "reference") -> Tensor:
     """PIL-convention affine about the image centre: input = A (out - centre) + centre + (c, f)."""
     h, w = x.shape[2:]
-    cx, cy = w / 2, h / 2
+    cx, cy = w / 2 + AFFINE_CENTRES[centre], h / 2 + AFFINE_CENTRES[centre]
     m = torch.tensor([[a, b, cx - a * cx - b * cy + c], [d, e, cy - d * cx - e * cy + f]],
                      dtype=torch.float64)
     return m.expand(x.shape[0], 2, 3)
 
 
-def _geometric(params: list[tuple[float, ...]]) -> Sequence:
+def _geometric(params: list[tuple[float, ...]], centre: str = "reference") -> Sequence:
     """torchvision's affine on the PIL image (bilinear, zeros outside), one frame per row."""
     def frames(x: Tensor, g: torch.Generator) -> list[Tensor]:
-        return [_pil_quantised(warp(x, _matrix(x, *p))) for p in params]
+        return [_pil_quantised(warp(x, _matrix(x, *p, centre=centre))) for p in params]
     return frames
 
 
@@ -131,11 +151,11 @@ def _tilt(x: Tensor, g: torch.Generator) -> list[Tensor]:
     return [_quantised(_perspective(x, _tilt_matrix(h, w, 0.75 * (i - 15)))) for i in range(31)]
 
 
-def _zoom_blur(x: Tensor, g: torch.Generator) -> list[Tensor]:
+def _zoom_blur(x: Tensor, g: torch.Generator, centre: str = "reference") -> list[Tensor]:
     frames, total = [x], x.clone()
     for i in range(1, 31):
         s = 1 / (1 + 0.004 * i)
-        total = total + _pil_quantised(warp(x, _matrix(x, s, 0, 0, 0, s, 0)))
+        total = total + _pil_quantised(warp(x, _matrix(x, s, 0, 0, 0, s, 0, centre=centre)))
         frames.append(total / (i + 1))
     return frames
 
@@ -166,45 +186,110 @@ def _snow(x: Tensor, g: torch.Generator) -> list[Tensor]:
     return frames
 
 
-def _spatter(x: Tensor, g: torch.Generator) -> list[Tensor]:
+def _box3(x: Tensor) -> Tensor:
+    """cv2.blur(x, (3, 3)): 3x3 mean, border reflect-101."""
+    return F.avg_pool2d(F.pad(x, (1, 1, 1, 1), mode="reflect"), 3, stride=1)
+
+
+def _water(liquid: Tensor, intensity: float) -> Tensor:
+    """make_cifar_p.py's water drops from a liquid layer (N, 1, H, W), (N, 3, H, W), stage by stage
+    with OpenCV's own rules: Canny 50/150 of the 8-bit layer, the 5x5 chamfer distance to its
+    edges (cv2.DIST_L2, 5) capped at 20, 3x3 mean truncated to 8 bits, histogram equalisation,
+    the emboss filter saturated to 8 bits, a 3x3 mean of that 8-bit image (rounded to 8 bits, as
+    cv2.blur keeps the depth), times the layer, normalised per image, in pale turquoise.  The
+    exact Euclidean distance and an unrounded last mean give about 4 % less water per frame."""
+    u8 = torch.floor((liquid * 255).clamp(0, 255))
+    dist = torch.floor(_box3(chamfer_distance(canny_cv2(u8, 50, 150), 20.0)))  # .astype(np.uint8)
+    dist = equalize_hist_cv2(dist)
+    ker = torch.tensor([[-2.0, -1, 0], [-1, 1, 1], [0, 1, 2]], device=liquid.device)
+    dist = torch.round(conv2d_same(dist, ker)).clamp(0, 255)  # CV_8U saturates
+    m = u8 * torch.round(_box3(dist))
+    m = m / m.amax(dim=(2, 3), keepdim=True).clamp_min(1e-12) * intensity
+    colour = torch.tensor([175, 238, 238], device=liquid.device, dtype=liquid.dtype).view(1, 3, 1, 1) / 255
+    return m * colour
+
+
+#: what a spatter frame is where its water layer is empty (no liquid left in the 8-bit layer, or
+#: none where the edge map is non-zero): make_cifar_p.py then divides 0 by 0 and np.uint8 turns
+#: the NaN frame into zeros, so the released files hold an all-black frame ("black", about 7 % of
+#: frames); "clean" adds no water there instead (the frame is the clean image)
+EMPTY_SPATTER = ("black", "clean")
+
+
+def _spatter(x: Tensor, g: torch.Generator, empty: str = "black") -> list[Tensor]:
     """Water drops (N(0.6, 0.265) blurred by 1.75, below 0.7 cleared) that run down the image:
-    each frame convolves the layer's columns with (0.2, 0.8) (np.convolve 'same')."""
+    each frame convolves the layer's columns with (0.2, 0.8) (np.convolve 'same').  A frame whose
+    water is empty is all black (``empty="black"``, the released files) or clean (``"clean"``)."""
     n, _, h, w = x.shape
     liquid = gaussian_blur(0.6 + 0.265 * torch.randn((n, 1, h, w), generator=g, device=g.device).to(x), 1.75)
     liquid = torch.where(liquid < 0.7, torch.zeros_like(liquid), liquid)
     frames = []
     for _ in range(31):
-        frames.append(x + water(liquid, 0.6))
+        drops = _water(liquid, 0.6)
+        frame = x + drops
+        if empty == "black":
+            # water() is m / max(m) times a non-zero colour: all zero exactly when max(m) = 0
+            nothing = drops.flatten(1).amax(1) == 0
+            frame = torch.where(nothing.view(n, 1, 1, 1), torch.zeros_like(frame), frame)
+        frames.append(frame)
         liquid = 0.2 * liquid + 0.8 * F.pad(liquid, (0, 0, 1, 0))[:, :, :h]
     return frames
 
 
+_TRANSLATE = [(1, 0, -(i - 7), 0, 1, 0) for i in range(16)]
+_ROTATE = [_rotation(i - 15) for i in range(31)]
+_SCALE = [(100 / (2 * i + 70), 0, 0, 0, 100 / (2 * i + 70), 0) for i in range(31)]
+_SHEAR = [_shear(i - 15) for i in range(31)]
+
+# The 20 sets of the released CIFAR-10-P, under their file names: each noise in the three
+# strengths of make_cifar_p.py's three blocks (the easiest unsuffixed, then _2 and _3).
 PERTURBATIONS: dict[str, Sequence] = {
-    "gaussian_noise": _gaussian,
-    "shot_noise": _shot,
+    "gaussian_noise": _gaussian(0.02),
+    "shot_noise": _shot(700),
     "motion_blur": _motion_blur,
     "zoom_blur": _zoom_blur,
     "snow": _snow,
     "brightness": _brightness,
-    "translate": _geometric([(1, 0, -(i - 7), 0, 1, 0) for i in range(16)]),
-    "rotate": _geometric([_rotation(i - 15) for i in range(31)]),
+    "translate": _geometric(_TRANSLATE),
+    "rotate": _geometric(_ROTATE),
     "tilt": _tilt,
-    "scale": _geometric([(100 / (2 * i + 70), 0, 0, 0, 100 / (2 * i + 70), 0) for i in range(31)]),
+    "scale": _geometric(_SCALE),
     "spatter": _spatter,
-    "speckle_noise": _speckle,
+    "speckle_noise": _speckle(0.05),
     "gaussian_blur": _gaussian_blur,
-    "shear": _geometric([_shear(i - 15) for i in range(31)]),
+    "shear": _geometric(_SHEAR),
+    "gaussian_noise_2": _gaussian(0.04),
+    "gaussian_noise_3": _gaussian(0.06),
+    "shot_noise_2": _shot(400),
+    "shot_noise_3": _shot(200),
+    "speckle_noise_2": _speckle(0.07),
+    "speckle_noise_3": _speckle(0.1),
+}
+# torchvision >= 0.8's centre (w / 2, h / 2) for the sets made with its affine transform
+_MODERN: dict[str, Sequence] = {
+    "zoom_blur": lambda x, g: _zoom_blur(x, g, centre="modern"),
+    "rotate": _geometric(_ROTATE, "modern"),
+    "scale": _geometric(_SCALE, "modern"),
+    "shear": _geometric(_SHEAR, "modern"),
 }
 FRAMES = {"translate": 16, "motion_blur": 21}  # the rest have 31
-NOISE_PERTURBATIONS = ("gaussian_noise", "shot_noise", "speckle_noise")
+# flip probability against the first frame (the public evaluation's rule: 'noise' in the name)
+NOISE_PERTURBATIONS = tuple(n for n in PERTURBATIONS if "noise" in n)
 # the ten of the paper's CIFAR-10-P table, in its order
 PAPER_PERTURBATIONS = ("gaussian_noise", "shot_noise", "motion_blur", "zoom_blur", "snow", "brightness",
                        "translate", "rotate", "tilt", "scale")
 
 
 def perturbation_sequence(images_u8: Tensor, name: str, *, generator: torch.Generator,
-                          params: str = "cifar") -> Tensor:
-    """uint8 (N, 3, H, W) -> uint8 (N, frames, 3, H, W): 31 frames (translate 16, motion blur 21)."""
+                          params: str = "cifar", affine_centre: str = "reference",
+                          empty_spatter: str = "black") -> Tensor:
+    """uint8 (N, 3, H, W) -> uint8 (N, frames, 3, H, W): 31 frames (translate 16, motion blur 21).
+
+    ``affine_centre`` is where rotate, scale, shear and zoom blur turn / scale about:
+    ``"reference"`` (w / 2 + 0.5, h / 2 + 0.5) as torchvision 0.2-0.7 did when the released
+    CIFAR-10-P was made, or ``"modern"`` (w / 2, h / 2), torchvision >= 0.8's centre.
+    ``empty_spatter`` is spatter's frame where the water layer is empty: ``"black"`` as the
+    released files (the reference's 0 / 0), or ``"clean"`` (the image without water)."""
     if name not in PERTURBATIONS:
         raise ValueError(f"unknown perturbation {name!r}; available: {', '.join(PERTURBATIONS)}")
     if params != "cifar":
@@ -212,5 +297,14 @@ def perturbation_sequence(images_u8: Tensor, name: str, *, generator: torch.Gene
     if images_u8.dtype != torch.uint8 or images_u8.ndim != 4 or images_u8.shape[1] != 3:
         raise ValueError(f"expected uint8 images (N, 3, H, W), got {images_u8.dtype} "
                          f"{tuple(images_u8.shape)}")
-    frames = PERTURBATIONS[name](images_u8.float() / 255, generator)
+    if affine_centre not in AFFINE_CENTRES:
+        raise ValueError(f"affine_centre={affine_centre!r}: expected one of {', '.join(AFFINE_CENTRES)}")
+    if empty_spatter not in EMPTY_SPATTER:
+        raise ValueError(f"empty_spatter={empty_spatter!r}: expected one of {', '.join(EMPTY_SPATTER)}")
+    table = _MODERN if affine_centre == "modern" and name in _MODERN else PERTURBATIONS
+    x = images_u8.float() / 255
+    if name == "spatter":
+        frames = _spatter(x, generator, empty_spatter)
+    else:
+        frames = table[name](x, generator)
     return to_u8(torch.stack(frames, 1))

@@ -44,7 +44,7 @@ def chunk_generator(seed: int, name: str, severity: int, chunk: int, device: tor
 
 
 def default_names(kind: str, frost_dir: str | None) -> tuple[list[str], str | None]:
-    """The 15 corruptions (or every perturbation); frost is left out, with the reason returned,
+    """The 15 corruptions (or the 20 sets of the released CIFAR-10-P); frost is left out, with the reason returned,
     when no frost photographs can be found (asking for frost by name raises instead)."""
     if kind == "p":
         return list(PERTURBATIONS), None

