@@ -125,6 +125,53 @@ def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> list[_Step]
     return steps
 
 
+def _drop_other_plans_runs(log: dict, steps: list[_Step]) -> None:
+    """Forget steps this plan does not have, and delete the training runs they made.
+
+    ``figures`` reads every run under the folder, so a run left from another plan (another
+    method or seed) would be reported as part of this one.
+    """
+    import shutil
+
+    names = {step.name for step in steps}
+    for entry in log["steps"]:
+        if entry["name"] not in names and entry["name"].startswith("train "):
+            argv = entry.get("argv", [])
+            if "--out" in argv and Path(argv[argv.index("--out") + 1]).is_dir():
+                shutil.rmtree(argv[argv.index("--out") + 1])
+    log["steps"] = [entry for entry in log["steps"] if entry["name"] in names]
+
+
+def _output_of(step: _Step) -> Path:
+    argv = step.argv
+    return Path(argv[argv.index("--out") + 1]) if "--out" in argv else step.done.parent
+
+
+def _depends_on(step: _Step, rerun: list[Path], out: Path) -> bool:
+    """Whether ``step`` reads a folder that a step of this invocation rewrote (then it reruns too)."""
+    paths = [Path(a).resolve() for a in step.argv if a.startswith(str(out))]
+    for changed in (r.resolve() for r in rerun):
+        if any(p == changed or p in changed.parents or changed in p.parents for p in paths):
+            return True
+    return False
+
+
+def _clear_for_rerun(step: _Step) -> None:
+    """Remove what a step of another plan left, so the rerun cannot resume from or keep it.
+
+    A training run resumes from ``checkpoint.pt`` and a corrupted set keeps its files; both
+    would carry the other plan's arguments into this one.
+    """
+    import shutil
+
+    if "--out" in step.argv:
+        target = _output_of(step)
+        if target.is_dir():
+            shutil.rmtree(target)
+    else:
+        step.done.unlink(missing_ok=True)
+
+
 def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: str | None = None,
               fresh: bool = False, command: Callable[[list[str]], int] | None = None) -> dict:
     """Run every step of ``plan`` into ``out``; return (and write ``out/reproduce.json``) the log.
@@ -144,16 +191,25 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     log: dict = {"plan": dataclasses.asdict(plan), "steps": []}
     if log_path.exists() and not fresh:
         log["steps"] = read_json(log_path).get("steps", [])
-    finished = {entry["name"] for entry in log["steps"]}
+    # a step counts as done only when it ran with the same command line: a folder of a
+    # ``--plan quick`` run must not pass its 1-epoch models off as the laptop plan's (issue 10, 8d)
+    finished = {(entry["name"], tuple(entry.get("argv", ()))) for entry in log["steps"]}
     started = time.perf_counter()
     steps = _steps(plan, out, data_root)
+    _drop_other_plans_runs(log, steps)
+    rerun: list[Path] = []  # output folders of steps run in this invocation
     bar = progress(steps, desc="reproduce", unit="step")
     for step in bar:
         if hasattr(bar, "set_postfix_str"):
             bar.set_postfix_str(step.name)
-        if step.done.exists() and step.name in finished:
+        if step.done.exists() and (step.name, step.argv) in finished and not _depends_on(step, rerun, out):
+            print(f"reproduce: {step.name}: done (kept)", flush=True)
             continue
+        if step.done.exists() and step.name in {name for name, _ in finished}:
+            # same step, other arguments: its old results must not be resumed from
+            _clear_for_rerun(step)
         t0 = time.perf_counter()
+        rerun.append(_output_of(step))
         status = command(list(step.argv))
         if status != 0:
             write_json(log_path, log)
@@ -162,9 +218,11 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
         if not step.done.exists():
             raise RuntimeError(f"step '{step.name}' finished but did not write {step.done}")
         log["steps"] = [e for e in log["steps"] if e["name"] != step.name]
-        log["steps"].append({"name": step.name, "argv": list(step.argv),
-                             "seconds": round(time.perf_counter() - t0, 2)})
+        seconds = round(time.perf_counter() - t0, 2)
+        log["steps"].append({"name": step.name, "argv": list(step.argv), "seconds": seconds})
         write_json(log_path, log)
+        print(f"reproduce: {step.name}: {seconds:.1f} s (total {time.perf_counter() - started:.0f} s)",
+              flush=True)
     log["seconds"] = round(time.perf_counter() - started, 2)
     write_json(log_path, log)
     _write_index(out, plan, log)
