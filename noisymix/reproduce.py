@@ -225,14 +225,17 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
               flush=True)
     log["seconds"] = round(time.perf_counter() - started, 2)
     write_json(log_path, log)
+    from noisymix.reproduce_summary import write_summary
+
+    write_summary(out, next((name for name, known in PLANS.items() if known == plan), "custom"))
     _write_index(out, plan, log)
     return log
 
 
 def _write_index(out: Path, plan: ReproducePlan, log: dict) -> None:
-    """``out/REPORT.md``: what this job is, how long each step took, where everything is."""
+    """``out/REPORT.md``: the findings first (``SUMMARY.md``), then what this job is and its steps."""
     lines = [
-        "# noisymix reproduce", "",
+        "# noisymix reproduce", "", "## Findings", "", (out / "SUMMARY.md").read_text(), "## What was run", "",
         f"**What this is:** {plan.description}. "
         + ("These are NOT the paper's numbers: the image experiment is a small-scale analogue "
            "(digits, reduced width, few epochs) that exercises the whole pipeline; compare "
@@ -258,10 +261,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="same as --plan full")
     parser.add_argument("--data-root", default=None, help="data directory (the full plan's CIFAR batches)")
     parser.add_argument("--fresh", action="store_true", help="rerun every step even if its results exist")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="copy the summary to docs/reproduce-summary.* and into README.md between its markers")
 
 
 def run(args: argparse.Namespace) -> int:
     log = reproduce(PLANS[args.plan], args.out, data_root=args.data_root, fresh=args.fresh)
+    if args.update_readme:
+        from noisymix.reproduce_summary import update_readme
+
+        update_readme(args.out)
     print(json.dumps({"out": str(args.out), "seconds": log["seconds"],
                       "report": str(Path(args.out) / "REPORT.md")}))
     return 0
