@@ -95,7 +95,8 @@ def summarize(out: str | Path) -> dict:
     claims = _claims(values, plan["methods"])
     return {"plan": plan, "corrupted_suite": suite, "corruptions": sorted(n_corruptions),
             # the steps' own times: a resumed job's last invocation alone would understate it
-            "git": _git(), "seconds": round(sum(e.get("seconds", 0) for e in log.get("steps", [])), 1), "table": table, "claims": claims,
+            "git": _git(), "seconds": round(sum(e.get("seconds", 0) for e in log.get("steps", [])), 1),
+            "table": table, "claims": claims,
             "theory": _theory(out / "theory" / "theory.json"), "toy": _toy(out / "toy" / "toy.json")}
 
 
