@@ -88,6 +88,8 @@ def summarize(out: str | Path) -> dict:
                 path = run / f"{file or suite}.json"
                 if path.exists():
                     record = read_json(path)
+                    if key not in record.get("summary", {}):  # an incomplete or foreign record: no number
+                        continue
                     values[method][name][seed] = 100 * float(record["summary"][key])
                     if file is None:
                         n_corruptions.add(len(record["summary"].get("per_corruption", {})))
