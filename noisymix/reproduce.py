@@ -59,9 +59,22 @@ class ReproducePlan:
 
 
 PLANS: dict[str, ReproducePlan] = {
+    # The laptop protocol, chosen by measurement (benchmarks/RESULTS.md, "Choosing the laptop
+    # protocol"; 2-core VM, 1 torch thread, shared with other jobs at load 2.5-5.6):
+    # seconds per epoch (batch 64, 1347 images) baseline 2.2 / 3.0 / 4.2 and NoisyMix 5.0 / ~11 / 11
+    # at width 8 / 12 / 16 (AugMix+JSD costs as NoisyMix, NFM as the baseline); a Digits-C
+    # evaluation (33,750 images) costs 14-27 s at width 8 on an idle machine and grows with the
+    # width; the 6-epoch job took 497 s idle, 270 s of it training.  Seed spread is dominated by
+    # under-training: at 6 epochs NoisyMix's Digits-C ranged 70-82 % over 3 seeds (sd ~6), at 15
+    # epochs (width 16, issue 10) 91.6 / 93.3 and the Baseline's 84.3 / 83.7 / 83.7 (sd 0.4-1.2),
+    # so epochs buy more power than seeds: one more seed at width 8 costs ~60 s of training per
+    # 4 epochs plus ~4 x 20 s of evaluation.  Width 16 x 15 epochs costs ~460 s per seed (4
+    # methods): 3 seeds do not fit.  Width 8 x 12 epochs x 3 seeds x 4 methods: ~540 s of training
+    # + ~230 s of evaluation and the other steps = ~13 min idle.  The full Digits-C is kept (15
+    # corruptions x 5 severities).  The power reached is printed per claim (MDD) in SUMMARY.md.
     "laptop": ReproducePlan(
         description="small-scale run of the full pipeline on scikit-learn's digits (CPU, < 15 min)",
-        width=8, epochs=6, train_overrides=("batch_size=64",),
+        width=8, epochs=12, train_overrides=("batch_size=64",),
     ),
     "quick": ReproducePlan(
         description="smoke run of every step in seconds (tests; numbers are meaningless)",
@@ -127,6 +140,53 @@ def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> list[_Step]
     return steps
 
 
+def _drop_other_plans_runs(log: dict, steps: list[_Step]) -> None:
+    """Forget steps this plan does not have, and delete the training runs they made.
+
+    ``figures`` reads every run under the folder, so a run left from another plan (another
+    method or seed) would be reported as part of this one.
+    """
+    import shutil
+
+    names = {step.name for step in steps}
+    for entry in log["steps"]:
+        if entry["name"] not in names and entry["name"].startswith("train "):
+            argv = entry.get("argv", [])
+            if "--out" in argv and Path(argv[argv.index("--out") + 1]).is_dir():
+                shutil.rmtree(argv[argv.index("--out") + 1])
+    log["steps"] = [entry for entry in log["steps"] if entry["name"] in names]
+
+
+def _output_of(step: _Step) -> Path:
+    argv = step.argv
+    return Path(argv[argv.index("--out") + 1]) if "--out" in argv else step.done.parent
+
+
+def _depends_on(step: _Step, rerun: list[Path], out: Path) -> bool:
+    """Whether ``step`` reads a folder that a step of this invocation rewrote (then it reruns too)."""
+    paths = [Path(a).resolve() for a in step.argv if a.startswith(str(out))]
+    for changed in (r.resolve() for r in rerun):
+        if any(p == changed or p in changed.parents or changed in p.parents for p in paths):
+            return True
+    return False
+
+
+def _clear_for_rerun(step: _Step) -> None:
+    """Remove what a step of another plan left, so the rerun cannot resume from or keep it.
+
+    A training run resumes from ``checkpoint.pt`` and a corrupted set keeps its files; both
+    would carry the other plan's arguments into this one.
+    """
+    import shutil
+
+    if "--out" in step.argv:
+        target = _output_of(step)
+        if target.is_dir():
+            shutil.rmtree(target)
+    else:
+        step.done.unlink(missing_ok=True)
+
+
 def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: str | None = None,
               fresh: bool = False, command: Callable[[list[str]], int] | None = None) -> dict:
     """Run every step of ``plan`` into ``out``; return (and write ``out/reproduce.json``) the log.
@@ -146,16 +206,25 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     log: dict = {"plan": dataclasses.asdict(plan), "steps": []}
     if log_path.exists() and not fresh:
         log["steps"] = read_json(log_path).get("steps", [])
-    finished = {entry["name"] for entry in log["steps"]}
+    # a step counts as done only when it ran with the same command line: a folder of a
+    # ``--plan quick`` run must not pass its 1-epoch models off as the laptop plan's (issue 10, 8d)
+    finished = {(entry["name"], tuple(entry.get("argv", ()))) for entry in log["steps"]}
     started = time.perf_counter()
     steps = _steps(plan, out, data_root)
+    _drop_other_plans_runs(log, steps)
+    rerun: list[Path] = []  # output folders of steps run in this invocation
     bar = progress(steps, desc="reproduce", unit="step")
     for step in bar:
         if hasattr(bar, "set_postfix_str"):
             bar.set_postfix_str(step.name)
-        if step.done.exists() and step.name in finished:
+        if step.done.exists() and (step.name, step.argv) in finished and not _depends_on(step, rerun, out):
+            print(f"reproduce: {step.name}: done (kept)", flush=True)
             continue
+        if step.done.exists() and step.name in {name for name, _ in finished}:
+            # same step, other arguments: its old results must not be resumed from
+            _clear_for_rerun(step)
         t0 = time.perf_counter()
+        rerun.append(_output_of(step))
         status = command(list(step.argv))
         if status != 0:
             write_json(log_path, log)
@@ -164,19 +233,24 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
         if not step.done.exists():
             raise RuntimeError(f"step '{step.name}' finished but did not write {step.done}")
         log["steps"] = [e for e in log["steps"] if e["name"] != step.name]
-        log["steps"].append({"name": step.name, "argv": list(step.argv),
-                             "seconds": round(time.perf_counter() - t0, 2)})
+        seconds = round(time.perf_counter() - t0, 2)
+        log["steps"].append({"name": step.name, "argv": list(step.argv), "seconds": seconds})
         write_json(log_path, log)
+        print(f"reproduce: {step.name}: {seconds:.1f} s (total {time.perf_counter() - started:.0f} s)",
+              flush=True)
     log["seconds"] = round(time.perf_counter() - started, 2)
     write_json(log_path, log)
+    from noisymix.reproduce_summary import write_summary
+
+    write_summary(out, next((name for name, known in PLANS.items() if known == plan), "custom"))
     _write_index(out, plan, log)
     return log
 
 
 def _write_index(out: Path, plan: ReproducePlan, log: dict) -> None:
-    """``out/REPORT.md``: what this job is, how long each step took, where everything is."""
+    """``out/REPORT.md``: the findings first (``SUMMARY.md``), then what this job is and its steps."""
     lines = [
-        "# noisymix reproduce", "",
+        "# noisymix reproduce", "", "## Findings", "", (out / "SUMMARY.md").read_text(), "## What was run", "",
         f"**What this is:** {plan.description}. "
         + ("These are NOT the paper's numbers: the image experiment is a small-scale analogue "
            "(digits, reduced width, few epochs) that exercises the whole pipeline; compare "
@@ -202,10 +276,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="same as --plan full")
     parser.add_argument("--data-root", default=None, help="data directory (the full plan's CIFAR batches)")
     parser.add_argument("--fresh", action="store_true", help="rerun every step even if its results exist")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="copy the summary to docs/reproduce-summary.* and into README.md between its markers")
 
 
 def run(args: argparse.Namespace) -> int:
     log = reproduce(PLANS[args.plan], args.out, data_root=args.data_root, fresh=args.fresh)
+    if args.update_readme:
+        from noisymix.reproduce_summary import update_readme
+
+        update_readme(args.out)
     print(json.dumps({"out": str(args.out), "seconds": log["seconds"],
                       "report": str(Path(args.out) / "REPORT.md")}))
     return 0

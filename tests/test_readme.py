@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,3 +30,62 @@ def test_every_path_the_readme_names_exists():
     missing = [c for c in candidates
                if not c.startswith(("http", "results/", "runs/")) and not (ROOT / c).exists()]
     assert not missing, f"README names paths that do not exist: {missing}"
+
+
+def _summary_block() -> str:
+    from noisymix.reproduce_summary import BEGIN, END
+
+    text = _readme()
+    assert text.count(BEGIN) == 1 and text.count(END) == 1, "README needs one pair of reproduce-summary markers"
+    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+
+
+def test_the_readme_shows_the_committed_reproduce_summary():
+    """Issue 10, item 9: the small-scale numbers are a copy of the file `noisymix reproduce` wrote."""
+    committed = (ROOT / "docs" / "reproduce-summary.md").read_text().strip()
+    assert _summary_block() == committed, (
+        "README's small-scale section differs from docs/reproduce-summary.md: run "
+        "`noisymix reproduce --out results --update-readme` (or `python -m noisymix.reproduce_summary "
+        "--out results --update-readme`)")
+    record = json.loads((ROOT / "docs" / "reproduce-summary.json").read_text())
+    # the Markdown is the rendering of the JSON committed beside it (an independent re-render)
+    from noisymix.reproduce_summary import render
+    assert render(record).strip() == committed
+
+
+def test_the_reproduce_summary_is_not_stale():
+    """The summary names its commit; the code that makes the numbers must not have changed since."""
+    import shutil
+    import subprocess
+
+    from noisymix.reproduce_summary import CODE_PATHS
+
+    record = json.loads((ROOT / "docs" / "reproduce-summary.json").read_text())
+    commit = record["git"]["commit"]
+    assert commit, "docs/reproduce-summary.json names no commit (made outside a git checkout?)"
+    assert record["git"]["code_dirty"] is False, (
+        "the reproduce summary was made from a tree with uncommitted changes to the code; commit, then rerun")
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("git or the repository history is unavailable: cannot check the summary's commit")
+    if subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=ROOT, capture_output=True).returncode:
+        pytest.skip(f"the summary's commit {commit[:12]} is not in this clone's history (shallow clone?)")
+    changed = subprocess.run(["git", "diff", "--name-only", commit, "HEAD", "--", *CODE_PATHS],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert not changed, (f"code changed after the reproduce summary's commit {commit[:12]}: {changed[:8]}; "
+                         "rerun `noisymix reproduce --out results --update-readme` and commit the result")
+
+
+def test_update_readme_replaces_only_the_marked_block(tmp_path):
+    from noisymix.reproduce_summary import BEGIN, END, update_readme
+
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "SUMMARY.md").write_text("| a | 1.0 ± 0.1 |\n")
+    (out / "summary.json").write_text("{}")
+    (tmp_path / "README.md").write_text(f"intro\n{BEGIN}\nold numbers\n{END}\nrest\n")
+    update_readme(out, root=tmp_path)
+    assert (tmp_path / "README.md").read_text() == f"intro\n{BEGIN}\n| a | 1.0 ± 0.1 |\n{END}\nrest\n"
+    assert (tmp_path / "docs" / "reproduce-summary.md").read_text() == "| a | 1.0 ± 0.1 |\n"
+    (tmp_path / "README.md").write_text("no markers\n")
+    with pytest.raises(ValueError, match="markers"):
+        update_readme(out, root=tmp_path)

@@ -50,3 +50,51 @@ def test_full_plan_needs_data():
     import pytest
     with pytest.raises(ValueError, match="data-root"):
         reproduce(PLANS["full"], "/nonexistent-out")
+
+
+def _fake_command(calls):
+    """A stand-in for every command that records it and writes the file marking it done."""
+    from pathlib import Path
+
+    def command(argv):
+        calls.append(argv)
+        if argv[0] == "evaluate":
+            done = Path(argv[1]) / "eval" / f"{argv[argv.index('--suite') + 1]}.json"
+        else:
+            out = Path(argv[argv.index("--out") + 1])
+            done = out / {"verify": "theory.json", "toy": "toy.json", "corrupt": "labels.npy",
+                          "train": "final.pt", "figures": "REPORT.md"}[argv[0]]
+        done.parent.mkdir(parents=True, exist_ok=True)
+        # the smallest files of the right shape: the summary reads theory.json and toy.json
+        done.write_text({"verify": "[]", "toy": '{"experiment": {"seeds": 0}, "claims": []}'}.get(argv[0], "{}"))
+        return 0
+    return command
+
+
+def test_another_plan_in_the_same_folder_reruns_the_steps_whose_arguments_differ(tmp_path):
+    """Issue 10, 8(d): a step is done only if it ran with the same arguments."""
+    import dataclasses
+
+    out = tmp_path / "out"
+    quick = PLANS["quick"]
+    reproduce(quick, out, command=_fake_command([]))
+    (out / "runs" / "noisymix-seed0" / "checkpoint.pt").write_text("quick")
+    longer = dataclasses.replace(quick, epochs=2, methods=("baseline",))
+    calls = []
+    reproduce(longer, out, command=_fake_command(calls))
+    ran = [" ".join(argv[:2]) for argv in calls]
+    # theory, toy and the corrupted set have the same arguments: kept
+    assert not any(argv[0] in ("verify", "toy", "corrupt") for argv in calls)
+    # the training run has other arguments: rerun, and its evaluations and the figures with it
+    assert sum(argv[0] == "train" for argv in calls) == 1
+    assert sum(argv[0] == "evaluate" for argv in calls) == len(quick.eval_suites)
+    assert ran[-1].startswith("figures")
+    # the quick plan's NoisyMix run is not part of this plan: gone, so figures cannot report it
+    assert not (out / "runs" / "noisymix-seed0").exists()
+    log = json.loads((out / "reproduce.json").read_text())
+    assert all("argv" in entry for entry in log["steps"])
+    assert not any("noisymix" in entry["name"] for entry in log["steps"])
+    # and the same plan again runs nothing
+    calls.clear()
+    reproduce(longer, out, command=_fake_command(calls))
+    assert calls == []

@@ -1,0 +1,265 @@
+"""The findings of a ``noisymix reproduce`` folder: ``SUMMARY.md`` and ``summary.json``.
+
+Every number the README shows for the small-scale run comes from here, never by hand:
+``python -m noisymix.reproduce_summary --out results --update-readme`` (or
+``noisymix reproduce --out results --update-readme``) writes the summary, copies it to
+``docs/reproduce-summary.md`` / ``.json`` and replaces the README between the markers
+``<!-- reproduce-summary:begin -->`` and ``<!-- reproduce-summary:end -->``.  The summary names
+the git commit it was made from; ``tests/test_readme.py`` fails when the README and the committed
+summary disagree, or when the code that made the numbers changed after that commit.
+
+Statistics.  Per method: mean over seeds and a 95 % t-interval (mean ± t_{0.975, n-1} s/√n).
+Per claim of the paper (Sec. 4: NoisyMix and the other methods raise robustness over the
+Baseline while keeping clean accuracy, NoisyMix the most robust) the paired difference over
+seeds (same seed, same data order) with its 95 % t-interval: the claim **holds** when the
+interval lies on the claimed side, is **within noise** when it covers the boundary, **fails**
+when it lies on the other side.  The power: the minimum difference a paired t-test at 5 % detects
+with 80 % power given the observed spread of the differences, (t_{0.975} + t_{0.80}) s_d / √n.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import subprocess
+from pathlib import Path
+
+from noisymix.io import read_json, write_json, write_text
+
+__all__ = ["BEGIN", "CODE_PATHS", "END", "main", "render", "summarize", "update_readme", "write_summary"]
+
+ROOT = Path(__file__).resolve().parents[1]
+BEGIN = "<!-- reproduce-summary:begin -->"
+END = "<!-- reproduce-summary:end -->"
+# the code whose change makes a summary stale (methods, trainer, evaluation, metrics, augmentation,
+# corruptions, models and the reproduce job itself)
+CODE_PATHS = ("noisymix", "fullscale/train.py", "fullscale/methods.py", "fullscale/evaluation.py",
+              "fullscale/metrics.py", "fullscale/augment", "fullscale/corruptions", "fullscale/models",
+              "fullscale/presets.py", "fullscale/config.py", "fullscale/data", "theory", "toy")
+LABELS = {"baseline": "Baseline", "augmix_jsd": "AugMix + JSD", "nfm": "NFM", "noisymix": "NoisyMix"}
+CLEAN_TOLERANCE = 1.0  # points of clean accuracy a method may lose and still "keep" it
+METRICS = (("clean", "clean", "accuracy", True), ("corrupted", None, "mean_accuracy", True),
+           ("rms_calibration_error", "calibration", "rms_calibration_error", False))
+
+
+def _t(q: float, df: int) -> float:
+    from scipy.stats import t
+    return float(t.ppf(q, df))
+
+
+def _interval(values: list[float]) -> dict:
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return {"n": n, "mean": mean, "half_width": None, "sd": None, "values": values}
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return {"n": n, "mean": mean, "sd": sd, "half_width": _t(0.975, n - 1) * sd / math.sqrt(n), "values": values}
+
+
+def _git() -> dict:
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    code_status = git("status", "--porcelain", "--untracked-files=all", "--", *CODE_PATHS)
+    return {"commit": commit, "dirty": None if status is None else bool(status),
+            "code_dirty": None if code_status is None else bool(code_status)}
+
+
+def summarize(out: str | Path) -> dict:
+    """The findings of the reproduce folder ``out`` as a JSON-ready dict (see the module doc)."""
+    out = Path(out)
+    log = read_json(out / "reproduce.json")
+    plan = log["plan"]
+    suite = plan["corrupted_suite"]
+    values: dict[str, dict[str, dict[int, float]]] = {}
+    n_corruptions = set()
+    for method in plan["methods"]:
+        values[method] = {name: {} for name, *_ in METRICS}
+        for seed in plan["seeds"]:
+            run = out / "runs" / f"{method}-seed{seed}" / "eval"
+            for name, file, key, _ in METRICS:
+                path = run / f"{file or suite}.json"
+                if path.exists():
+                    record = read_json(path)
+                    if key not in record.get("summary", {}):  # an incomplete or foreign record: no number
+                        continue
+                    values[method][name][seed] = 100 * float(record["summary"][key])
+                    if file is None:
+                        n_corruptions.add(len(record["summary"].get("per_corruption", {})))
+    table = {m: {name: _interval(list(v.values())) for name, v in per.items() if v} for m, per in values.items()}
+    claims = _claims(values, plan["methods"])
+    return {"plan": plan, "corrupted_suite": suite, "corruptions": sorted(n_corruptions),
+            # the steps' own times: a resumed job's last invocation alone would understate it
+            "git": _git(), "seconds": round(sum(e.get("seconds", 0) for e in log.get("steps", [])), 1),
+            "table": table, "claims": claims,
+            "theory": _theory(out / "theory" / "theory.json"), "toy": _toy(out / "toy" / "toy.json")}
+
+
+def _paired(a: dict[int, float], b: dict[int, float]) -> dict | None:
+    seeds = sorted(set(a) & set(b))
+    if not seeds:
+        return None
+    diffs = [a[s] - b[s] for s in seeds]
+    result = _interval(diffs)
+    n = len(diffs)
+    result["mdd80"] = (None if n < 2 else (_t(0.975, n - 1) + _t(0.80, n - 1)) * result["sd"] / math.sqrt(n))
+    return result
+
+
+def _verdict(diff: dict | None, threshold: float) -> str:
+    """Claimed: difference > threshold.  holds / within noise / fails, by the 95 % interval."""
+    if diff is None or diff["half_width"] is None:
+        return "not enough seeds"
+    lo, hi = diff["mean"] - diff["half_width"], diff["mean"] + diff["half_width"]
+    return "holds" if lo > threshold else "fails" if hi < threshold else "within noise"
+
+
+def _claims(values: dict, methods: list[str]) -> list[dict]:
+    claims = []
+    if "baseline" not in values:
+        return claims
+    base = values["baseline"]
+    for m in (m for m in methods if m != "baseline"):
+        d = _paired(values[m]["corrupted"], base["corrupted"])
+        claims.append({"id": f"robust_{m}", "statement": f"{LABELS.get(m, m)} is more robust than Baseline",
+                       "difference": d, "threshold": 0.0, "verdict": _verdict(d, 0.0)})
+        d = _paired(values[m]["clean"], base["clean"])
+        claims.append({"id": f"clean_{m}",
+                       "statement": f"{LABELS.get(m, m)} keeps clean accuracy (loses < {CLEAN_TOLERANCE:g} point)",
+                       "difference": d, "threshold": -CLEAN_TOLERANCE, "verdict": _verdict(d, -CLEAN_TOLERANCE)})
+    if "noisymix" in values:
+        for m in (m for m in methods if m not in ("baseline", "noisymix")):
+            d = _paired(values["noisymix"]["corrupted"], values[m]["corrupted"])
+            claims.append({"id": f"noisymix_beats_{m}", "statement": f"NoisyMix is more robust than {LABELS.get(m, m)}",
+                           "difference": d, "threshold": 0.0, "verdict": _verdict(d, 0.0)})
+    return claims
+
+
+def _theory(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    checks = read_json(path)
+    out = {}
+    for form in ("as_printed", "corrected"):
+        chosen = [c for c in checks if c.get("form") == form]
+        out[form] = {"checks": len(chosen), "hold": sum(c.get("verdict") == "holds" for c in chosen),
+                     "failing": sorted({c["id"] for c in chosen if c.get("verdict") == "fails"})}
+    return out
+
+
+def _toy(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    toy = read_json(path)
+    return {"seeds": toy["experiment"]["seeds"],
+            "claims": [{"id": c["id"], "statement": c["statement"], "verdict": c["verdict"]}
+                       for c in toy.get("claims", [])]}
+
+
+def _fmt(cell: dict | None) -> str:
+    if not cell:
+        return "—"
+    if cell["half_width"] is None:
+        return f"{cell['mean']:.1f} (1 seed)"
+    return f"{cell['mean']:.1f} ± {cell['half_width']:.1f}"
+
+
+def render(summary: dict) -> str:
+    """``SUMMARY.md``: the findings as Markdown (what the README includes between its markers)."""
+    plan, git = summary["plan"], summary["git"]
+    seeds = len(plan["seeds"])
+    n_c = ",".join(str(n) for n in summary["corruptions"]) or "?"
+    dirty = "" if not git.get("dirty") else " (working tree had uncommitted changes)"
+    lines = [f"Generated by `noisymix reproduce --plan {summary.get('plan_name', '?')}` "
+             f"({plan['description']}) from commit `{(git.get('commit') or 'unknown')[:12]}`{dirty}"
+             + (f" (its steps took {summary['seconds'] / 60:.1f} min)" if summary.get("seconds") else "") + ": "
+             f"{', '.join(LABELS.get(m, m) for m in plan['methods'])} on {plan['dataset']}, "
+             f"{plan['model']} width {plan['width']}, {plan['epochs']} epochs, {seeds} seed(s); "
+             f"the corrupted set has {n_c} corruption(s) × 5 severities. "
+             "Mean ± 95 % t-interval over seeds (%).", "",
+             "| method | clean | corrupted | RMS calibration error |", "|---|---:|---:|---:|"]
+    for m in (m for m in plan["methods"] if m in summary["table"]):  # plan order (JSON sorts keys)
+        row = summary["table"][m]
+        lines.append(f"| {LABELS.get(m, m)} | {_fmt(row.get('clean'))} | {_fmt(row.get('corrupted'))} | "
+                     f"{_fmt(row.get('rms_calibration_error'))} |")
+    lines += ["", "Claims of the paper at this scale (paired difference over seeds, 95 % t-interval; "
+              "*holds*: the interval is on the claimed side, *within noise*: it covers the boundary, "
+              "*fails*: it is on the other side; MDD: the smallest difference detectable with 80 % power "
+              "at the observed spread):", ""]
+    for c in summary["claims"]:
+        d = c["difference"]
+        if d is None:
+            lines.append(f"- {c['statement']}: no paired runs")
+            continue
+        interval = "" if d["half_width"] is None else (
+            f" [{d['mean'] - d['half_width']:+.1f}, {d['mean'] + d['half_width']:+.1f}]")
+        mdd = "" if d.get("mdd80") is None else f"; MDD {d['mdd80']:.1f}"
+        lines.append(f"- {c['statement']}: {d['mean']:+.1f}{interval}{mdd} — **{c['verdict']}**")
+    if summary.get("theory"):
+        t = summary["theory"]
+        failing = ", ".join(t["as_printed"]["failing"]) or "none"
+        lines += ["", f"Theory (`noisymix verify`): as printed {t['as_printed']['hold']} of "
+                  f"{t['as_printed']['checks']} checks hold (failing: {failing}); "
+                  f"corrected forms {t['corrected']['hold']} of {t['corrected']['checks']} hold."]
+    if summary.get("toy"):
+        toy = summary["toy"]
+        lines += ["", f"Toy experiment (`noisymix toy`, {toy['seeds']} seeds):", ""]
+        lines += [f"- {c['statement']} — **{c['verdict']}**" for c in toy["claims"]]
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(out: str | Path, plan_name: str | None = None) -> dict:
+    """Write ``out/summary.json`` and ``out/SUMMARY.md``; return the summary."""
+    out = Path(out)
+    summary = summarize(out)
+    summary["plan_name"] = plan_name or _plan_name(summary["plan"])
+    write_json(out / "summary.json", summary)
+    write_text(out / "SUMMARY.md", render(summary))
+    return summary
+
+
+def _plan_name(plan: dict) -> str:
+    import dataclasses
+
+    from noisymix.reproduce import PLANS
+    for name, known in PLANS.items():
+        if json.loads(json.dumps(dataclasses.asdict(known))) == plan:
+            return name
+    return "custom"
+
+
+def update_readme(out: str | Path, root: Path = ROOT) -> None:
+    """Copy ``out``'s summary to ``docs/reproduce-summary.*`` and into the README between the markers."""
+    out = Path(out)
+    text = (out / "SUMMARY.md").read_text()
+    write_text(root / "docs" / "reproduce-summary.md", text)
+    write_json(root / "docs" / "reproduce-summary.json", read_json(out / "summary.json"))
+    readme = (root / "README.md").read_text()
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), flags=re.S)
+    if not pattern.search(readme):
+        raise ValueError(f"README.md has no {BEGIN} ... {END} markers")
+    write_text(root / "README.md", pattern.sub(lambda _: f"{BEGIN}\n{text}{END}", readme))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m noisymix.reproduce_summary", description=__doc__.split("\n")[0])
+    parser.add_argument("--out", required=True, help="a folder written by `noisymix reproduce`")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="copy the summary to docs/reproduce-summary.* and into README.md")
+    args = parser.parse_args(argv)
+    write_summary(args.out)
+    if args.update_readme:
+        update_readme(args.out)
+    print(json.dumps({"summary": str(Path(args.out) / "SUMMARY.md"), "readme_updated": args.update_readme}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,72 @@
+"""The reproduce summary: t-intervals over seeds, paired claims, and the quick plan end to end."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from noisymix.reproduce import PLANS
+from noisymix.reproduce_summary import render, write_summary
+
+T975_DF2 = 4.302652729911275  # Student t, 97.5 % quantile, 2 degrees of freedom (printed tables: 4.303)
+T80_DF2 = 1.0606601717798212  # Student t, 80 % quantile, 2 degrees of freedom (printed tables: 1.061)
+
+
+def _fake_folder(tmp_path, numbers):
+    """A reproduce folder with only the evaluation files: numbers[method] = [(clean, c, rms) per seed]."""
+    out = tmp_path / "out"
+    plan = dataclasses.replace(PLANS["laptop"], methods=tuple(numbers), seeds=(0, 1, 2))
+    (out).mkdir()
+    (out / "reproduce.json").write_text(json.dumps({"plan": dataclasses.asdict(plan), "steps": [], "seconds": 60}))
+    for method, rows in numbers.items():
+        for seed, (clean, corrupted, rms) in enumerate(rows):
+            ev = out / "runs" / f"{method}-seed{seed}" / "eval"
+            ev.mkdir(parents=True)
+            (ev / "clean.json").write_text(json.dumps({"summary": {"accuracy": clean}}))
+            (ev / "digits-c.json").write_text(json.dumps(
+                {"summary": {"mean_accuracy": corrupted, "per_corruption": {f"c{i}": 0 for i in range(15)}}}))
+            (ev / "calibration.json").write_text(json.dumps({"summary": {"rms_calibration_error": rms}}))
+    return out
+
+
+def test_intervals_and_verdicts_match_a_hand_computation(tmp_path):
+    out = _fake_folder(tmp_path, {
+        "baseline": [(0.90, 0.70, 0.05), (0.92, 0.71, 0.06), (0.91, 0.72, 0.07)],
+        # robustness +10 +10 +11 (holds); clean -0.5 -3 -1 (within noise of the 1-point tolerance)
+        "noisymix": [(0.895, 0.80, 0.10), (0.89, 0.81, 0.10), (0.90, 0.83, 0.10)],
+        # robustness -5 -6 -5 (fails)
+        "nfm": [(0.90, 0.65, 0.1), (0.92, 0.65, 0.1), (0.91, 0.67, 0.1)],
+    })
+    summary = write_summary(out, "laptop")
+    base = summary["table"]["baseline"]["clean"]
+    # mean 91, sd 1 (values 90, 92, 91): half width t * 1 / sqrt(3)
+    assert abs(base["mean"] - 91.0) < 1e-9
+    assert abs(base["half_width"] - T975_DF2 / 3 ** 0.5) < 1e-9
+    verdicts = {c["id"]: c for c in summary["claims"]}
+    assert verdicts["robust_noisymix"]["verdict"] == "holds"
+    assert verdicts["robust_nfm"]["verdict"] == "fails"
+    assert verdicts["clean_noisymix"]["verdict"] == "within noise"
+    assert verdicts["noisymix_beats_nfm"]["verdict"] == "holds"
+    # paired differences 10, 10, 11: sd 1/sqrt(3); minimum detectable difference (t.975 + t.80) sd / sqrt(3)
+    d = verdicts["robust_noisymix"]["difference"]
+    assert abs(d["mean"] - 31 / 3) < 1e-9
+    assert abs(d["mdd80"] - (T975_DF2 + T80_DF2) * (1 / 3 ** 0.5) / 3 ** 0.5) < 1e-9
+    text = (out / "SUMMARY.md").read_text()
+    assert "| Baseline | 91.0 ± 2.5 | 71.0 ± 2.5 | 6.0 ± 2.5 |" in text
+    assert "15 corruption(s)" in text
+    # the committed JSON renders to the same text (the README test relies on it)
+    assert render(json.loads((out / "summary.json").read_text())) == text
+
+
+def test_quick_plan_writes_the_summary_and_the_report_opens_with_it(tmp_path):
+    from noisymix.cli import main
+
+    out = tmp_path / "out"
+    assert main(["reproduce", "--plan", "quick", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["plan_name"] == "quick" and set(summary["table"]) == {"baseline", "noisymix"}
+    assert summary["git"]["commit"] is None or len(summary["git"]["commit"]) == 40
+    report = (out / "REPORT.md").read_text()
+    assert report.index("## Findings") < report.index("## What was run")
+    assert (out / "SUMMARY.md").read_text() in report
+    assert "Theory (`noisymix verify`)" in report and "Toy experiment" in report
