@@ -23,7 +23,10 @@ from noisymix import (
 
 def _simplex(draw, k: int, allow_zeros: bool = False) -> list[float]:
     lo = 0.0 if allow_zeros else 1e-3
-    raw = draw(st.lists(st.floats(lo, 1.0), min_size=k, max_size=k))
+    # No subnormal draws: a probability below ~1e-320 times its weight underflows to 0 in the
+    # float64 mixture, and p log(p / 0) is inf in any implementation of the probability form
+    # (the logit form, js_divergence_from_logits, is the stable one there).
+    raw = draw(st.lists(st.floats(lo, 1.0, allow_subnormal=False), min_size=k, max_size=k))
     if sum(raw) == 0:
         raw[0] = 1.0
     total = sum(raw)
