@@ -19,7 +19,9 @@ def test_torchrun_two_processes(tmp_path):
     if torchrun is None:
         pytest.skip("torchrun not installed")
     out = tmp_path / "run"
-    cmd = [torchrun, "--nproc_per_node", "2", "-m", "noisymix.cli", "train", "--preset", "noisymix", "--out", str(out),
+    # --standalone: a free rendezvous port, so the DDP tests can run at once under xdist
+    cmd = [torchrun, "--standalone", "--nproc_per_node", "2", "-m", "noisymix.cli", "train", "--preset", "noisymix",
+           "--out", str(out),
            *[a for kv in ("dataset=digits", "width=4", "epochs=1", "train_subset=128", "batch_size=32")
              for a in ("--set", kv)]]
     env = {**os.environ, "NOISYMIX_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
@@ -43,8 +45,8 @@ def _draws(tmp_path, torchrun, *extra: str) -> list[list[dict]]:
     """Per rank, the (stage, lambda, noise fingerprint) of every step of a 2-process run."""
     worker = os.path.join(os.path.dirname(__file__), "ddp_draws_worker.py")
     env = {**os.environ, "NOISYMIX_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
-    subprocess.run([torchrun, "--nproc_per_node", "2", worker, str(tmp_path), *_TINY, *extra], check=True,
-                   capture_output=True, text=True, timeout=300, env=env)
+    subprocess.run([torchrun, "--standalone", "--nproc_per_node", "2", worker, str(tmp_path), *_TINY, *extra],
+                   check=True, capture_output=True, text=True, timeout=300, env=env)
     return [json.loads((tmp_path / f"draws-{r}.json").read_text()) for r in (0, 1)]
 
 
