@@ -164,8 +164,15 @@ def glass_blur(a: np.ndarray, c: tuple[float, int, int], offsets: np.ndarray) ->
     ``a`` must be (H, W, 3): the view semantics of the pixel line depend on that layout."""
     sigma, delta, iterations = c
     x = np.uint8(gaussian_blur(a, sigma) * 255)
+    glass_pixel_loop(x, delta, offsets[:iterations])
+    return gaussian_blur(x / 255, sigma)
+
+
+def glass_pixel_loop(x: np.ndarray, delta: int, offsets: np.ndarray) -> None:
+    """The reference's pixel loop on an (H, W, 3) array, in place, one pass per row of
+    ``offsets`` (its (dx, dy) draws in loop order)."""
     h, w = x.shape[:2]
-    for it in range(iterations):
+    for it in range(len(offsets)):
         step = 0
         for row in range(h - delta, delta, -1):
             for col in range(w - delta, delta, -1):
@@ -175,7 +182,6 @@ def glass_blur(a: np.ndarray, c: tuple[float, int, int], offsets: np.ndarray) ->
                 # the reference's line, verbatim: its right side holds numpy views, so pixel
                 # (rp, cp) is copied into (row, col) and (rp, cp) keeps its value (no swap)
                 x[row, col], x[rp, cp] = x[rp, cp], x[row, col]
-    return gaussian_blur(x / 255, sigma)
 
 
 def plasma_fractal(mapsize: int, wibbledecay: float, uniform) -> np.ndarray:

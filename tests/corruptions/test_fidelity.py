@@ -258,14 +258,7 @@ def _reference_loop_on_indices(h: int, w: int, delta: int, offsets: np.ndarray) 
     """The reference's pixel loop, its line verbatim, on an (H, W, 3) image whose pixel k holds
     (k, k, k): what ends up at each position is the index of its source pixel."""
     x = np.repeat(np.arange(h * w, dtype=np.int64).reshape(h, w, 1), 3, axis=2)
-    for it in range(len(offsets)):
-        step = 0
-        for row in range(h - delta, delta, -1):
-            for col in range(w - delta, delta, -1):
-                dx, dy = offsets[it, step]
-                step += 1
-                h_prime, w_prime = row + dy, col + dx
-                x[row, col], x[h_prime, w_prime] = x[h_prime, w_prime], x[row, col]
+    R.glass_pixel_loop(x, delta, offsets)
     assert (x == x[:, :, :1]).all()
     return x[:, :, 0].reshape(-1)
 
