@@ -19,10 +19,10 @@ import numpy as np
 import torch
 
 from benchmarks._timing import best_seconds
-from fullscale.corruptions.common import CORRUPTIONS
 from fullscale.evaluation import Context, EvalOptions, corrupted_npy, logits_of
 from fullscale.models import create_model
-from noisymix.io import save_npy
+from fullscale.vocabulary import CORRUPTIONS
+from infra.io import save_npy
 
 FULL = 15 * 5 * 10_000
 

@@ -15,7 +15,7 @@ import platform
 
 import torch
 
-from noisymix.io import write_json
+from infra.io import write_json
 
 BENCHMARKS: dict[str, str] = {
     "augmix": "benchmarks.bench_augmix",

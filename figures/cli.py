@@ -9,8 +9,8 @@ from figures import plots
 from figures.report import write_report_text
 from figures.results import collect
 from figures.tables import build_tables
-from noisymix.io import write_text
-from noisymix.progress import progress
+from infra.io import write_text
+from infra.progress import progress
 
 __all__ = ["add_arguments", "make_figures", "run"]
 

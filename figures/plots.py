@@ -12,9 +12,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures.tables import METHOD_ROWS, _method_order, paper_values, seed_stats
-from fullscale.corruptions.common import CATEGORIES, CORRUPTIONS
-from noisymix.io import write_bytes
+from figures.tables import _method_order, paper_values, seed_stats
+from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, METHOD_ROWS
+from infra.io import write_bytes
 
 __all__ = ["category_bars", "copy_figure", "corruption_examples", "robust_c_bars", "robust_c_vs_r", "toy_bars"]
 

@@ -15,21 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from figures.results import Run
-from fullscale.corruptions.common import CORRUPTIONS
+from fullscale.vocabulary import ABLATION_ROWS, CORRUPTIONS, METHOD_ROWS, P_COLUMNS
 
 __all__ = ["COMPARISONS", "METHOD_ROWS", "Comparison", "Table", "build_tables", "paper_values", "seed_stats"]
 
 Metric = Callable[[Run], float | None]
-
-#: paper row name -> our method (None: not implemented here)
-METHOD_ROWS: dict[str, str | None] = {
-    "Baseline": "baseline", "Mixup": "mixup", "Manifold Mixup": "manifold_mixup", "CutMix": "cutmix",
-    "Puzzle Mix": None, "NFM": "nfm", "AugMix": "augmix_jsd", "AugMax*": None, "NoisyMix (ours)": "noisymix",
-}
-ABLATION_ROWS = {"----": "baseline", "--N-": "noise", "-F--": "manifold_mixup", "-FN-": "nfm", "A---": "augmix",
-                 "A-NJ": "augmix_noise_jsd", "A--J": "augmix_jsd", "AFN-": "augmix_nfm",
-                 "AF-J": "augmix_manifold_jsd", "AFNJ": "noisymix"}
-
 
 def paper_values() -> dict:
     return json.loads((Path(__file__).with_name("paper_values.json")).read_text())
@@ -72,12 +62,9 @@ def _c_columns(dataset: str, model: str) -> tuple:
     return tuple((dataset, model, _corruption(f"{dataset}-c", c)) for c in CORRUPTIONS)
 
 
-_P_NAMES = ("gaussian_noise", "shot_noise", "motion_blur", "zoom_blur", "snow", "brightness", "translate",
-            "rotate", "tilt", "scale")
-
 
 def _p_columns(dataset: str, model: str) -> tuple:
-    return (*((dataset, model, _flip(f"{dataset}-p", n)) for n in _P_NAMES),
+    return (*((dataset, model, _flip(f"{dataset}-p", n)) for n in P_COLUMNS),
             (dataset, model, _summary(f"{dataset}-p", "mean_flip_probability")))
 
 

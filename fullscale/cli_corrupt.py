@@ -22,7 +22,7 @@ import torch
 from fullscale.corruptions import PARAMS, find_frost_dir
 from fullscale.corruptions.writer import check_names, count_images, default_names, write_imagenet_c, write_npy_set
 from fullscale.data import DATASETS, load_dataset
-from noisymix.io import directory_lock, read_json, write_json
+from infra.io import directory_lock, read_json, write_json
 
 # The manifest fields that decide the content of every file: a rerun must match them all.
 _IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_photographs")

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import torch
 
-from fullscale.evaluation import FGSM_EPSILONS, RESUMABLE, SUITES, WEATHER_CHOICES, Context, EvalOptions, run_suite
-from fullscale.readers import Preprocess
+from fullscale.data import Preprocess
+from fullscale.evaluation import FGSM_EPSILONS, RESUMABLE, SUITES, Context, EvalOptions, run_suite
 from fullscale.runs import load_run_model
-from noisymix.io import read_json, sha256_file, write_json
+from fullscale.vocabulary import P_WEATHER_CHOICES
+from infra.io import read_json, sha256_file, write_json
 
 __all__ = ["add_arguments", "evaluate", "run"]
 
@@ -44,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated -C/-P names (default: every standard one present)")
     parser.add_argument("--partial", action="store_true",
                         help="evaluate a -C set that lacks some of the 15 corruptions (its means say how many)")
-    parser.add_argument("--weather", choices=WEATHER_CHOICES, default="snow",
+    parser.add_argument("--weather", choices=P_WEATHER_CHOICES, default="snow",
                         help="-P weather column: snow (the paper's tables) or spatter (public cifar-p-eval.py)")
     parser.add_argument("--alexnet-flip", default=None, metavar="JSON",
                         help='AlexNet flip probabilities {"<perturbation>": fraction, ...} for mFR (-P suites)')

@@ -20,9 +20,20 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fullscale.augment import to_float
-from fullscale.corruptions.common import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS
 from fullscale.corruptions.perturbations import PERTURBATIONS
-from fullscale.data import DATASETS, load_dataset
+from fullscale.data import (
+    DATASETS,
+    FolderSet,
+    Preprocess,
+    imagenet_r_indices,
+    imagenet_r_wnids,
+    imagenet_wnids,
+    load_dataset,
+    read_c_set,
+    read_class_folders,
+    read_p_set,
+    read_video_folders,
+)
 from fullscale.metrics import (
     NOISE,
     accuracy,
@@ -36,29 +47,14 @@ from fullscale.metrics import (
     read_alexnet_flip_table,
     rms_calibration_error,
 )
-from fullscale.readers import (
-    FolderSet,
-    Preprocess,
-    imagenet_r_indices,
-    imagenet_r_wnids,
-    imagenet_wnids,
-    read_c_set,
-    read_class_folders,
-    read_p_set,
-    read_video_folders,
-)
-from noisymix.io import sha256_file
-from noisymix.progress import progress
+from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, P_COLUMNS, P_WEATHER_CHOICES
+from infra.io import sha256_file
+from infra.progress import progress
 
-__all__ = ["FGSM_EPSILONS", "P_PERTURBATIONS", "SUITES", "Context", "EvalOptions", "logits_of", "run_suite"]
+__all__ = ["FGSM_EPSILONS", "SUITES", "Context", "EvalOptions", "logits_of", "run_suite"]
 
 #: pixel-space epsilons of the FGSM suite (images in [0, 1]): 1, 2, 4 and 8 grey levels
 FGSM_EPSILONS = (1 / 255, 2 / 255, 4 / 255, 8 / 255)
-#: the ten -P columns of the paper's tables (tab:results_imagenet_p, tab:results_cifar_p); the
-#: weather column is "snow" in the paper and "spatter" in the public cifar-p-eval.py
-P_PERTURBATIONS = ("gaussian_noise", "shot_noise", "motion_blur", "zoom_blur", "snow", "brightness",
-                   "translate", "rotate", "tilt", "scale")
-WEATHER_CHOICES = ("snow", "spatter")
 Results = tuple[dict, dict, list]
 
 
@@ -82,8 +78,8 @@ class EvalOptions:
             raise ValueError(f"need batch_size >= 1 and workers >= 0, got {self.batch_size}, {self.workers}")
         if self.rms_estimator not in ("exact", "public"):
             raise ValueError(f"rms_estimator must be 'exact' or 'public', got {self.rms_estimator!r}")
-        if self.weather not in WEATHER_CHOICES:
-            raise ValueError(f"weather must be one of {WEATHER_CHOICES}, got {self.weather!r}")
+        if self.weather not in P_WEATHER_CHOICES:
+            raise ValueError(f"weather must be one of {P_WEATHER_CHOICES}, got {self.weather!r}")
         if not self.epsilons or any(not 0 <= e <= 1 for e in self.epsilons):
             raise ValueError(f"FGSM epsilons must be in [0, 1] (pixel scale), got {self.epsilons}")
 
@@ -367,7 +363,7 @@ def imagenet_r(ctx: Context) -> Results:
 
 
 def _p_wanted(ctx: Context) -> tuple[str, ...]:
-    return tuple(ctx.options.weather if n == "snow" else n for n in P_PERTURBATIONS)
+    return tuple(ctx.options.weather if n == "snow" else n for n in P_COLUMNS)
 
 
 def _p_names(ctx: Context, present: Callable[[str], bool],

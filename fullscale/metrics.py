@@ -15,21 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from fullscale.corruptions.common import CATEGORIES, CORRUPTIONS
+from fullscale.vocabulary import ALEXNET_CLEAN_ERR, ALEXNET_ERR, CATEGORIES, CORRUPTIONS
 
 __all__ = ["ALEXNET_CLEAN_ERR", "ALEXNET_ERR", "accuracy", "aurra", "corruption_summary",
            "expected_calibration_error", "flip_probability", "flip_summary", "is_noise_sequence",
            "mean_corruption_error", "read_alexnet_flip_table", "rms_calibration_error"]
 
-#: AlexNet's ImageNet-C top-1 errors per corruption (mean over the 5 severities), the AugMix
-#: code's ``ALEXNET_ERR`` (checked value by value against google-research/augmix imagenet.py,
-#: whose ``CORRUPTIONS`` list has this same order).
-ALEXNET_ERR: dict[str, float] = dict(zip(CORRUPTIONS, (
-    0.886428, 0.894468, 0.922640, 0.819880, 0.826268, 0.785948, 0.798360,
-    0.866816, 0.826572, 0.819324, 0.564592, 0.853204, 0.646056, 0.717840, 0.606500), strict=True))
-#: AlexNet's clean ImageNet top-1 error for the relative mCE: 1 - 0.56522, torchvision's
-#: published AlexNet accuracy (43.5% in Hendrycks & Dietterich's table).  Not in the public code.
-ALEXNET_CLEAN_ERR = 0.43478
 NOISE = CATEGORIES["noise"]
 
 

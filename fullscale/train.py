@@ -50,11 +50,11 @@ from fullscale.hooks import transform_stage
 from fullscale.methods import Method, get_method
 from fullscale.models import create_model
 from fullscale.runs import append_metrics, read_metrics
-from noisymix.config import config_to_dict
-from noisymix.io import directory_lock, load_state_dict, read_json, save_torch, write_json
+from infra.config import config_to_dict
+from infra.io import directory_lock, load_state_dict, read_json, save_torch, write_json
+from infra.progress import progress
 from noisymix.loss import noisymix_loss
 from noisymix.mixing import cutmix, draw_mix, mix_targets, noisy_feature_mixup
-from noisymix.progress import progress
 
 __all__ = ["NonFiniteLoss", "train"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from noisymix.io import write_bytes, write_json, write_text
+from infra.io import write_bytes, write_json, write_text
 from theory.checks import SLOPE_TOLERANCE, Check
 
 __all__ = ["convergence_figure", "markdown", "write_report"]

@@ -95,7 +95,7 @@ def _start_symbolic() -> tuple[ProcessPoolExecutor | None, Future | None]:
 
 
 def _run_checks(config: VerifyConfig, progress: Callable | None) -> tuple[list[Check], dict[str, float]]:
-    from noisymix.progress import progress as bar
+    from infra.progress import progress as bar
 
     eps = eps_grid(config.points, config.eps_low, config.eps_high)
     symbolic = config.symbolic and bool(set(SYMBOLIC_IDS) & set(config.ids))

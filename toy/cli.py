@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from noisymix.io import write_bytes, write_json, write_text
-from noisymix.progress import progress
+from infra.io import write_bytes, write_json, write_text
+from infra.progress import progress
 from toy.data import ToyDataConfig
 from toy.experiment import ExperimentConfig, run_experiment
 from toy.plots import plot_boundaries, plot_data

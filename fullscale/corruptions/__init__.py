@@ -2,15 +2,6 @@
 CIFAR-10-C and ImageNet-C parameter tables (``corrupt``), the -P perturbation sequences with the
 CIFAR-10-P parameters (``perturbation_sequence``), and writers for the standard layouts."""
 
-from fullscale.corruptions.common import (
-    CATEGORIES,
-    CORRUPTIONS,
-    EXTRA_CORRUPTIONS,
-    PARAMS,
-    SPECS,
-    CorruptionSpec,
-    corrupt,
-)
 from fullscale.corruptions.frost import find_frost_dir
 from fullscale.corruptions.perturbations import (
     FRAMES,
@@ -18,6 +9,15 @@ from fullscale.corruptions.perturbations import (
     PAPER_PERTURBATIONS,
     PERTURBATIONS,
     perturbation_sequence,
+)
+from fullscale.corruptions.registry import (
+    CATEGORIES,
+    CORRUPTIONS,
+    EXTRA_CORRUPTIONS,
+    PARAMS,
+    SPECS,
+    CorruptionSpec,
+    corrupt,
 )
 
 __all__ = ["CATEGORIES", "CORRUPTIONS", "EXTRA_CORRUPTIONS", "FRAMES", "NOISE_PERTURBATIONS", "PAPER_PERTURBATIONS",

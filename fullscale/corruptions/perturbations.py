@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from fullscale.corruptions._draws import to_u8
 from fullscale.corruptions._filters import (
     canny_cv2,
     chamfer_distance,
@@ -34,7 +35,7 @@ from fullscale.corruptions._filters import (
     warp,
     zoom_about_centre,
 )
-from fullscale.corruptions.common import to_u8
+from fullscale.vocabulary import P_COLUMNS
 
 __all__ = ["AFFINE_CENTRES", "EMPTY_SPATTER", "FRAMES", "NOISE_PERTURBATIONS", "PAPER_PERTURBATIONS", "PERTURBATIONS",
            "perturbation_sequence"]
@@ -276,8 +277,7 @@ FRAMES = {"translate": 16, "motion_blur": 21}  # the rest have 31
 # flip probability against the first frame (the public evaluation's rule: 'noise' in the name)
 NOISE_PERTURBATIONS = tuple(n for n in PERTURBATIONS if "noise" in n)
 # the ten of the paper's CIFAR-10-P table, in its order
-PAPER_PERTURBATIONS = ("gaussian_noise", "shot_noise", "motion_blur", "zoom_blur", "snow", "brightness",
-                       "translate", "rotate", "tilt", "scale")
+PAPER_PERTURBATIONS = P_COLUMNS
 
 
 def perturbation_sequence(images_u8: Tensor, name: str, *, generator: torch.Generator,

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from fullscale.corruptions import SPECS, corrupt
+from fullscale.corruptions._draws import uniform as _uniform
 from fullscale.corruptions._filters import motion_blur
-from fullscale.corruptions.common import _uniform
 from fullscale.corruptions.jpeg import jpeg_roundtrip, quant_tables
 
 
@@ -244,7 +244,8 @@ def test_imagenet_parameters_match_imagecorruptions_in_distribution(name):
 @pytest.mark.parametrize("params,size,n", CASES)
 def test_batched_pixelate_is_bit_exact_with_pil(params, size, n):
     """The tensor pixelate (used on accelerators; ``corrupt`` calls PIL itself on the CPU)."""
-    from fullscale.corruptions.common import pixelate, to_u8
+    from fullscale.corruptions._draws import to_u8
+    from fullscale.corruptions.digital import pixelate
 
     for severity in range(1, 6):
         x = R.photo(n, size, severity)
@@ -266,7 +267,7 @@ def _reference_loop_on_indices(h: int, w: int, delta: int, offsets: np.ndarray) 
 def test_glass_pixel_line_copies_and_does_not_swap():
     """3x3, delta 1: the only position is (2, 2); (dx, dy) = (-1, -1) copies pixel (1, 1) = 4
     into (2, 2) = 8 and leaves (1, 1) as it was (a swap would put 8 at position 4)."""
-    from fullscale.corruptions.common import _glass_sources
+    from fullscale.corruptions.blur import _glass_sources
 
     expected = np.arange(9)
     expected[8] = 4
@@ -278,7 +279,7 @@ def test_glass_pixel_line_copies_and_does_not_swap():
 def test_glass_sources_follow_the_reference_line_on_a_fixed_sequence(size, delta, iterations):
     """A small image and a fixed sequence of (dx, dy) draws, two images per batch: the batched
     bookkeeping puts the same source pixel at every position as the reference's loop."""
-    from fullscale.corruptions.common import _glass_sources
+    from fullscale.corruptions.blur import _glass_sources
 
     steps = (size - 2 * delta) ** 2
     rng = np.random.default_rng(size * 10 + delta)

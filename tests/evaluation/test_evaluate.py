@@ -1,4 +1,4 @@
-"""`noisymix evaluate` end to end (via noisymix.cli.main) on tiny generated -C/-P sets and ImageNet-style
+"""`noisymix evaluate` end to end (via app.cli.main) on tiny generated -C/-P sets and ImageNet-style
 folders, against predictions computed directly from the model; resume; clear errors."""
 
 from __future__ import annotations
@@ -10,13 +10,12 @@ import pytest
 import torch
 from PIL import Image
 
+from app.cli import main
 from fullscale.corruptions import CORRUPTIONS
-from fullscale.data import load_dataset
+from fullscale.data import imagenet_r_indices, imagenet_r_wnids, imagenet_wnids, load_dataset
 from fullscale.metrics import ALEXNET_ERR, rms_calibration_error
 from fullscale.models import create_model
-from fullscale.readers import imagenet_r_indices, imagenet_r_wnids, imagenet_wnids
-from noisymix.cli import main
-from noisymix.io import save_npy, save_torch, write_json
+from infra.io import save_npy, save_torch, write_json
 
 COUNT = 60  # images per severity in the -C fixture
 
@@ -250,7 +249,7 @@ def test_imagenet_suites_on_class_folders(tmp_path, digits):
 
 def test_imagenet_p_videos(tmp_path, digits):
     cv2 = pytest.importorskip("cv2")
-    from fullscale.readers.videos import decode_video
+    from fullscale.data.videos import decode_video
 
     run, model = _run(tmp_path, None, "imagenet", 1000)
     wnid = imagenet_wnids()[0]

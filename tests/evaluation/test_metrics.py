@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fullscale.corruptions.common import CORRUPTIONS
 from fullscale.metrics import (
     ALEXNET_ERR,
     accuracy,
@@ -25,6 +24,7 @@ from fullscale.metrics import (
     read_alexnet_flip_table,
     rms_calibration_error,
 )
+from fullscale.vocabulary import CORRUPTIONS
 
 # ---------------------------------------------------------------- slow references (per sample loops)
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fullscale.corruptions.common import CATEGORIES, CORRUPTIONS
-from noisymix.cli import main
-from noisymix.io import write_json
+from app.cli import main
+from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
+from infra.io import write_json
 
 TOY = Path(__file__).parent / "toy_fixture.json"
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from PIL import Image
 
-from noisymix.cli import main
+from app.cli import main
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from PIL import Image
 
-from fullscale.readers import (
+from fullscale.data import (
     Preprocess,
     imagenet_r_indices,
     imagenet_r_wnids,
@@ -19,8 +19,8 @@ from fullscale.readers import (
     read_p_set,
     read_video_folders,
 )
-from fullscale.readers.videos import decode_video
-from noisymix.io import save_npy
+from fullscale.data.videos import decode_video
+from infra.io import save_npy
 
 RNG = np.random.default_rng(0)
 

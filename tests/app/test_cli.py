@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from noisymix.cli import COMMANDS, main
+from app.cli import COMMANDS, main
 
 
 def test_every_command_module_exists_and_follows_the_contract():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from noisymix.cli import main
-from noisymix.reproduce import PLANS, reproduce
+from app.cli import main
+from app.reproduce import PLANS, reproduce
 
 
 def test_quick_plan_runs_every_command_and_resumes(tmp_path):

@@ -1,7 +1,7 @@
 """The findings of a ``noisymix reproduce`` folder: ``SUMMARY.md`` and ``summary.json``.
 
 Every number the README shows for the small-scale run comes from here, never by hand:
-``python -m noisymix.reproduce_summary --out results --update-readme`` (or
+``python -m app.reproduce_summary --out results --update-readme`` (or
 ``noisymix reproduce --out results --update-readme``) writes the summary, copies it to
 ``docs/reproduce-summary.md`` / ``.json`` and replaces the README between the markers
 ``<!-- reproduce-summary:begin -->`` and ``<!-- reproduce-summary:end -->``.  The summary names
@@ -26,7 +26,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from noisymix.io import read_json, write_json, write_text
+from infra.io import read_json, write_json, write_text
 
 __all__ = ["BEGIN", "CODE_PATHS", "END", "main", "render", "summarize", "update_readme", "write_summary"]
 
@@ -35,9 +35,10 @@ BEGIN = "<!-- reproduce-summary:begin -->"
 END = "<!-- reproduce-summary:end -->"
 # the code whose change makes a summary stale (methods, trainer, evaluation, metrics, augmentation,
 # corruptions, models and the reproduce job itself)
-CODE_PATHS = ("noisymix", "fullscale/train.py", "fullscale/methods.py", "fullscale/evaluation.py",
-              "fullscale/metrics.py", "fullscale/augment", "fullscale/corruptions", "fullscale/models",
-              "fullscale/presets.py", "fullscale/config.py", "fullscale/data", "theory", "toy")
+CODE_PATHS = ("noisymix", "app/reproduce.py", "app/reproduce_summary.py", "fullscale/train.py",
+              "fullscale/methods.py", "fullscale/evaluation.py", "fullscale/metrics.py", "fullscale/augment",
+              "fullscale/corruptions", "fullscale/models", "fullscale/presets.py", "fullscale/config.py",
+              "fullscale/data", "theory", "toy")
 LABELS = {"baseline": "Baseline", "augmix_jsd": "AugMix + JSD", "nfm": "NFM", "noisymix": "NoisyMix"}
 CLEAN_TOLERANCE = 1.0  # points of clean accuracy a method may lose and still "keep" it
 METRICS = (("clean", "clean", "accuracy", True), ("corrupted", None, "mean_accuracy", True),
@@ -228,7 +229,7 @@ def write_summary(out: str | Path, plan_name: str | None = None) -> dict:
 def _plan_name(plan: dict) -> str:
     import dataclasses
 
-    from noisymix.reproduce import PLANS
+    from app.reproduce import PLANS
     for name, known in PLANS.items():
         if json.loads(json.dumps(dataclasses.asdict(known))) == plan:
             return name
@@ -249,7 +250,7 @@ def update_readme(out: str | Path, root: Path = ROOT) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m noisymix.reproduce_summary", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m app.reproduce_summary", description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="a folder written by `noisymix reproduce`")
     parser.add_argument("--update-readme", action="store_true",
                         help="copy the summary to docs/reproduce-summary.* and into README.md")

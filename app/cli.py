@@ -32,7 +32,7 @@ COMMANDS: dict[str, Command] = {
     "evaluate": Command("fullscale.cli_evaluate", "evaluate a run on clean/-C/-P/-R/calibration/FGSM"),
     "corrupt": Command("fullscale.cli_corrupt", "generate a -C or -P set in the standard layout"),
     "figures": Command("figures.cli", "the paper's tables and figures from run results"),
-    "reproduce": Command("noisymix.reproduce", "the main job on a CPU with built-in data, one report"),
+    "reproduce": Command("app.reproduce", "the main job on a CPU with built-in data, one report"),
     "bench": Command("benchmarks.cli", "speed benchmarks, written as JSON"),
 }
 

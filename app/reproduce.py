@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from noisymix.io import read_json, write_json, write_text
-from noisymix.progress import progress
+from infra.io import read_json, write_json, write_text
+from infra.progress import progress
 
 __all__ = ["PLANS", "ReproducePlan", "add_arguments", "reproduce", "run"]
 
@@ -198,7 +198,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     if plan.needs_data_root and data_root is None:
         raise ValueError(f"this plan ({plan.description}) needs --data-root with the {plan.dataset} data")
     if command is None:
-        from noisymix.cli import main as command
+        from app.cli import main as command
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / "reproduce.json"
@@ -240,7 +240,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
               flush=True)
     log["seconds"] = round(time.perf_counter() - started, 2)
     write_json(log_path, log)
-    from noisymix.reproduce_summary import write_summary
+    from app.reproduce_summary import write_summary
 
     write_summary(out, next((name for name, known in PLANS.items() if known == plan), "custom"))
     _write_index(out, plan, log)
@@ -283,7 +283,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     log = reproduce(PLANS[args.plan], args.out, data_root=args.data_root, fresh=args.fresh)
     if args.update_readme:
-        from noisymix.reproduce_summary import update_readme
+        from app.reproduce_summary import update_readme
 
         update_readme(args.out)
     print(json.dumps({"out": str(args.out), "seconds": log["seconds"],

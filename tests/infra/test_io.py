@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from noisymix.io import atomic_write, directory_lock, load_state_dict, read_json, save_npy, save_torch, write_json
+from infra.io import atomic_write, directory_lock, load_state_dict, read_json, save_npy, save_torch, write_json
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
