@@ -23,10 +23,10 @@ import argparse
 import json
 import math
 import re
-import subprocess
 from pathlib import Path
 
 from infra.io import read_json, write_json, write_text
+from infra.provenance import git_state
 
 __all__ = ["BEGIN", "CODE_PATHS", "END", "main", "render", "summarize", "update_readme", "write_summary"]
 
@@ -60,17 +60,7 @@ def _interval(values: list[float]) -> dict:
 
 
 def _git() -> dict:
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
-    commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
-    code_status = git("status", "--porcelain", "--untracked-files=all", "--", *CODE_PATHS)
-    return {"commit": commit, "dirty": None if status is None else bool(status),
-            "code_dirty": None if code_status is None else bool(code_status)}
+    return git_state(CODE_PATHS)
 
 
 def summarize(out: str | Path) -> dict:
