@@ -1,4 +1,5 @@
-"""Models generated from the registry: shapes, gradients, normalisation, state-dict layout."""
+"""Models and the stage hooks: mixing at a named stage, block definitions, refused options.
+The per-model architecture checks are generated from the registry in tests/models/."""
 
 from __future__ import annotations
 
@@ -6,61 +7,10 @@ import pytest
 import torch
 
 from fullscale.hooks import stage_module, transform_stage
-from fullscale.models import create_model, list_models
+from fullscale.models import create_model
 from noisymix.mixing import MixConfig, NoiseConfig, draw_mix, noisy_feature_mixup
 
 TINY = {"preactresnet18": {"width": 4}, "wrn28_2": {}, "wrn28_4": {}, "resnet50": {"width": 4}}
-
-
-def test_registry_lists_the_table_models():
-    assert set(list_models()) >= {"preactresnet18", "wrn28_2", "wrn28_4", "resnet50"}
-    with pytest.raises(ValueError, match="available"):
-        create_model("vit", 10)
-
-
-@pytest.mark.parametrize("name", sorted(TINY))
-def test_forward_backward_finite(name):
-    model = create_model(name, 7, **TINY[name])
-    size = 64 if name == "resnet50" else 32
-    x = torch.rand(2, 3, size, size, generator=torch.Generator().manual_seed(0))
-    out = model(x)
-    assert out.shape == (2, 7) and torch.isfinite(out).all()
-    out.logsumexp(1).sum().backward()
-    grads = [p.grad for p in model.parameters() if p.requires_grad]
-    assert all(g is not None and torch.isfinite(g).all() for g in grads)
-    assert model.stages[0] == "input" and all(stage_module(model, s) is not None for s in model.stages)
-    # the normalisation constants are not part of the state dict
-    assert not any("normalize" in k for k in model.state_dict())
-
-
-def _torchvision_resnet50_keys() -> set[str]:
-    """torchvision.models.resnet50's state-dict keys, constructed from its definition."""
-    def bn(prefix):
-        names = ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")
-        return {f"{prefix}.{s}" for s in names}
-    keys = {"conv1.weight", "fc.weight", "fc.bias"} | bn("bn1")
-    for layer, blocks in enumerate((3, 4, 6, 3), start=1):
-        for b in range(blocks):
-            p = f"layer{layer}.{b}"
-            for i in (1, 2, 3):
-                keys |= {f"{p}.conv{i}.weight"} | bn(f"{p}.bn{i}")
-            if b == 0:
-                keys |= {f"{p}.downsample.0.weight"} | bn(f"{p}.downsample.1")
-    return keys
-
-
-def test_resnet50_state_dict_has_torchvision_keys_and_sizes():
-    model = create_model("resnet50", 1000)
-    state = model.state_dict()
-    assert set(state) == _torchvision_resnet50_keys()
-    assert state["fc.weight"].shape == (1000, 2048)
-    assert state["layer4.2.conv3.weight"].shape == (2048, 512, 1, 1)
-    assert sum(p.numel() for p in model.parameters()) == 25_557_032  # torchvision's resnet50
-
-
-def test_preactresnet18_full_width_parameter_count():
-    # the public CIFAR PreActResNet-18 (no final BN): 11,171,146 parameters for 10 classes
-    assert sum(p.numel() for p in create_model("preactresnet18", 10).parameters()) == 11_171_146
 
 
 def test_mixing_at_the_input_is_mixup_of_the_normalised_batch():
@@ -77,7 +27,6 @@ def test_mixing_at_the_input_is_mixup_of_the_normalised_batch():
         model.layer4(model.layer3(model.layer2(model.layer1(model.conv1(mixed))))), 1).flatten(1))
     torch.testing.assert_close(hooked, rest)
     # the hook is gone afterwards
-    torch.testing.assert_close(model(x), model(x))
     plain = model.linear(torch.nn.functional.adaptive_avg_pool2d(
         model.layer4(model.layer3(model.layer2(model.layer1(model.conv1((x - 0.5) / 0.5))))), 1).flatten(1))
     torch.testing.assert_close(model(x), plain)
