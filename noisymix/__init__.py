@@ -6,7 +6,7 @@ experiment (``toy``) and the CIFAR/ImageNet trainer (``fullscale``) — calls th
 * the generalized Jensen–Shannon divergence and the stability loss (``noisymix.jsd``),
 * M_lambda, the noisy mixing operator M_{lambda,xi} and label mixing (``noisymix.mixing``),
 * the NoisyMix loss L = L_NFM + gamma L_JSD (``noisymix.loss``),
-* Lemma 1's vicinal law tilde-D_lambda (``sample_vicinal_lambda``),
+* (Lemma 1's vicinal law tilde-D_lambda lives in ``theory.laws.vicinal_law``),
 * generator-driven Beta/Dirichlet draws (``noisymix.random``).
 """
 
