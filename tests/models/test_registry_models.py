@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 import torch
 
-from fullscale.hooks import stage_module
+from fullscale.hooks import stage_module, transform_stage
 from fullscale.models import create_model, list_models
 from fullscale.models.wide_resnet import WideResNet
 
@@ -162,3 +162,32 @@ def test_tiny_forward_backward(name):
     assert out.shape == (2, 7) and torch.isfinite(out).all()
     out.logsumexp(1).sum().backward()
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_stage_transform_leaves_the_other_stages_untouched(name):
+    arch = _architecture(name)
+    model = create_model(name, 5, **arch.tiny).eval()
+    x = torch.rand(3, 3, arch.size, arch.size, generator=torch.Generator().manual_seed(4))
+    stages = model.stages
+
+    def features() -> dict[str, torch.Tensor]:
+        seen = {}
+        handles = [stage_module(model, s).register_forward_hook(
+            lambda _m, _i, out, s=s: seen.__setitem__(s, out.detach().clone())) for s in stages]
+        seen["logits"] = model(x).detach()
+        for h in handles:
+            h.remove()
+        return seen
+
+    plain = features()
+    k = len(stages) - 2
+    target = stages[k]
+    with transform_stage(model, target, lambda h: h + 1.0):
+        moved = features()
+    for s in stages[:k]:  # earlier stages are untouched
+        torch.testing.assert_close(moved[s], plain[s])
+    torch.testing.assert_close(moved[target], plain[target] + 1.0)  # the target: exactly transformed
+    assert not torch.allclose(moved[stages[k + 1]], plain[stages[k + 1]])  # later features see the change
+    assert not torch.allclose(moved["logits"], plain["logits"])
+    torch.testing.assert_close(features()["logits"], plain["logits"])  # and the hook is gone

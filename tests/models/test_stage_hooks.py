@@ -1,5 +1,5 @@
 """Models and the stage hooks: mixing at a named stage, block definitions, refused options.
-The per-model architecture checks are generated from the registry in tests/models/."""
+The per-model checks are generated from the registry in test_registry_models.py."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import torch
 from fullscale.hooks import stage_module, transform_stage
 from fullscale.models import create_model
 from noisymix.mixing import MixConfig, NoiseConfig, draw_mix, noisy_feature_mixup
-
-TINY = {"preactresnet18": {"width": 4}, "wrn28_2": {}, "wrn28_4": {}, "resnet50": {"width": 4}}
 
 
 def test_mixing_at_the_input_is_mixup_of_the_normalised_batch():
@@ -30,34 +28,6 @@ def test_mixing_at_the_input_is_mixup_of_the_normalised_batch():
     plain = model.linear(torch.nn.functional.adaptive_avg_pool2d(
         model.layer4(model.layer3(model.layer2(model.layer1(model.conv1((x - 0.5) / 0.5))))), 1).flatten(1))
     torch.testing.assert_close(model(x), plain)
-
-
-@pytest.mark.parametrize("name", ["preactresnet18", "wrn28_2", "resnet50"])
-def test_a_stage_transform_leaves_the_other_stages_untouched(name):
-    model = create_model(name, 5, **TINY.get(name, {})).eval()
-    size = 64 if name == "resnet50" else 32
-    x = torch.rand(3, 3, size, size, generator=torch.Generator().manual_seed(4))
-    stages = model.stages
-
-    def features() -> dict[str, torch.Tensor]:
-        seen = {}
-        handles = [stage_module(model, s).register_forward_hook(
-            lambda _m, _i, out, s=s: seen.__setitem__(s, out.detach().clone())) for s in stages]
-        seen["logits"] = model(x).detach()
-        for h in handles:
-            h.remove()
-        return seen
-
-    plain = features()
-    target = stages[2]
-    with transform_stage(model, target, lambda h: h + 1.0):
-        moved = features()
-    for s in stages[:2]:  # earlier stages are untouched
-        torch.testing.assert_close(moved[s], plain[s])
-    torch.testing.assert_close(moved[target], plain[target] + 1.0)  # the target: exactly transformed
-    assert not torch.allclose(moved[stages[3]], plain[stages[3]])  # later features see the change
-    assert not torch.allclose(moved["logits"], plain["logits"])
-    torch.testing.assert_close(features()["logits"], plain["logits"])  # and the hook is gone
 
 
 def test_preact_block_carries_the_activated_input_on_its_identity_shortcut():
