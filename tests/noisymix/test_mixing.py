@@ -216,3 +216,14 @@ def test_sampled_noise_enters_with_its_sign_in_the_documented_draw_order(split_n
     index = torch.tensor([1.0, 2.0, 3.0]).view(3, 1, 1)
     expected = (1 + 0.2 * xi_mult) * mixed + 0.4 * index * xi_add
     torch.testing.assert_close(out, expected.reshape(views * b, 5))
+
+
+def test_partners_are_a_uniform_random_permutation():
+    # each of the 4! = 24 orders of a batch of 4 is drawn with probability 1/24
+    gen = generator_for(11)
+    counts: dict[tuple[int, ...], int] = {}
+    for _ in range(4800):
+        perm = tuple(draw_mix(4, MixConfig(), generator=gen).perm.tolist())
+        counts[perm] = counts.get(perm, 0) + 1
+    assert len(counts) == 24
+    assert all(abs(c - 200) < 5 * 200 ** 0.5 for c in counts.values())  # binomial sd ~ 13.9
