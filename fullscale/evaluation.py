@@ -35,7 +35,6 @@ from fullscale.data import (
     read_video_folders,
 )
 from fullscale.metrics import (
-    NOISE,
     accuracy,
     aurra,
     corruption_summary,
@@ -47,7 +46,14 @@ from fullscale.metrics import (
     read_alexnet_flip_table,
     rms_calibration_error,
 )
-from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, P_COLUMNS, P_WEATHER_CHOICES
+from fullscale.vocabulary import (
+    CATEGORIES,
+    CORRUPTIONS,
+    EXTRA_CORRUPTIONS,
+    NOISE_CORRUPTIONS,
+    P_COLUMNS,
+    P_WEATHER_CHOICES,
+)
 from infra.io import sha256_file
 from infra.progress import progress
 
@@ -280,7 +286,7 @@ def _c_summary(ctx: Context, results: dict, names: tuple[str, ...], missing: lis
     # every mean says how many corruptions it covers (15 for the benchmark's)
     summary["n_corruptions"] = len(standard)
     if "mean_accuracy_no_noise" in summary:
-        summary["n_corruptions_no_noise"] = sum(c not in NOISE for c in standard)
+        summary["n_corruptions_no_noise"] = sum(c not in NOISE_CORRUPTIONS for c in standard)
     summary["per_category_n_corruptions"] = {cat: sum(m in standard for m in members)
                                              for cat, members in CATEGORIES.items() if cat in summary["per_category"]}
     if extras:  # reported apart: the paper's means are over the 15

@@ -15,13 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fullscale.vocabulary import ALEXNET_CLEAN_ERR, ALEXNET_ERR, CATEGORIES, CORRUPTIONS
+from fullscale.vocabulary import ALEXNET_CLEAN_ERR, ALEXNET_ERR, CATEGORIES, CORRUPTIONS, NOISE_CORRUPTIONS
 
 __all__ = ["ALEXNET_CLEAN_ERR", "ALEXNET_ERR", "accuracy", "aurra", "corruption_summary",
            "expected_calibration_error", "flip_probability", "flip_summary", "is_noise_sequence",
            "mean_corruption_error", "read_alexnet_flip_table", "rms_calibration_error"]
-
-NOISE = CATEGORIES["noise"]
 
 
 def accuracy(predictions: np.ndarray, labels: np.ndarray) -> float:
@@ -38,7 +36,7 @@ def corruption_summary(per_corruption: Mapping[str, float]) -> dict:
     parentheses); and the mean per category (noise / blur / weather / digital)."""
     if not per_corruption:
         raise ValueError("no corruption results to summarise")
-    no_noise = [a for c, a in per_corruption.items() if c not in NOISE]
+    no_noise = [a for c, a in per_corruption.items() if c not in NOISE_CORRUPTIONS]
     summary = {"mean_accuracy": float(np.mean(list(per_corruption.values()))),
                "per_corruption": dict(per_corruption), "per_category": {}}
     if no_noise:

@@ -6,7 +6,7 @@ experiment (``toy``) and the CIFAR/ImageNet trainer (``fullscale``) — calls th
 * the generalized Jensen–Shannon divergence and the stability loss (``noisymix.jsd``),
 * M_lambda, the noisy mixing operator M_{lambda,xi} and label mixing (``noisymix.mixing``),
 * the NoisyMix loss L = L_NFM + gamma L_JSD (``noisymix.loss``),
-* Lemma 1's vicinal law tilde-D_lambda (``sample_vicinal_lambda``),
+* (Lemma 1's vicinal law tilde-D_lambda lives in ``theory.laws.vicinal_law``),
 * generator-driven Beta/Dirichlet draws (``noisymix.random``).
 """
 
@@ -27,15 +27,13 @@ from noisymix.mixing import (
     draw_mix,
     mix,
     mix_targets,
-    mixed_cross_entropy,
     noisy_feature_mixup,
     noisy_mix,
     perturb,
     sample_noise,
-    sample_vicinal_lambda,
     soft_cross_entropy,
 )
-from noisymix.random import generator_for, sample_beta, sample_dirichlet, sample_gamma
+from noisymix.random import generator_for, sample_beta, sample_dirichlet
 
 __version__ = "0.1.0"
 
@@ -56,15 +54,12 @@ __all__ = [
     "max_js_divergence",
     "mix",
     "mix_targets",
-    "mixed_cross_entropy",
     "noisy_feature_mixup",
     "noisy_mix",
     "noisymix_loss",
     "perturb",
     "sample_beta",
     "sample_dirichlet",
-    "sample_gamma",
     "sample_noise",
-    "sample_vicinal_lambda",
     "soft_cross_entropy",
 ]

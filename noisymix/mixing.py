@@ -47,12 +47,10 @@ __all__ = [
     "draw_mix",
     "mix",
     "mix_targets",
-    "mixed_cross_entropy",
     "noisy_feature_mixup",
     "noisy_mix",
     "perturb",
     "sample_noise",
-    "sample_vicinal_lambda",
     "soft_cross_entropy",
 ]
 
@@ -346,28 +344,6 @@ def soft_cross_entropy(logits: Tensor, soft_targets: Tensor) -> Tensor:
             f"logits {tuple(logits.shape)} and targets {tuple(soft_targets.shape)} differ in shape"
         )
     return -(soft_targets * F.log_softmax(logits, dim=-1)).sum(-1).mean()
-
-
-def mixed_cross_entropy(logits: Tensor, targets: Tensor, draw: MixDraw) -> Tensor:
-    """CE against M_lambda(y, y[perm]); equals lam CE(y) + (1 - lam) CE(y[perm]) (loss linear in y)."""
-    return soft_cross_entropy(logits, mix_targets(targets, draw, logits.shape[-1]))
-
-
-# ------------------------------------------------------------------------------- Lemma 1
-def sample_vicinal_lambda(alpha: float, beta: float, shape: tuple[int, ...] = (), *,
-                          generator: torch.Generator, dtype: torch.dtype = torch.float32) -> Tensor:
-    """Draws of Lemma 1's law tilde-D_lambda = a/(a+b) Beta(a+1, b) + b/(a+b) Beta(b+1, a).
-
-    Mixing with lambda ~ Beta(a, b) and mixed labels has the same expected loss as mixing with
-    lambda ~ tilde-D_lambda and the first sample's label alone.  The weights are a/(a+b) and
-    b/(a+b): the mixture is uniform only when a = b (the paper calls it uniform throughout).
-    """
-    check_positive("alpha", alpha)
-    check_positive("beta", beta)
-    first = torch.rand(shape, generator=generator, device=generator.device) < alpha / (alpha + beta)
-    from_first = sample_beta(alpha + 1, beta, shape, generator=generator, dtype=dtype)
-    from_second = sample_beta(beta + 1, alpha, shape, generator=generator, dtype=dtype)
-    return torch.where(first, from_first, from_second)
 
 
 # --------------------------------------------------------------------------------- CutMix

@@ -12,7 +12,7 @@ from torch import Tensor
 
 from noisymix._checks import check_positive
 
-__all__ = ["generator_for", "sample_beta", "sample_dirichlet", "sample_gamma"]
+__all__ = ["generator_for", "sample_beta", "sample_dirichlet"]
 
 
 def generator_for(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
@@ -42,12 +42,6 @@ def _log_gamma(concentration: float | Tensor, shape: tuple[int, ...],
     boosted = torch._standard_gamma(conc + 1, generator=generator)
     u = torch.rand(shape, generator=generator, device=generator.device, dtype=torch.float64)
     return boosted.log() + u.clamp_min(torch.finfo(torch.float64).tiny).log() / conc
-
-
-def sample_gamma(concentration: float | Tensor, shape: tuple[int, ...] = (), *,
-                 generator: torch.Generator, dtype: torch.dtype = torch.float32) -> Tensor:
-    """Gamma(concentration, 1) draws of ``shape`` from ``generator``'s device."""
-    return _log_gamma(concentration, shape, generator).exp().to(dtype)
 
 
 def sample_beta(alpha: float | Tensor, beta: float | Tensor, shape: tuple[int, ...] = (), *,

@@ -12,8 +12,8 @@ ReLU network inside its activation region), the maximum has a closed form: the l
 against the label by r ||grad f(x_i)||, so max l = l(f(x_i) - s_i r ||grad f(x_i)||, y_i) with
 s_i = 2 y_i - 1 (the loss is monotone in the logit on each side).
 
-``theorem3_rhs`` gives the printed right side and our corrected one; ``theorem3_gap`` the exact
-gap LHS - RHS as a function of eps (its Taylor coefficients by autograd decide the verdict).
+``theorem3_rhs`` gives the printed right side and our corrected one; the verdict holds it against
+the exact left side (``checks_robust``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from torch import Tensor
 
 from theory.calculus import derivatives
 from theory.models import Model
-from theory.nfm import h, h_prime_minus_y, nfm_loss, theorem1_terms
+from theory.nfm import h, h_prime_minus_y, theorem1_terms
 from theory.problems import Data, Family, points
 from theory.stability import jsd_loss, theorem2_expansion, theorem2_general, theorem2_printed
 
@@ -35,8 +35,6 @@ __all__ = [
     "assumptions",
     "first_order_gap",
     "linear_region_eps",
-    "theorem3_gap",
-    "theorem3_lhs",
     "theorem3_parts",
     "theorem3_rhs",
 ]
@@ -151,29 +149,6 @@ def theorem3_rhs(
         return adversarial + gamma * stability + eps**2 * regulariser
 
     return rhs
-
-
-def theorem3_lhs(setting: Theorem3Setting, *, with_jsd: bool = True) -> Callable[[Tensor], Tensor]:
-    """eps -> LHS(eps) - LHS(0) = the increment of L_n^NFM + gamma L_n^JSD, exactly."""
-    s = setting
-
-    def lhs(eps: Tensor) -> Tensor:
-        out = nfm_loss(s.model, s.data, s.family, eps, increment=True)
-        if with_jsd and s.gamma:
-            out = out + s.gamma * jsd_loss(s.model, s.data, s.family, eps, increment=True)
-        return out
-
-    return lhs
-
-
-def theorem3_gap(
-    setting: Theorem3Setting, parts: dict, *, form: str, tight_reg: bool = False, with_jsd: bool = True
-) -> Callable[[Tensor], Tensor]:
-    """eps -> LHS(eps) - RHS(eps), both relative to their common value at eps = 0
-    (``theorem3_rhs`` explains the forms)."""
-    rhs = theorem3_rhs(setting, parts, form=form, tight_reg=tight_reg, with_jsd=with_jsd)
-    lhs = theorem3_lhs(setting, with_jsd=with_jsd)
-    return lambda eps: lhs(eps) - rhs(eps)
 
 
 def first_order_gap(setting: Theorem3Setting, parts: dict, *, form: str, with_jsd: bool = True) -> float:

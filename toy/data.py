@@ -49,7 +49,6 @@ __all__ = [
     "band_distance",
     "inside_polygon",
     "make_toy_data",
-    "polygon_area",
 ]
 
 POLYGON: tuple[tuple[float, float], ...] = (
@@ -158,12 +157,6 @@ def band_distance(points: Tensor, polygon: tuple[tuple[float, float], ...] | Ten
     rel = points[:, None, :] - a[None]                           # (N, E, 2)
     t = ((rel * d).sum(-1) / (d * d).sum(-1)).clamp(0, 1)        # foot of the perpendicular
     return (rel - t[..., None] * d).norm(dim=-1).min(-1).values
-
-
-def polygon_area(polygon: tuple[tuple[float, float], ...] = POLYGON) -> float:
-    """Shoelace formula (absolute value)."""
-    twice = sum(x0 * y1 - x1 * y0 for (x0, y0), (x1, y1) in zip(polygon, (*polygon[1:], polygon[0])))
-    return abs(twice) / 2
 
 
 def make_toy_data(config: ToyDataConfig | None = None, *, generator: torch.Generator) -> ToyData:

@@ -17,20 +17,13 @@ from matplotlib.figure import Figure
 
 from toy.data import ToyData
 
-__all__ = ["BOUNDARY_PANEL", "DATA_FIGSIZE", "DPI", "boundary_figure_size", "plot_boundaries", "plot_data"]
+__all__ = ["BOUNDARY_PANEL", "DATA_FIGSIZE", "DPI", "plot_boundaries", "plot_data"]
 
 DPI = 100
 DATA_FIGSIZE = (10.0, 5.0)
 BOUNDARY_PANEL = (4.0, 4.0)
 _COLORS = ("#f2a93b", "#3b8c4f")          # class 0 (outside), class 1 (inside), as the public figure
 _CMAP = "RdPu"
-
-
-def boundary_figure_size(n_panels: int, ncols: int = 3) -> tuple[int, int]:
-    """Pixel (width, height) of ``decision_boundaries.png`` with ``n_panels`` panels."""
-    cols = min(ncols, n_panels)
-    rows = math.ceil(n_panels / ncols)
-    return int(BOUNDARY_PANEL[0] * cols * DPI), int(BOUNDARY_PANEL[1] * rows * DPI)
 
 
 def _png(fig: Figure) -> bytes:

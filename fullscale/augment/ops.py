@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["AFFINE_OPS", "BASIC_OPS", "OPS", "AffineOp", "LutOp", "Op", "PixelOp", "apply_lut",
+__all__ = ["BASIC_OPS", "OPS", "AffineOp", "LutOp", "Op", "PixelOp", "apply_lut",
            "float_parameter", "int_parameter", "normalise", "resample",
            "resample_normalised", "to_uint8"]
 
@@ -333,4 +333,3 @@ OPS: dict[str, Op] = {op.name: op for op in (
     PixelOp("sharpness", _sharpness),
 )}
 BASIC_OPS: tuple[str, ...] = tuple(OPS)[:9]
-AFFINE_OPS: tuple[str, ...] = tuple(name for name, op in OPS.items() if isinstance(op, AffineOp))

@@ -5,8 +5,6 @@ CIFAR-10-P parameters (``perturbation_sequence``), and writers for the standard 
 from fullscale.corruptions.frost import find_frost_dir
 from fullscale.corruptions.perturbations import (
     FRAMES,
-    NOISE_PERTURBATIONS,
-    PAPER_PERTURBATIONS,
     PERTURBATIONS,
     perturbation_sequence,
 )
@@ -20,5 +18,5 @@ from fullscale.corruptions.registry import (
     corrupt,
 )
 
-__all__ = ["CATEGORIES", "CORRUPTIONS", "EXTRA_CORRUPTIONS", "FRAMES", "NOISE_PERTURBATIONS", "PAPER_PERTURBATIONS",
+__all__ = ["CATEGORIES", "CORRUPTIONS", "EXTRA_CORRUPTIONS", "FRAMES",
            "PARAMS", "PERTURBATIONS", "SPECS", "CorruptionSpec", "corrupt", "find_frost_dir", "perturbation_sequence"]

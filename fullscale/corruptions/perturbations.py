@@ -35,9 +35,8 @@ from fullscale.corruptions._filters import (
     warp,
     zoom_about_centre,
 )
-from fullscale.vocabulary import P_COLUMNS
 
-__all__ = ["AFFINE_CENTRES", "EMPTY_SPATTER", "FRAMES", "NOISE_PERTURBATIONS", "PAPER_PERTURBATIONS", "PERTURBATIONS",
+__all__ = ["AFFINE_CENTRES", "EMPTY_SPATTER", "FRAMES", "PERTURBATIONS",
            "perturbation_sequence"]
 
 Sequence = Callable[[Tensor, torch.Generator], list[Tensor]]
@@ -274,10 +273,6 @@ _MODERN: dict[str, Sequence] = {
     "shear": _geometric(_SHEAR, "modern"),
 }
 FRAMES = {"translate": 16, "motion_blur": 21}  # the rest have 31
-# flip probability against the first frame (the public evaluation's rule: 'noise' in the name)
-NOISE_PERTURBATIONS = tuple(n for n in PERTURBATIONS if "noise" in n)
-# the ten of the paper's CIFAR-10-P table, in its order
-PAPER_PERTURBATIONS = P_COLUMNS
 
 
 def perturbation_sequence(images_u8: Tensor, name: str, *, generator: torch.Generator,

@@ -108,11 +108,14 @@ def test_rotate_and_shear_agree_with_pil_bilinear(name, seed, smooth):
 @settings(max_examples=25)
 @given(name=st.sampled_from(sorted(OPS)), seed=st.integers(0, 10_000), n=st.integers(1, 5),
        size=st.sampled_from([8, 13, 32]))
-def test_ops_keep_shape_and_uint8(name, seed, n, size):
+def test_ops_keep_shape_and_uint8_and_the_pixel_ops_equal_pil_at_any_size(name, seed, n, size):
     x = _images(seed, n=n, size=size)
     level, sign = _levels(n, seed)
     out = OPS[name](x, level, sign)
     assert out.shape == x.shape and out.dtype == torch.uint8
+    if not isinstance(OPS[name], AffineOp):  # (the affine ops follow PIL at 32 x 32 above)
+        for i in range(n):
+            assert torch.equal(out[i], _tensor(_pil_reference(name, _pil(x[i]), float(level[i]), float(sign[i]))))
 
 
 @settings(max_examples=20)

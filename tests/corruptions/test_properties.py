@@ -164,8 +164,9 @@ def test_bundled_photographs_are_the_public_release():
                    "frost3.png": "b3ed8eb147824261888e730f916c0d8b", "frost4.jpg": "d70b9d6aa0b1fe7bd8133b113787e078",
                    "frost5.jpg": "50984ae2c871b7df2c28f1d71ca460a0"}
     assert (folder / "LICENSE").read_text().lstrip().startswith("Apache License")
-    y = corrupt(photo(2, 32), "frost", 3, generator=torch.Generator().manual_seed(0))
-    assert y.shape == (2, 3, 32, 32)
+    default = corrupt(photo(2, 32), "frost", 3, generator=torch.Generator().manual_seed(0))
+    named = corrupt(photo(2, 32), "frost", 3, generator=torch.Generator().manual_seed(0), frost_dir=str(folder))
+    assert torch.equal(default, named) and not torch.equal(default, photo(2, 32))
 
 
 def test_bad_input_is_refused():

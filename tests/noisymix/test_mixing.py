@@ -19,7 +19,6 @@ from noisymix import (
     generator_for,
     mix,
     mix_targets,
-    mixed_cross_entropy,
     noisy_feature_mixup,
     noisy_mix,
     perturb,
@@ -68,8 +67,8 @@ def test_label_mixing_is_linear_in_the_labels(batch, k, lam, seed):
     perm = torch.randperm(batch, generator=gen)
     draw = MixDraw(perm=perm, lam=torch.tensor(lam, dtype=torch.float64))
     expected = lam * F.cross_entropy(logits, y) + (1 - lam) * F.cross_entropy(logits, y[perm])
-    assert mixed_cross_entropy(logits, y, draw).item() == pytest.approx(expected.item(), abs=1e-12)
     soft = mix_targets(y, draw, k)
+    assert soft_cross_entropy(logits, soft).item() == pytest.approx(expected.item(), abs=1e-12)
     torch.testing.assert_close(soft.sum(-1), torch.ones(batch, dtype=torch.float64))
 
 
@@ -196,3 +195,35 @@ def test_cutmix_keeps_the_outside_and_reports_the_kept_area():
     changed = (out != x).float().mean().item()
     assert 1 - new.lam.item() == pytest.approx(changed, abs=1e-6)
     assert torch.equal(out[0][out[0] != x[0]], x[1][out[0] != x[0]])
+
+
+@pytest.mark.parametrize("split_noise", ["independent", "shared"])
+def test_sampled_noise_enters_with_its_sign_in_the_documented_draw_order(split_noise):
+    # The laws above are symmetric in xi, so a flipped sign would pass them; here the draws are
+    # replayed by hand in the documented order (xi_add ~ N(0, 1) first, then xi_mult ~ U(-1, 1);
+    # "fixed" magnitudes draw nothing), one xi per view or one shared, additive level x view index.
+    views, b = 3, 4
+    h = torch.randn(views * b, 5, generator=generator_for(0))
+    draw = MixDraw(perm=torch.tensor([2, 0, 3, 1]), lam=torch.tensor(0.7))
+    noise = NoiseConfig(add=0.4, mult=0.2, magnitude="fixed", split_noise=split_noise)
+    out = noisy_feature_mixup(h, draw, MixConfig(noise=noise), generator=generator_for(9), views=views)
+    hv = h.reshape(views, b, 5)
+    mixed = 0.7 * hv + 0.3 * hv[:, [2, 0, 3, 1]]
+    g = generator_for(9)
+    rows = views if split_noise == "independent" else 1
+    xi_add = torch.randn(rows, b, 5, generator=g)
+    xi_mult = 2 * torch.rand(rows, b, 5, generator=g) - 1
+    index = torch.tensor([1.0, 2.0, 3.0]).view(3, 1, 1)
+    expected = (1 + 0.2 * xi_mult) * mixed + 0.4 * index * xi_add
+    torch.testing.assert_close(out, expected.reshape(views * b, 5))
+
+
+def test_partners_are_a_uniform_random_permutation():
+    # each of the 4! = 24 orders of a batch of 4 is drawn with probability 1/24
+    gen = generator_for(11)
+    counts: dict[tuple[int, ...], int] = {}
+    for _ in range(4800):
+        perm = tuple(draw_mix(4, MixConfig(), generator=gen).perm.tolist())
+        counts[perm] = counts.get(perm, 0) + 1
+    assert len(counts) == 24
+    assert all(abs(c - 200) < 5 * 200 ** 0.5 for c in counts.values())  # binomial sd ~ 13.9

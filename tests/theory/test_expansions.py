@@ -18,7 +18,7 @@ from theory.laws import point_law, vicinal_law, vicinal_moments
 from theory.models import build_model
 from theory.nfm import nfm_loss, theorem1_autograd, theorem1_expansion, theorem1_terms
 from theory.problems import Data, Family, independent_family, make_data, sphere_data
-from theory.robust import Theorem3Setting, first_order_gap, theorem3_gap, theorem3_parts
+from theory.robust import Theorem3Setting, first_order_gap, theorem3_parts, theorem3_rhs
 from theory.stability import (
     jsd_loss,
     prop1_exact,
@@ -162,6 +162,19 @@ def _theorem3(scale: float, seed: int, sphere: bool) -> tuple[Theorem3Setting, d
     fam = independent_family(3, vicinal_law(2.0, 0.7, 4), sigma_add=0.3, sigma_mult=0.2, seed=seed)
     setting = Theorem3Setting(model, data, fam, vicinal_moments(2.0, 0.7), 12.0)
     return setting, theorem3_parts(setting)
+
+
+def theorem3_gap(setting, parts, *, form):
+    """eps -> LHS(eps) - RHS(eps) relative to eps = 0; the left side is the exact loss increment
+    L^NFM + gamma L^JSD (the witness), the right side the formula under test."""
+    rhs = theorem3_rhs(setting, parts, form=form)
+
+    def gap(eps):
+        lhs = nfm_loss(setting.model, setting.data, setting.family, eps, increment=True)
+        lhs = lhs + setting.gamma * jsd_loss(setting.model, setting.data, setting.family, eps, increment=True)
+        return lhs - rhs(eps)
+
+    return gap
 
 
 @settings(max_examples=_examples(8))

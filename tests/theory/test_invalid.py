@@ -11,7 +11,7 @@ from theory.laws import point_law, vicinal_law
 from theory.models import build_model
 from theory.nfm import theorem1_terms
 from theory.problems import Data, Family, independent_family, make_data, sphere_data
-from theory.robust import Theorem3Setting, theorem3_gap
+from theory.robust import Theorem3Setting, theorem3_rhs
 from theory.verify import VerifyConfig
 
 X = torch.zeros(3, 2, dtype=torch.float64)
@@ -52,7 +52,7 @@ def _family(**kw):
         lambda: theorem1_terms(
             build_model("tanh-mlp", 2, 3), make_data(3, 2), 0.5, 0.3, _family(sigma_add=0.0, sigma_mult=0.0)
         ),
-        lambda: theorem3_gap(
+        lambda: theorem3_rhs(
             Theorem3Setting(
                 build_model("linear", 2),
                 make_data(3, 2),
