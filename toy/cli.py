@@ -13,9 +13,7 @@ the default).  ``--set mix.alpha=1`` overrides one strength (recorded in ``toy.j
 from __future__ import annotations
 
 import argparse
-import contextlib
 import shlex
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +31,11 @@ from toy.smoothness import GRID_LIMIT
 from toy.train import TrainConfig
 from toy.tuning import GRIDS, TuningProtocol, load_tuned, tune
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["THREADS", "add_arguments", "run"]
+
+THREADS = 1
+"""``--threads`` default: the matrices are at most 150 x 32, so more threads only add
+synchronisation, and OpenMP spin-waits slow a shared CPU down many times."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,23 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="COMPONENT.KEY=VALUE",
                         help="override a tuned strength, e.g. mix.alpha=1 (repeatable)")
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch intra-op threads while the command runs (default 1: the matrices "
-                             "are at most 150 x 32, so more threads only add synchronisation, and "
-                             "OpenMP spin-waits slow a shared CPU down many times)")
 
-
-@contextlib.contextmanager
-def torch_threads(n: int) -> Iterator[None]:
-    """Run with ``n`` torch intra-op threads, restoring the previous number afterwards."""
-    if n < 1:
-        raise ValueError(f"--threads must be >= 1, got {n}")
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _apply_overrides(strengths: dict[str, dict[str, float]],
@@ -142,17 +128,13 @@ def _command(args: argparse.Namespace, schemes: tuple[str, ...]) -> str:
         parts += ["--set", item]
     if str(args.device) != "cpu":
         parts += ["--device", str(args.device)]
-    if args.threads != 1:
-        parts += ["--threads", str(args.threads)]
+    threads = getattr(args, "threads", THREADS)
+    if threads != THREADS:
+        parts += ["--threads", str(threads)]
     return shlex.join(parts)
 
 
 def run(args: argparse.Namespace) -> int:
-    with torch_threads(args.threads):
-        return _run(args)
-
-
-def _run(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     if args.epochs < 1:

@@ -79,7 +79,7 @@ def test_same_seed_same_accuracies_and_seed_prefix(tmp_path):
     (["--set", "mix.alpha=much"], "needs a number"),
     (["--tuning-seeds", "3"], "only applies with --retune"),
     (["--device", "tpu:banana"], "--device must be a torch device"),
-    (["--threads", "0"], "--threads must be >= 1"),
+    (["--threads", "-1"], "--threads must be >= 1 (or 0"),
 ])
 def test_bad_arguments_are_one_line_errors(tmp_path, capsys, argv, message):
     assert main(["toy", "--out", str(tmp_path / "x"), *argv]) == 2
