@@ -16,6 +16,7 @@ import platform
 import torch
 
 from infra.io import write_json
+from infra.provenance import provenance
 from infra.threads import add_threads_argument, torch_threads
 
 BENCHMARKS: dict[str, str] = {
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     with torch_threads(options.threads):
         measured = module.run(options)
     # Read the machine after the run: a benchmark may set its own thread count.
-    result = {"benchmark": args.name, "machine": machine(), **measured}
+    result = {"benchmark": args.name, "machine": machine(), **measured, "provenance": provenance()}
     print(json.dumps(result, indent=2, sort_keys=True))
     if options.out:
         write_json(options.out, result)

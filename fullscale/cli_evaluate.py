@@ -24,6 +24,7 @@ from fullscale.evaluation import FGSM_EPSILONS, RESUMABLE, SUITES, Context, Eval
 from fullscale.runs import load_run_model
 from fullscale.vocabulary import P_WEATHER_CHOICES
 from infra.io import read_json, sha256_file, write_json
+from infra.provenance import provenance
 
 __all__ = ["add_arguments", "evaluate", "run"]
 
@@ -81,7 +82,7 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
     target = run_dir / "eval" / f"{suite}.json"
     record = {"suite": suite, "run": str(run_dir), "checkpoint": {"path": str(weights), "sha256": digest},
               "model": config["model"], "dataset": config.get("dataset", ""), "device": str(dev),
-              "options": options.as_dict(), "complete": False}
+              "options": options.as_dict(), "complete": False, "provenance": provenance()}
     done = {}
     if suite in RESUMABLE and target.is_file():
         previous = read_json(target)

@@ -1,4 +1,5 @@
-"""theory.json, theory.md (the errata table a reader can trust) and convergence.png."""
+"""theory.json (the checks and their provenance, ``theory.results``), theory.md (the errata table a
+reader can trust) and convergence.png."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from infra.io import write_bytes, write_json, write_text
+from infra.provenance import provenance
 from theory.checks import SLOPE_TOLERANCE, Check
+from theory.results import theory_record
 
 __all__ = ["convergence_figure", "markdown", "write_report"]
 
@@ -293,6 +296,6 @@ def write_report(
     out: Path, checks: list[Check], *, config: Any, timings: dict[str, float], seconds: float
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "theory.json", [c.to_json() for c in checks])
+    write_json(out / "theory.json", theory_record([c.to_json() for c in checks], provenance()))
     write_text(out / "theory.md", markdown(checks, config=config, timings=timings, seconds=seconds))
     write_bytes(out / "convergence.png", convergence_figure(checks))
