@@ -34,6 +34,7 @@ from noisymix.mixing import (
     sample_noise,
     sample_vicinal_lambda,
     soft_cross_entropy,
+    vicinal_components,
 )
 from noisymix.random import generator_for, sample_beta, sample_dirichlet, sample_gamma
 
@@ -67,4 +68,5 @@ __all__ = [
     "sample_noise",
     "sample_vicinal_lambda",
     "soft_cross_entropy",
+    "vicinal_components",
 ]

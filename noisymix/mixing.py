@@ -54,6 +54,7 @@ __all__ = [
     "sample_noise",
     "sample_vicinal_lambda",
     "soft_cross_entropy",
+    "vicinal_components",
 ]
 
 
@@ -354,19 +355,31 @@ def mixed_cross_entropy(logits: Tensor, targets: Tensor, draw: MixDraw) -> Tenso
 
 
 # ------------------------------------------------------------------------------- Lemma 1
+def vicinal_components(alpha: float, beta: float) -> tuple[tuple[float, float, float], ...]:
+    """Lemma 1's law tilde-D_lambda = a/(a+b) Beta(a+1, b) + b/(a+b) Beta(b+1, a), as its two
+    components ``(weight, a', b')`` of Beta(a', b').  The one definition of the law: the sampler
+    ``sample_vicinal_lambda`` and the verifier's quadrature and closed-form moments
+    (``theory.laws.vicinal_law``, ``vicinal_moments``) read it from here.
+
+    The weights are a/(a+b) and b/(a+b): the mixture is uniform only when a = b (the paper
+    calls it uniform throughout).
+    """
+    return ((alpha / (alpha + beta), alpha + 1, beta), (beta / (alpha + beta), beta + 1, alpha))
+
+
 def sample_vicinal_lambda(alpha: float, beta: float, shape: tuple[int, ...] = (), *,
                           generator: torch.Generator, dtype: torch.dtype = torch.float32) -> Tensor:
-    """Draws of Lemma 1's law tilde-D_lambda = a/(a+b) Beta(a+1, b) + b/(a+b) Beta(b+1, a).
+    """Draws of Lemma 1's law tilde-D_lambda (``vicinal_components``).
 
     Mixing with lambda ~ Beta(a, b) and mixed labels has the same expected loss as mixing with
-    lambda ~ tilde-D_lambda and the first sample's label alone.  The weights are a/(a+b) and
-    b/(a+b): the mixture is uniform only when a = b (the paper calls it uniform throughout).
+    lambda ~ tilde-D_lambda and the first sample's label alone.
     """
     check_positive("alpha", alpha)
     check_positive("beta", beta)
-    first = torch.rand(shape, generator=generator, device=generator.device) < alpha / (alpha + beta)
-    from_first = sample_beta(alpha + 1, beta, shape, generator=generator, dtype=dtype)
-    from_second = sample_beta(beta + 1, alpha, shape, generator=generator, dtype=dtype)
+    (w_first, *first_law), (_, *second_law) = vicinal_components(alpha, beta)
+    first = torch.rand(shape, generator=generator, device=generator.device) < w_first
+    from_first = sample_beta(*first_law, shape, generator=generator, dtype=dtype)
+    from_second = sample_beta(*second_law, shape, generator=generator, dtype=dtype)
     return torch.where(first, from_first, from_second)
 
 

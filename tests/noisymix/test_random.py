@@ -7,7 +7,14 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from noisymix import generator_for, sample_beta, sample_dirichlet, sample_gamma, sample_vicinal_lambda
+from noisymix import (
+    generator_for,
+    sample_beta,
+    sample_dirichlet,
+    sample_gamma,
+    sample_vicinal_lambda,
+    vicinal_components,
+)
 
 N = 200_000
 
@@ -55,6 +62,12 @@ def test_vicinal_law_has_the_mixture_mean(a, b):
     x = sample_vicinal_lambda(a, b, (N,), generator=generator_for(3), dtype=torch.float64)
     mean = (a / (a + b)) * (a + 1) / (a + b + 1) + (b / (a + b)) * (b + 1) / (a + b + 1)
     assert x.mean().item() == pytest.approx(mean, abs=5e-3)
+
+
+def test_vicinal_components_are_lemma_1s_law():
+    # a/(a+b) Beta(a+1, b) + b/(a+b) Beta(b+1, a), written out for a = 2, b = 0.7.
+    first, second = vicinal_components(2.0, 0.7)
+    assert first == pytest.approx((2 / 2.7, 3.0, 0.7)) and second == pytest.approx((0.7 / 2.7, 1.7, 2.0))
 
 
 @pytest.mark.parametrize("call", [
