@@ -69,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
     options = own.parse_args([o for o in args.options if o != "--"])
     with torch_threads(options.threads):
         measured = module.run(options)
-    # Read the machine after the run: a benchmark may set its own thread count.
-    result = {"benchmark": args.name, "machine": machine(), **measured, "provenance": provenance()}
+        # Read the machine after the run, inside the thread count: a benchmark may set its own.
+        result = {"benchmark": args.name, "machine": machine(), **measured, "provenance": provenance()}
     print(json.dumps(result, indent=2, sort_keys=True))
     if options.out:
         write_json(options.out, result)
