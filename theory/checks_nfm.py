@@ -4,7 +4,6 @@ the exact loss (``theory.nfm``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 import torch
@@ -13,9 +12,9 @@ from noisymix import generator_for
 from theory.calculus import fit_slope
 from theory.checks import Check, coefficient, expansion_verdict, grid_values, identity_verdict, residual_curve
 from theory.laws import beta_law, joint_noise, point_law, vicinal_law, vicinal_moments
-from theory.models import build_model
+from theory.models import Model, build_model
 from theory.nfm import nfm_loss, theorem1_autograd, theorem1_expansion, theorem1_terms
-from theory.problems import Family, independent_family, make_data, random_covariance
+from theory.problems import Data, Family, independent_family, make_data, random_covariance
 
 __all__ = ["lemma1_checks", "theorem1_checks"]
 
@@ -300,8 +299,8 @@ class _Thm1Setting:
     """One Theorem 1 instance: the model, data and families, tilde-D's moments of lambda, and each
     family's exact loss on the eps grid (computed once)."""
 
-    model: Any
-    data: Any
+    model: Model
+    data: Data
     fams: dict[str, Family]
     eps: np.ndarray
     name: str

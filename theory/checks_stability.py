@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 import torch
@@ -22,8 +21,8 @@ from theory.laws import (
     vicinal_law,
     vicinal_moments,
 )
-from theory.models import build_model
-from theory.problems import Family, independent_family, make_data, random_covariance
+from theory.models import Model, build_model
+from theory.problems import Data, Family, independent_family, make_data, random_covariance
 from theory.stability import (
     jsd_loss,
     prop1_exact,
@@ -356,8 +355,8 @@ class _Thm2Setting:
     loss of each family (its Taylor coefficients and its values on the eps grid, each computed
     once)."""
 
-    model: Any
-    data: Any
+    model: Model
+    data: Data
     fams: dict[str, Family]
     eps: np.ndarray
     name: str
