@@ -4,6 +4,9 @@ Each command lives next to the code it drives, in a module with two functions:
 ``add_arguments(parser)`` and ``run(args) -> int | None``.  This registry names them; only the
 module of the command being run is imported, so ``noisymix --help`` stays fast.
 
+Every command accepts ``--threads N`` the same way (``infra.threads``): torch's CPU threads while
+it runs, 0 for ``NOISYMIX_THREADS`` or torch's default; a module's ``THREADS`` names its default.
+
 Bad input (a ``ValueError``, a missing file) and a system error (a full disk: ``OSError``)
 end the command with exit status 2 and one line saying why; a finished command exits 0.
 """
@@ -16,6 +19,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 from typing import NamedTuple
+
+from infra.threads import add_threads_argument, torch_threads
 
 __all__ = ["COMMANDS", "main"]
 
@@ -52,6 +57,7 @@ def _parser(selected: str | None) -> tuple[argparse.ArgumentParser, dict[str, ar
     if selected in COMMANDS:
         module = importlib.import_module(COMMANDS[selected].module)
         module.add_arguments(parsers[selected])
+        add_threads_argument(parsers[selected], getattr(module, "THREADS", None))
     return parser, parsers
 
 
@@ -66,7 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     module = importlib.import_module(COMMANDS[args.command].module)
     try:
-        status = module.run(args)
+        with torch_threads(args.threads):
+            status = module.run(args)
     except _INPUT_ERRORS as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         print(f"noisymix {args.command}: error: {message}", file=sys.stderr)

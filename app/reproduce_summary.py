@@ -27,6 +27,7 @@ from pathlib import Path
 
 from infra.io import read_json, write_json, write_text
 from infra.provenance import git_state
+from theory.results import checks_of
 
 __all__ = ["BEGIN", "CODE_PATHS", "END", "main", "render", "summarize", "update_readme", "write_summary"]
 
@@ -136,7 +137,7 @@ def _claims(values: dict, methods: list[str]) -> list[dict]:
 def _theory(path: Path) -> dict | None:
     if not path.exists():
         return None
-    checks = read_json(path)
+    checks = checks_of(read_json(path), str(path))
     out = {}
     for form in ("as_printed", "corrected"):
         chosen = [c for c in checks if c.get("form") == form]

@@ -24,6 +24,7 @@ import torch
 from PIL import Image, ImageOps
 
 from fullscale.augment import AugMixConfig, augmix, to_float
+from infra.threads import torch_threads
 
 _SEVERITY, _WIDTH = 3, 3  # the public code's defaults (AugMixConfig() below)
 
@@ -120,7 +121,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict:
     if min(args.images, args.reference_images, args.size, args.cores, args.repeats) < 1:
         raise ValueError("--images, --reference-images, --size, --cores and --repeats must be >= 1")
-    torch.set_num_threads(args.cores)
+    with torch_threads(args.cores):  # --cores: the same count for both sides
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> dict:
     device = torch.device(args.device)
     images = torch.randint(0, 256, (args.images, 3, args.size, args.size),
                            generator=torch.Generator().manual_seed(0), dtype=torch.uint8)

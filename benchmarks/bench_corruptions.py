@@ -78,7 +78,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--severity", type=int, default=3)
     parser.add_argument("--corruptions", default=None, help="comma-separated subset")
     parser.add_argument("--chunk", type=int, default=10000, help="images per batch (cifar10c)")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
 
 
 def _speedup(args: argparse.Namespace) -> dict:
@@ -136,6 +135,4 @@ def _cifar10c(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> dict:
-    if args.threads:
-        torch.set_num_threads(args.threads)
     return _speedup(args) if args.mode == "speedup" else _cifar10c(args)

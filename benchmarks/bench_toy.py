@@ -31,25 +31,23 @@ from toy.schemes import PAPER_SCHEMES, scheme_config
 from toy.train import Member, TrainConfig, train_members
 from toy.tuning import load_tuned
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["THREADS", "add_arguments", "run"]
+
+THREADS = toy_cli.THREADS
+"""``--threads`` default: as the command."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=20, help="seeds per scheme (default 20)")
     parser.add_argument("--epochs", type=int, default=100, help="epochs (default 100, the paper's)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch intra-op threads (default 1, as the command)")
     parser.add_argument("--sequential", type=int, default=None,
                         help="time only the first K seeds of each scheme one by one and scale up "
                              "(default: all of them)")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    with toy_cli.torch_threads(args.threads):
-        return {**_run(args), "threads": args.threads}
-
-
-def _run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run under ``noisymix bench``'s ``--threads`` (``infra.threads``); the command in-process
+    inherits that count."""
     if args.seeds < 1 or args.epochs < 1:
         raise ValueError(f"--seeds and --epochs must be >= 1, got {args.seeds} and {args.epochs}")
     device = torch.device(args.device)
@@ -65,8 +63,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         parser = argparse.ArgumentParser()
         toy_cli.add_arguments(parser)
         cli_args = parser.parse_args(["--seeds", str(args.seeds), "--epochs", str(args.epochs),
-                                      "--out", out, "--device", str(device),
-                                      "--threads", str(args.threads)])
+                                      "--out", out, "--device", str(device)])
         start = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):   # the command's summary is not the result
             toy_cli.run(cli_args)
@@ -87,7 +84,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     sequential = sequential_measured * len(members) / len(timed)
     return {
         "schemes": len(PAPER_SCHEMES), "seeds": args.seeds, "epochs": args.epochs,
-        "models": len(members), "device": str(device),
+        "models": len(members), "device": str(device), "threads": torch.get_num_threads(),
         "end_to_end_s": round(end_to_end, 3),
         "batched_train_s": round(batched, 3),
         "sequential_train_s": round(sequential, 3),

@@ -16,6 +16,8 @@ import platform
 import torch
 
 from infra.io import write_json
+from infra.provenance import provenance
+from infra.threads import add_threads_argument, torch_threads
 
 BENCHMARKS: dict[str, str] = {
     "augmix": "benchmarks.bench_augmix",
@@ -60,10 +62,15 @@ def run(args: argparse.Namespace) -> int:
     own.add_argument("--out", default=args.out, help="write the result JSON here")
     own.add_argument("--device", default=args.device)
     module.add_arguments(own)
+    # --threads as every command (infra.threads): given after the name, else before it, else the
+    # benchmark's own default (its THREADS), else NOISYMIX_THREADS or torch's.
+    outer = getattr(args, "threads", None)
+    add_threads_argument(own, outer if outer is not None else getattr(module, "THREADS", None))
     options = own.parse_args([o for o in args.options if o != "--"])
-    measured = module.run(options)
-    # Read the machine after the run: a benchmark may set its own thread count.
-    result = {"benchmark": args.name, "machine": machine(), **measured}
+    with torch_threads(options.threads):
+        measured = module.run(options)
+        # Read the machine after the run, inside the thread count: a benchmark may set its own.
+        result = {"benchmark": args.name, "machine": machine(), **measured, "provenance": provenance()}
     print(json.dumps(result, indent=2, sort_keys=True))
     if options.out:
         write_json(options.out, result)

@@ -11,6 +11,7 @@ from figures.results import collect
 from figures.tables import build_tables
 from infra.io import write_text
 from infra.progress import progress
+from infra.provenance import provenance
 
 __all__ = ["add_arguments", "make_figures", "run"]
 
@@ -57,7 +58,7 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
         except (KeyError, ValueError, TypeError) as error:  # partial results must not stop the report
             results.problems.append(f"figure '{title}' not drawn: {type(error).__name__}: {error}")
             figures[title] = None
-    write_text(out / "REPORT.md", write_report_text(results, tables, figures, out))
+    write_text(out / "REPORT.md", write_report_text(results, tables, figures, out, provenance()))
     return out / "REPORT.md"
 
 

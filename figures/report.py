@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from figures.results import Results
 from figures.tables import Table
+from theory.results import checks_of
 
 __all__ = ["write_report_text"]
 
@@ -83,7 +85,11 @@ def _spearman(a: list[int], b: list[int]) -> float:
 def _theory_section(results: Results) -> list[str]:
     if results.theory is None:
         return ["## Theory", "", "No theory.json found (run `noisymix verify`).", ""]
-    path, checks = results.theory
+    path, data = results.theory
+    try:
+        checks = checks_of(data, str(path))
+    except ValueError as error:
+        return ["## Theory", "", f"Unreadable theory results: {error}", ""]
     printed = [c for c in checks if c.get("form") == "as_printed"]
     corrected = [c for c in checks if c.get("form") == "corrected"]
     failing = sorted({c["id"] for c in printed if c.get("verdict") == "fails"})
@@ -110,10 +116,20 @@ def _toy_section(results: Results) -> list[str]:
     return [*lines, ""]
 
 
-def write_report_text(results: Results, tables: list[Table], figures: dict[str, Path | None], out: Path) -> str:
+def _provenance_line(record: dict[str, Any]) -> str:
+    """Which code wrote the report (``infra.provenance``): the commit, and whether it was dirty."""
+    commit = record.get("commit") or "unknown (not a git checkout)"
+    dirty = {True: " (with uncommitted changes)", False: "", None: ""}[record.get("dirty")]
+    return f"Written by the code at commit `{commit}`{dirty} on {record.get('written')}."
+
+
+def write_report_text(results: Results, tables: list[Table], figures: dict[str, Path | None], out: Path,
+                      provenance: dict[str, Any] | None = None) -> str:
     lines = ["# NoisyMix, regenerated", "",
              f"Results folder: `{results.root}`. Tables (Markdown and LaTeX) are in `tables/`, figures in this "
              "folder. Missing runs are shown as —.", ""]
+    if provenance is not None:
+        lines += [_provenance_line(provenance), ""]
     lines += _runs_section(results) + _agreement(tables) + _theory_section(results) + _toy_section(results)
     lines += ["## Figures", ""]
     for title, path in figures.items():

@@ -27,7 +27,11 @@ from infra.io import directory_lock, read_json, write_json
 # The manifest fields that decide the content of every file: a rerun must match them all.
 _IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_photographs")
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["THREADS", "add_arguments", "run"]
+
+THREADS = 1
+"""``--threads`` default: the work is many small tensor ops, and spinning OpenMP threads crawl
+on a busy machine (0 gives torch's default)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,22 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder of the frost photographs (default: the installed imagecorruptions package's)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--limit", type=int, default=0, help="first N test images only")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads while corrupting (0: torch's default). One is the default: the "
-                             "work is many small tensor ops, and spinning OpenMP threads crawl on a busy machine")
 
 
 def run(args: argparse.Namespace) -> int:
-    before = torch.get_num_threads()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    try:
-        return _run(args)
-    finally:
-        torch.set_num_threads(before)
-
-
-def _run(args: argparse.Namespace) -> int:
     severities = tuple(int(s) for s in args.severities.split(","))
     if not severities or any(not 1 <= s <= 5 for s in severities):
         raise ValueError(f"--severities must be numbers in 1..5, got {args.severities!r}")

@@ -25,6 +25,7 @@ from fullscale.runs import load_run_model
 from fullscale.vocabulary import P_WEATHER_CHOICES
 from infra.config import add_set_argument, apply_overrides
 from infra.io import read_json, sha256_file, write_json
+from infra.provenance import provenance
 
 __all__ = ["add_arguments", "evaluate", "run"]
 
@@ -50,8 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="-P weather column: snow (the paper's tables) or spatter (public cifar-p-eval.py)")
     parser.add_argument("--alexnet-flip", default=None, metavar="JSON",
                         help='AlexNet flip probabilities {"<perturbation>": fraction, ...} for mFR (-P suites)')
-    parser.add_argument("--threads", type=int, default=0,
-                        help="torch CPU threads (0: torch's default; 1 is faster for small models on a busy CPU)")
     parser.add_argument("--resize", type=int, default=256, help="image folders: shorter side (0: keep)")
     parser.add_argument("--crop", type=int, default=224, help="image folders: centre crop")
     add_set_argument(parser, "--set batch_size=200 --set weather=spatter --set preprocess.crop=224",
@@ -86,7 +85,7 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
     target = run_dir / "eval" / f"{suite}.json"
     record = {"suite": suite, "run": str(run_dir), "checkpoint": {"path": str(weights), "sha256": digest},
               "model": config["model"], "dataset": config.get("dataset", ""), "device": str(dev),
-              "options": options.as_dict(), "complete": False}
+              "options": options.as_dict(), "complete": False, "provenance": provenance()}
     done = {}
     if suite in RESUMABLE and target.is_file():
         previous = read_json(target)
@@ -125,10 +124,6 @@ def _now() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.threads < 0:
-        raise ValueError(f"--threads must be >= 0, got {args.threads}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
     corruptions = tuple(c.strip() for c in args.corruptions.split(",") if c.strip()) if args.corruptions else None
     options = EvalOptions(batch_size=args.batch_size, workers=args.workers, rms_estimator=args.rms_estimator,
                           epsilons=_epsilons(args.epsilons), corruptions=corruptions, weather=args.weather,

@@ -32,6 +32,7 @@ from noisymix.mixing import (
     perturb,
     sample_noise,
     soft_cross_entropy,
+    vicinal_components,
 )
 from noisymix.random import generator_for, sample_beta, sample_dirichlet
 
@@ -62,4 +63,5 @@ __all__ = [
     "sample_dirichlet",
     "sample_noise",
     "soft_cross_entropy",
+    "vicinal_components",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import torch
 from torch import Tensor
 
 from noisymix._checks import check_nonnegative
@@ -36,7 +37,7 @@ def noisymix_loss(
     soft_targets: Tensor,
     *,
     views: int = 3,
-    gamma: float = PUBLIC_CODE_JSD_WEIGHT,
+    gamma: float | Tensor = PUBLIC_CODE_JSD_WEIGHT,
     jsd_variant: Literal["exact", "augmix"] = "exact",
 ) -> LossParts:
     """L = CE(clean logits, mixed labels) + gamma * JS_{1/V,...,1/V}(views).
@@ -46,10 +47,16 @@ def noisymix_loss(
         soft_targets: ``(B, K)`` mixed labels M_lambda(y, y[perm]) for the clean view
             (one-hot rows when nothing is mixed).
         views: 1 (no stability loss) or the number of views for the JSD (3 in the paper).
-        gamma: weight of the stability loss (>= 0).
+        gamma: weight of the stability loss (>= 0): a number or a scalar tensor.  Under
+            ``torch.func.vmap`` with one gamma per member (the toy's ensemble step) the value
+            cannot be inspected, so the caller checks it before the vmap.
         jsd_variant: ``"exact"`` or the public code's clamped ``"augmix"`` estimate.
+
+    Every check is on shapes or on an unbatched ``gamma``, so the function can be vmapped over
+    a leading member dimension (logits ``(G, views * B, K)``, targets ``(G, B, K)``, gamma ``(G,)``).
     """
-    check_nonnegative("gamma", gamma)
+    if not _vmapped(gamma):
+        check_nonnegative("gamma", gamma)
     if views < 1 or logits.shape[0] % views:
         raise ValueError(f"{logits.shape[0]} logit rows cannot be split into {views} views")
     per_view = logits.reshape(views, logits.shape[0] // views, logits.shape[-1])
@@ -59,3 +66,8 @@ def noisymix_loss(
         return LossParts(total=ce, cross_entropy=ce, jsd=jsd)
     jsd = jsd_consistency(per_view, variant=jsd_variant)
     return LossParts(total=ce + gamma * jsd, cross_entropy=ce, jsd=jsd)
+
+
+def _vmapped(value: float | Tensor) -> bool:
+    """Whether ``value`` is a tensor batched by ``torch.func.vmap`` (its values are not readable there)."""
+    return isinstance(value, Tensor) and torch._C._functorch.is_batchedtensor(value)

@@ -52,6 +52,7 @@ __all__ = [
     "perturb",
     "sample_noise",
     "soft_cross_entropy",
+    "vicinal_components",
 ]
 
 
@@ -344,6 +345,19 @@ def soft_cross_entropy(logits: Tensor, soft_targets: Tensor) -> Tensor:
             f"logits {tuple(logits.shape)} and targets {tuple(soft_targets.shape)} differ in shape"
         )
     return -(soft_targets * F.log_softmax(logits, dim=-1)).sum(-1).mean()
+
+
+# ------------------------------------------------------------------------------- Lemma 1
+def vicinal_components(alpha: float, beta: float) -> tuple[tuple[float, float, float], ...]:
+    """Lemma 1's law tilde-D_lambda = a/(a+b) Beta(a+1, b) + b/(a+b) Beta(b+1, a), as its two
+    components ``(weight, a', b')`` of Beta(a', b').  The one definition of the law: the verifier's
+    quadrature and closed-form moments (``theory.laws.vicinal_law``, ``vicinal_moments``) read
+    it from here.
+
+    The weights are a/(a+b) and b/(a+b): the mixture is uniform only when a = b (the paper
+    calls it uniform throughout).
+    """
+    return ((alpha / (alpha + beta), alpha + 1, beta), (beta / (alpha + beta), beta + 1, alpha))
 
 
 # --------------------------------------------------------------------------------- CutMix

@@ -3,7 +3,7 @@ the exact loss (``theory.nfm``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -12,9 +12,9 @@ from noisymix import generator_for
 from theory.calculus import fit_slope
 from theory.checks import Check, coefficient, expansion_verdict, grid_values, identity_verdict, residual_curve
 from theory.laws import beta_law, joint_noise, point_law, vicinal_law, vicinal_moments
-from theory.models import build_model
+from theory.models import Model, build_model
 from theory.nfm import nfm_loss, theorem1_autograd, theorem1_expansion, theorem1_terms
-from theory.problems import Family, independent_family, make_data, random_covariance
+from theory.problems import Data, Family, independent_family, make_data, random_covariance
 
 __all__ = ["lemma1_checks", "theorem1_checks"]
 
@@ -65,7 +65,10 @@ def _relative(a: float, b: float) -> float:
     return abs(a - b) / max(abs(a), abs(b), 1e-300)
 
 
-def lemma1_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
+def _lemma1_differences(seed: int) -> tuple[dict[str, list[tuple[str, float]]], dict[str, list[float]]]:
+    """Per instance, the relative difference between the label-mixing loss under Beta(alpha, beta)
+    and the vicinal loss under each reading of its law ("printed": tilde-D; "uniform": weights 1/2;
+    "beta": Beta itself), and the printed reading's difference as the quadrature grows."""
     rows: dict[str, list[tuple[str, float]]] = {"printed": [], "uniform": [], "beta": []}
     convergence: dict[str, list[float]] = {}
     for inst in (i.shifted(seed) for i in LEMMA1_INSTANCES):
@@ -90,6 +93,13 @@ def lemma1_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
             _relative(loss(beta_law(a, b, m), True), loss(vicinal_law(a, b, m), False))
             for m in (4, 8, 16, 32)
         ]
+    return rows, convergence
+
+
+def lemma1_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
+    """The identity as printed and corrected (the law of lambda, the 'uniform mixture' of the
+    notation), then the rescaled family (``_rescaling_checks``)."""
+    rows, convergence = _lemma1_differences(seed)
 
     def listing(key: str) -> str:
         return "; ".join(f"{t}: rel. diff {e:.1e}" for t, e in rows[key])
@@ -282,22 +292,49 @@ def theorem1_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
 
 
 def _theorem1_instance(inst: _Instance, eps: np.ndarray) -> list[Check]:
-    model, data = inst.build()
-    c1, c2 = vicinal_moments(inst.alpha, inst.beta)
-    fams = _families(inst)
-    name = f"{model.describe()}, n={data.n}, alpha={inst.alpha:g}, beta={inst.beta:g}"
-    checks: list[Check] = []
+    """Every Theorem 1 check of one instance, in report order."""
+    setting = _Thm1Setting.build(inst, eps)
+    return _thm1_expansion(setting) + _thm1_second_order_terms(setting) + _thm1_cross_term(setting)
 
-    def exact(fam: Family):
-        return lambda e: nfm_loss(model, data, fam, e, increment=True)
 
-    def terms_for(fam: Family) -> dict[str, float]:
-        mix = fam.lam.atoms.numel() > 1 or float(fam.lam.atoms[0]) != 1.0
-        return theorem1_terms(model, data, c1 if mix else 0.0, c2 if mix else 0.0, fam)
+R1_ERRATUM = {
+    "erratum": "R1 is printed with h'(p(x_i) - y_i) (equal to the right h'(p(x_i)) - y_i only where "
+    "y_i = 0)",
+    "fix": "R1 = E[1-lambda]/n sum_i (h'(p(x_i)) - y_i) grad p(x_i)^T E_{x_r}[x_r - x_i] (as in R3)",
+}
 
-    values: dict[str, np.ndarray] = {}
 
-    def entry(
+@dataclass
+class _Thm1Setting:
+    """One Theorem 1 instance: the model, data and families, tilde-D's moments of lambda, and each
+    family's exact loss on the eps grid (computed once)."""
+
+    model: Model
+    data: Data
+    fams: dict[str, Family]
+    eps: np.ndarray
+    name: str
+    moments: tuple[float, float]  # (E[1 - lambda], E[(1 - lambda)^2]) under tilde-D
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, inst: _Instance, eps: np.ndarray) -> _Thm1Setting:
+        model, data = inst.build()
+        name = f"{model.describe()}, n={data.n}, alpha={inst.alpha:g}, beta={inst.beta:g}"
+        return cls(model, data, _families(inst), eps, name, vicinal_moments(inst.alpha, inst.beta))
+
+    def terms(self, fam_name: str) -> dict[str, float]:
+        """Theorem 1's R-terms in this family (lambda moments 0 where it does not mix)."""
+        fam = self.fams[fam_name]
+        c1, c2 = self.moments if fam.mixes else (0.0, 0.0)
+        return theorem1_terms(self.model, self.data, c1, c2, fam)
+
+    def autograd(self, fam_name: str) -> dict[str, float]:
+        """The exact loss's Taylor coefficients in this family, split by path (autograd)."""
+        return theorem1_autograd(self.model, self.data, self.fams[fam_name])
+
+    def check(
+        self,
         term: str,
         form: str,
         fam_name: str,
@@ -309,10 +346,14 @@ def _theorem1_instance(inst: _Instance, eps: np.ndarray) -> list[Check]:
         conditions: str = THM1_CONDITIONS,
         extra: dict | None = None,
     ) -> Check:
-        if fam_name not in values:  # the exact loss on the grid, once per family
-            values[fam_name] = grid_values(eps, exact(fams[fam_name]), vectorized=True)
-        residuals, floor = residual_curve(eps, values[fam_name], first, second)
-        slope, ok, why = expansion_verdict(eps, residuals, expected, coefs, floor=floor)
+        """The residual of L(eps) - L_std - eps first - eps^2 second in family ``fam_name``."""
+        if fam_name not in self.values:  # the exact loss on the grid, once per family
+            fam = self.fams[fam_name]
+            self.values[fam_name] = grid_values(
+                self.eps, lambda e: nfm_loss(self.model, self.data, fam, e, increment=True), vectorized=True
+            )
+        residuals, floor = residual_curve(self.eps, self.values[fam_name], first, second)
+        slope, ok, why = expansion_verdict(self.eps, residuals, expected, coefs, floor=floor)
         return Check(
             id="thm1",
             statement=THM1,
@@ -322,65 +363,51 @@ def _theorem1_instance(inst: _Instance, eps: np.ndarray) -> list[Check]:
             verdict="holds" if ok else "fails",
             detail=f"[{fam_name}] {detail}" + (f"; {why}" if why else ""),
             conditions=conditions,
-            model=name,
+            model=self.name,
             residual_slope=slope,
             expected_slope=expected,
             coefficients=coefs,
-            eps=list(eps),
+            eps=list(self.eps),
             residuals=list(residuals),
             extra=extra or {},
         )
 
-    full = fams["full"]
-    t_full = terms_for(full)
-    auto_full = theorem1_autograd(model, data, full)
-    erratum = {
-        "erratum": "R1 is printed with h'(p(x_i) - y_i) (equal to the right h'(p(x_i)) - y_i only where "
-        "y_i = 0)",
-        "fix": "R1 = E[1-lambda]/n sum_i (h'(p(x_i)) - y_i) grad p(x_i)^T E_{x_r}[x_r - x_i] (as in R3)",
-    }
+
+def _thm1_expansion(s: _Thm1Setting) -> list[Check]:
+    """The whole expansion and R1 alone, as printed (R1's sign erratum) and corrected."""
+    t_full = s.terms("full")
+    auto_full = s.autograd("full")
+    checks = []
     for form, printed in (("as_printed", True), ("corrected", False)):
-        first, second = theorem1_expansion(t_full, full, printed=printed)
+        first, second = theorem1_expansion(t_full, s.fams["full"], printed=printed)
         coefs = {
             "R1": coefficient(first, auto_full["first"]),
             "R2~ + R3~": coefficient(second, auto_full["second_total"]),
         }
         checks.append(
-            entry(
-                "expansion",
-                form,
-                "full",
-                first,
-                second,
-                coefs,
-                "mixup + additive + multiplicative noise, L(eps) - L_std against eps R1 + eps^2 (R2~ + R3~)",
-                extra=erratum if printed else {},
-            )
+            s.check("expansion", form, "full", first, second, coefs,
+                    "mixup + additive + multiplicative noise, L(eps) - L_std against eps R1 + eps^2 (R2~ + R3~)",
+                    extra=R1_ERRATUM if printed else {})
         )
         r1 = t_full["R1_printed" if printed else "R1"]
         checks.append(
-            entry(
-                "R1",
-                form,
-                "full",
-                r1,
-                0.0,
-                {"R1": coefficient(r1, auto_full["first"])},
-                "first-order expansion L(eps) - L_std - eps R1 = O(eps^2)",
-                expected=2.0,
-                extra=erratum if printed else {},
-            )
+            s.check("R1", form, "full", r1, 0.0, {"R1": coefficient(r1, auto_full["first"])},
+                    "first-order expansion L(eps) - L_std - eps R1 = O(eps^2)", expected=2.0,
+                    extra=R1_ERRATUM if printed else {})
         )
+    return checks
 
-    # second-order terms, each isolated by its family; R2-type = h'' part, R3-type = (h' - y) part
+
+def _thm1_second_order_terms(s: _Thm1Setting) -> list[Check]:
+    """Each second-order term, isolated by its family: R2-type = h'' part, R3-type = (h' - y) part."""
+    checks = []
     for fam_name, keys, scale in (
         ("mixup only", ("R2", "R3"), 1.0),
         ("additive noise only", ("R2_add", "R3_add"), SIGMA_ADD**2),
         ("multiplicative noise only", ("R2_mult", "R3_mult"), SIGMA_MULT**2),
     ):
-        fam = fams[fam_name]
-        t = terms_for(fam)
-        auto = theorem1_autograd(model, data, fam)
+        t = s.terms(fam_name)
+        auto = s.autograd(fam_name)
         first = t["R1"]
         second = scale * (t[keys[0]] + t[keys[1]])
         label = {k: k.replace("_add", "^add").replace("_mult", "^mult") for k in keys}
@@ -388,37 +415,35 @@ def _theorem1_instance(inst: _Instance, eps: np.ndarray) -> list[Check]:
             coefs = {label[key]: coefficient(scale * t[key], auto[part])}
             what = "h''(p) part" if part == "second_h2" else "(h'(p) - y) part"
             checks.append(
-                entry(
-                    label[key],
-                    "as_printed",
-                    fam_name,
-                    first,
-                    second,
-                    coefs,
-                    f"{label[key]} against the {what} of (1/2) d^2L/deps^2 (autograd along every atom's "
-                    "path); residual of the whole expansion in this family",
-                )
+                s.check(label[key], "as_printed", fam_name, first, second, coefs,
+                        f"{label[key]} against the {what} of (1/2) d^2L/deps^2 (autograd along every atom's "
+                        "path); residual of the whole expansion in this family")
             )
+    return checks
 
-    fam = fams["correlated xi_add, xi_mult"]
-    t = terms_for(fam)
-    auto = theorem1_autograd(model, data, fam)
+
+def _thm1_cross_term(s: _Thm1Setting) -> list[Check]:
+    """Correlated xi_add, xi_mult: the printed expansion misses a sigma_add sigma_mult term."""
+    fam_name = "correlated xi_add, xi_mult"
+    t = s.terms(fam_name)
+    auto = s.autograd(fam_name)
     cross_cond = THM1_CONDITIONS.replace(
         "xi_add and xi_mult uncorrelated", "xi_add, xi_mult possibly correlated"
     )
+    erratum = {
+        "erratum": "the expansion assumes E[xi_add (xi_mult)^T] = 0, which the statement "
+        "(zero mean, finite second moments) does not require",
+        "fix": "assume xi_add, xi_mult uncorrelated, or add the sigma_add sigma_mult cross term",
+    }
+    checks = []
     for form, printed in (("as_printed", True), ("corrected", False)):
-        first, second = theorem1_expansion(t, fam, printed=False)
+        first, second = theorem1_expansion(t, s.fams[fam_name], printed=False)
         if printed:
             second -= t["cross"]
         coefs = {"R2~ + R3~": coefficient(second, auto["second_total"])}
         checks.append(
-            entry(
-                "add x mult cross term",
-                form,
-                "correlated xi_add, xi_mult",
-                first,
-                second,
-                coefs,
+            s.check(
+                "add x mult cross term", form, fam_name, first, second, coefs,
                 (
                     "printed second-order terms only (no sigma_add sigma_mult term)"
                     if printed
@@ -426,16 +451,7 @@ def _theorem1_instance(inst: _Instance, eps: np.ndarray) -> list[Check]:
                     f"- y) <grad^2 p, C_i>], C_i = E[xi_add (xi_mult ⊙ x_i)^T] (here {t['cross']:.3e})"
                 ),
                 conditions=("xi_add, xi_mult uncorrelated" if printed else cross_cond),
-                extra=(
-                    {
-                        "erratum": "the expansion assumes E[xi_add (xi_mult)^T] = 0, which the statement "
-                        "(zero mean, finite second moments) does not require",
-                        "fix": "assume xi_add, xi_mult uncorrelated, or add the sigma_add sigma_mult cross "
-                        "term",
-                    }
-                    if printed
-                    else {}
-                ),
+                extra=erratum if printed else {},
             )
         )
     return checks

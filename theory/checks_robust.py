@@ -133,6 +133,48 @@ def _lhs(setting: Theorem3Setting, eps: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
+STABILITY_ERRATUM = {
+    "erratum": (
+        "the stability part gamma L~^JSD = gamma (1 - eps E[1-lambda]) L~_std does not follow from "
+        "Theorem 2: it needs S1 >= -E[1-lambda] L~_std, which fails for small logits (for a homogeneous "
+        "model S1 + E[1-lambda] L~_std = E[1-lambda]/n sum_i (g_i(1) - g_i'(1)), g_i(t) = JS(p(t x_i), "
+        "p(t A(x_i))) ~ C t^2 near 0)"
+    ),
+    "fix": (
+        "use gamma (L~_std + eps S1) (Theorem 2's first two terms), or add the condition S1 + "
+        "E[1-lambda] L~_std >= 0 (typical, not guaranteed, once the predictions saturate)"
+    ),
+}
+
+
+def _gap_verdict(g1: float, g2: float) -> tuple[bool, float, str]:
+    """(holds, expected slope, wording) from the gap's Taylor coefficients: the first decides
+    unless it is within GAP_TOL of 0, then the second."""
+    if g1 > GAP_TOL:
+        return True, 1.0, f"gap = {g1:.3e} eps + O(eps^2) > 0"
+    if g1 < -GAP_TOL:
+        return False, 1.0, f"gap = {g1:.3e} eps + O(eps^2) < 0: the bound is violated at first order"
+    tight = f"first order tight (|{g1:.1e}| <= {GAP_TOL:g}); gap = {g2:.3e} eps^2 + O(eps^3)"
+    return g2 >= -GAP_TOL, 2.0, tight
+
+
+def _bound_text(form: str, *, with_jsd: bool, tight: bool) -> str:
+    """Which right-hand side a check holds the exact loss against, in words."""
+    if with_jsd:
+        return (
+            "printed: gamma (1 - eps E[1-lambda]) L~_std + eps^2 (1/2n sum h'' (eps^reg)^2 + gamma S2~), "
+            "(eps^reg)^2 with E[1-lambda]^2"
+            if form == "as_printed"
+            else "corrected: gamma (L~_std + eps S1) + eps^2 (1/2n sum h'' (eps^reg)^2 + gamma S2~), "
+            "(eps^reg)^2 with E[(1-lambda)^2]"
+        )
+    return (
+        "(eps^reg)^2 with E[1-lambda]^2, as printed"
+        if not tight
+        else "(eps^reg)^2 with E[(1-lambda)^2], the constant the derivation gives (tighter)"
+    )
+
+
 def _entry(
     setting: Theorem3Setting,
     parts: dict,
@@ -159,39 +201,15 @@ def _entry(
     values = (
         lhs["values_nfm"] + gamma * lhs["values_jsd"] - rhs(torch.as_tensor(eps, dtype=torch.float64)).numpy()
     )
-    if g1 > GAP_TOL:
-        holds, expected, lead = True, 1.0, f"gap = {g1:.3e} eps + O(eps^2) > 0"
-    elif g1 < -GAP_TOL:
-        holds, expected, lead = (
-            False,
-            1.0,
-            f"gap = {g1:.3e} eps + O(eps^2) < 0: the bound is violated at first order",
-        )
-    else:
-        holds, expected = g2 >= -GAP_TOL, 2.0
-        lead = f"first order tight (|{g1:.1e}| <= {GAP_TOL:g}); gap = {g2:.3e} eps^2 + O(eps^3)"
+    holds, expected, lead = _gap_verdict(g1, g2)
     slope = fit_slope(eps, values, 1e-16, smallest=asymptotic_points(len(eps)))
     small = values[-1]
     within = region is None or eps[-1] <= region
     numeric = (small >= 0) == holds or not within
     term = "bound" if with_jsd else "NFM part (gamma = 0): (eps^reg)^2 constant"
-    if with_jsd:
-        what = (
-            "printed: gamma (1 - eps E[1-lambda]) L~_std + eps^2 (1/2n sum h'' (eps^reg)^2 + gamma S2~), "
-            "(eps^reg)^2 with E[1-lambda]^2"
-            if form == "as_printed"
-            else "corrected: gamma (L~_std + eps S1) + eps^2 (1/2n sum h'' (eps^reg)^2 + gamma S2~), "
-            "(eps^reg)^2 with E[(1-lambda)^2]"
-        )
-    else:
-        what = (
-            "(eps^reg)^2 with E[1-lambda]^2, as printed"
-            if not tight
-            else "(eps^reg)^2 with E[(1-lambda)^2], the constant the derivation gives (tighter)"
-        )
     detail = (
-        f"{what}. {lead}; gap at eps = {eps[-1]:g}: {small:.3e}; S1 + E[1-lambda] L~_std = {kappa:.3e} (the "
-        "printed stability term needs >= 0)"
+        f"{_bound_text(form, with_jsd=with_jsd, tight=tight)}. {lead}; gap at eps = {eps[-1]:g}: {small:.3e}; "
+        f"S1 + E[1-lambda] L~_std = {kappa:.3e} (the printed stability term needs >= 0)"
     )
     if region is not None:
         detail += f"; all evaluated points stay in their ReLU activation region for eps <= {region:g}"
@@ -205,16 +223,7 @@ def _entry(
         "gap_sign_at_smallest_eps": "positive" if small >= 0 else "negative",
     }
     if with_jsd and form == "as_printed":
-        extra["erratum"] = (
-            "the stability part gamma L~^JSD = gamma (1 - eps E[1-lambda]) L~_std does not follow from "
-            "Theorem 2: it needs S1 >= -E[1-lambda] L~_std, which fails for small logits (for a homogeneous "
-            "model S1 + E[1-lambda] L~_std = E[1-lambda]/n sum_i (g_i(1) - g_i'(1)), g_i(t) = JS(p(t x_i), "
-            "p(t A(x_i))) ~ C t^2 near 0)"
-        )
-        extra["fix"] = (
-            "use gamma (L~_std + eps S1) (Theorem 2's first two terms), or add the condition S1 + "
-            "E[1-lambda] L~_std >= 0 (typical, not guaranteed, once the predictions saturate)"
-        )
+        extra.update(STABILITY_ERRATUM)
     return Check(
         id="thm3",
         statement=THM3,

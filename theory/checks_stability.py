@@ -3,7 +3,8 @@ loss (``theory.stability``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -20,8 +21,8 @@ from theory.laws import (
     vicinal_law,
     vicinal_moments,
 )
-from theory.models import build_model
-from theory.problems import Family, independent_family, make_data, random_covariance
+from theory.models import Model, build_model
+from theory.problems import Data, Family, independent_family, make_data, random_covariance
 from theory.stability import (
     jsd_loss,
     prop1_exact,
@@ -311,7 +312,22 @@ def theorem2_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
 
 
 def _theorem2_instance(inst: _Instance, eps: np.ndarray, *, first: bool, general_pi: bool) -> list[Check]:
-    model, data = inst.build()
+    """Every Theorem 2 check of one instance, in report order; the first instance also checks
+    the two readings that are not errata (independent xi per argument, the rescaled family)."""
+    setting = _Thm2Setting.build(inst, eps, first=first)
+    checks = _thm2_printed(setting) + _thm2_noise_terms(setting) + _thm2_cross_term(setting)
+    if general_pi:
+        checks += _thm2_general_pi(setting)
+    if first:
+        checks += _thm2_independent_xi(setting) + _thm2_rescaled_family(setting)
+    return checks
+
+
+HALF = (0.5, 0.5)
+
+
+def _thm2_families(inst: _Instance, *, first: bool) -> dict[str, Family]:
+    """The eps-families that isolate each term; the first instance adds two more readings."""
     vic = vicinal_law(inst.alpha, inst.beta, 4)
     base = independent_family(inst.dim, vic, sigma_add=SIGMA_ADD, sigma_mult=SIGMA_MULT, seed=inst.seed)
     noise = base.noise
@@ -330,27 +346,58 @@ def _theorem2_instance(inst: _Instance, eps: np.ndarray, *, first: bool, general
         fams["rescaled inside Eq. emp_JSDloss (lambda ~ Beta)"] = Family(
             beta_law(inst.alpha, inst.beta, 4), noise, SIGMA_ADD, SIGMA_MULT
         )
-    v1, v2 = vicinal_moments(inst.alpha, inst.beta)
-    b1, b2 = beta_moments(inst.alpha, inst.beta)
-    name = f"{model.describe()}, n={data.n}, alpha={inst.alpha:g}, beta={inst.beta:g}"
-    checks: list[Check] = []
-    cache: dict[tuple, list] = {}
-    values: dict[tuple, np.ndarray] = {}
+    return fams
 
-    def auto(fam_name: str, pi: tuple = (0.5, 0.5)) -> list[float]:
+
+@dataclass
+class _Thm2Setting:
+    """One Theorem 2 instance: the model, data and families, the moments of lambda, and the exact
+    loss of each family (its Taylor coefficients and its values on the eps grid, each computed
+    once)."""
+
+    model: Model
+    data: Data
+    fams: dict[str, Family]
+    eps: np.ndarray
+    name: str
+    vicinal: tuple[float, float]  # (E[1 - lambda], E[(1 - lambda)^2]) under tilde-D
+    beta: tuple[float, float]  # the same under Beta(alpha, beta)
+    coefficients: dict[tuple, list[float]] = field(default_factory=dict)
+    values: dict[tuple, np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, inst: _Instance, eps: np.ndarray, *, first: bool) -> _Thm2Setting:
+        model, data = inst.build()
+        fams = _thm2_families(inst, first=first)
+        name = f"{model.describe()}, n={data.n}, alpha={inst.alpha:g}, beta={inst.beta:g}"
+        return cls(model, data, fams, eps, name, vicinal_moments(inst.alpha, inst.beta),
+                   beta_moments(inst.alpha, inst.beta))
+
+    def _loss(self, fam_name: str, pi: tuple) -> Callable:
+        fam = self.fams[fam_name]
+        return lambda e: jsd_loss(self.model, self.data, fam, e, pi=pi, increment=True)
+
+    def auto(self, fam_name: str, pi: tuple = HALF) -> list[float]:
+        """Taylor coefficients (c0, c1, c2) of the exact loss increment in eps (autograd)."""
         key = (fam_name, pi)
-        if key not in cache:
-            fam = fams[fam_name]
-            cache[key] = [
-                float(c) for c in taylor(lambda e: jsd_loss(model, data, fam, e, pi=pi, increment=True), 2)
-            ]
-        return cache[key]
+        if key not in self.coefficients:
+            self.coefficients[key] = [float(c) for c in taylor(self._loss(fam_name, pi), 2)]
+        return self.coefficients[key]
 
-    def moments(fam: Family, c1: float, c2: float) -> tuple[float, float]:
-        mixes = fam.lam.atoms.numel() > 1 or float(fam.lam.atoms[0]) != 1.0
-        return (c1, c2) if mixes else (0.0, 0.0)
+    def _moments(self, fam_name: str, c: tuple[float, float] | None) -> tuple[float, float]:
+        """The lambda moments the S-terms take: none where the family does not mix."""
+        return (c or self.vicinal) if self.fams[fam_name].mixes else (0.0, 0.0)
 
-    def entry(
+    def printed_terms(self, fam_name: str, c: tuple[float, float] | None = None) -> dict[str, float]:
+        return theorem2_printed(self.model, self.data, *self._moments(fam_name, c), self.fams[fam_name])
+
+    def general_terms(
+        self, fam_name: str, pi: tuple = HALF, c: tuple[float, float] | None = None
+    ) -> dict[str, float]:
+        return theorem2_general(self.model, self.data, *self._moments(fam_name, c), self.fams[fam_name], pi=pi)
+
+    def check(
+        self,
         term: str,
         form: str,
         fam_name: str,
@@ -360,17 +407,15 @@ def _theorem2_instance(inst: _Instance, eps: np.ndarray, *, first: bool, general
         detail: str,
         *,
         expected: float = 3.0,
-        pi: tuple = (0.5, 0.5),
+        pi: tuple = HALF,
         conditions: str = THM2_CONDITIONS,
         extra: dict | None = None,
     ) -> Check:
-        if (fam_name, pi) not in values:  # the exact loss on the grid, once per family
-            fam = fams[fam_name]
-            values[fam_name, pi] = grid_values(
-                eps, lambda e: jsd_loss(model, data, fam, e, pi=pi, increment=True), vectorized=True
-            )
-        residuals, floor = residual_curve(eps, values[fam_name, pi], first_c, second_c)
-        slope, ok, why = expansion_verdict(eps, residuals, expected, coefs, floor=floor)
+        """The residual of L(eps) - L(0) - eps first_c - eps^2 second_c in family ``fam_name``."""
+        if (fam_name, pi) not in self.values:  # the exact loss on the grid, once per family
+            self.values[fam_name, pi] = grid_values(self.eps, self._loss(fam_name, pi), vectorized=True)
+        residuals, floor = residual_curve(self.eps, self.values[fam_name, pi], first_c, second_c)
+        slope, ok, why = expansion_verdict(self.eps, residuals, expected, coefs, floor=floor)
         return Check(
             id="thm2",
             statement=THM2,
@@ -380,205 +425,165 @@ def _theorem2_instance(inst: _Instance, eps: np.ndarray, *, first: bool, general
             verdict="holds" if ok else "fails",
             detail=f"[{fam_name}] {detail}" + (f"; {why}" if why else ""),
             conditions=conditions,
-            model=name + ("" if pi == (0.5, 0.5) else f", pi={pi}"),
+            model=self.name + ("" if pi == HALF else f", pi={pi}"),
             residual_slope=slope,
             expected_slope=expected,
             coefficients=coefs,
-            eps=list(eps),
+            eps=list(self.eps),
             residuals=list(residuals),
             extra=extra or {},
         )
 
-    def printed_terms(fam_name: str, c: tuple[float, float] = (v1, v2)) -> dict[str, float]:
-        return theorem2_printed(model, data, *moments(fams[fam_name], *c), fams[fam_name])
 
-    def general_terms(
-        fam_name: str, pi: tuple = (0.5, 0.5), c: tuple[float, float] = (v1, v2)
-    ) -> dict[str, float]:
-        return theorem2_general(model, data, *moments(fams[fam_name], *c), fams[fam_name], pi=pi)
+def _thm2_printed(s: _Thm2Setting) -> list[Check]:
+    """The whole expansion as printed (and our derivation beside it), then S1 alone."""
+    a_full = s.auto("full")
+    s1, s2 = theorem2_expansion(s.printed_terms("full"), s.fams["full"], cross=False)
+    ours = theorem2_expansion(s.general_terms("full"), s.fams["full"], cross=True)
+    coefs = {
+        "S1": coefficient(s1, a_full[1]),
+        "S2~": coefficient(s2, a_full[2]),
+        "S1 (our derivation)": coefficient(ours[0], a_full[1]),
+        "S2~ (our derivation)": coefficient(ours[1], a_full[2]),
+    }
+    return [
+        s.check("expansion", "as_printed", "full", s1, s2, coefs,
+                "mixup + both noises; the printed S-terms (with q^k) and our independent derivation from "
+                "Proposition 1"),
+        s.check("S1", "as_printed", "full", s1, 0.0, {"S1": coefficient(s1, a_full[1])},
+                "first-order expansion L(eps) - L~_std - eps S1 = O(eps^2)", expected=2.0),
+    ]
 
-    a_full = auto("full")
-    terms = printed_terms("full")
-    s1, s2 = theorem2_expansion(terms, fams["full"], cross=False)
-    ours = theorem2_expansion(general_terms("full"), fams["full"], cross=True)
-    checks.append(
-        entry(
-            "expansion",
-            "as_printed",
-            "full",
-            s1,
-            s2,
-            {
-                "S1": coefficient(s1, a_full[1]),
-                "S2~": coefficient(s2, a_full[2]),
-                "S1 (our derivation)": coefficient(ours[0], a_full[1]),
-                "S2~ (our derivation)": coefficient(ours[1], a_full[2]),
-            },
-            "mixup + both noises; the printed S-terms (with q^k) and our independent derivation from "
-            "Proposition 1",
-        )
-    )
-    checks.append(
-        entry(
-            "S1",
-            "as_printed",
-            "full",
-            s1,
-            0.0,
-            {"S1": coefficient(s1, a_full[1])},
-            "first-order expansion L(eps) - L~_std - eps S1 = O(eps^2)",
-            expected=2.0,
-        )
-    )
-    a_mix = auto("mixup only")
-    t_mix = printed_terms("mixup only")
-    checks.append(
-        entry(
-            "S2",
-            "as_printed",
-            "mixup only",
-            t_mix["S1"],
-            t_mix["S2"],
-            {"S2": coefficient(t_mix["S2"], a_mix[2])},
-            "S2 (the mixup part of S2~)",
-        )
-    )
+
+def _thm2_noise_terms(s: _Thm2Setting) -> list[Check]:
+    """S2 (mixup), sigma_add^2 S2^add and sigma_mult^2 S2^mult, each isolated by its family."""
+    a_mix = s.auto("mixup only")
+    t_mix = s.printed_terms("mixup only")
+    checks = [
+        s.check("S2", "as_printed", "mixup only", t_mix["S1"], t_mix["S2"],
+                {"S2": coefficient(t_mix["S2"], a_mix[2])}, "S2 (the mixup part of S2~)")
+    ]
     for fam_name, key, sigma in (
         ("additive noise only", "S2_add", SIGMA_ADD),
         ("multiplicative noise only", "S2_mult", SIGMA_MULT),
     ):
-        t = printed_terms(fam_name)
+        t = s.printed_terms(fam_name)
         label = key.replace("_", "^")
-        coefs = {label: coefficient(sigma**2 * t[key], auto(fam_name)[2])}
+        coefs = {label: coefficient(sigma**2 * t[key], s.auto(fam_name)[2])}
         checks.append(
-            entry(
-                label,
-                "as_printed",
-                fam_name,
-                0.0,
-                sigma**2 * t[key],
-                coefs,
-                f"sigma^2 {label} as printed (with q^k) against (1/2) d^2L/deps^2",
-            )
+            s.check(label, "as_printed", fam_name, 0.0, sigma**2 * t[key], coefs,
+                    f"sigma^2 {label} as printed (with q^k) against (1/2) d^2L/deps^2")
         )
+    return checks
 
+
+def _thm2_cross_term(s: _Thm2Setting) -> list[Check]:
+    """Correlated xi_add, xi_mult: the printed terms miss a sigma_add sigma_mult cross term."""
     fam_name = "correlated xi_add, xi_mult"
-    gen = general_terms(fam_name)
+    gen = s.general_terms(fam_name)
     cond = THM2_CONDITIONS.replace("xi_add and xi_mult uncorrelated", "xi_add, xi_mult possibly correlated")
+    erratum = {
+        "erratum": "as Theorem 1: the expansion assumes xi_add, xi_mult uncorrelated, which the "
+        "statement does not require",
+        "fix": "assume it, or add the cross term (theory.stability.theorem2_general)",
+    }
+    checks = []
     for form in ("as_printed", "corrected"):
-        s1, s2 = theorem2_expansion(gen, fams[fam_name], cross=form == "corrected")
+        printed = form == "as_printed"
+        s1, s2 = theorem2_expansion(gen, s.fams[fam_name], cross=not printed)
         checks.append(
-            entry(
-                "add x mult cross term",
-                form,
-                fam_name,
-                s1,
-                s2,
-                {"S2~": coefficient(s2, auto(fam_name)[2])},
+            s.check(
+                "add x mult cross term", form, fam_name, s1, s2, {"S2~": coefficient(s2, s.auto(fam_name)[2])},
                 "printed noise terms only"
-                if form == "as_printed"
+                if printed
                 else f"with the sigma_add sigma_mult cross term ({gen['cross']:.3e}) of our general formula",
-                conditions=THM2_CONDITIONS if form == "as_printed" else cond,
-                extra={
-                    "erratum": "as Theorem 1: the expansion assumes xi_add, xi_mult uncorrelated, which the "
-                    "statement does not require",
-                    "fix": "assume it, or add the cross term (theory.stability.theorem2_general)",
-                }
-                if form == "as_printed"
-                else {},
-            )
-        )
-
-    if general_pi:
-        pi = (0.3, 0.7)
-        a_pi = auto("full", pi)
-        for form, t in (("as_printed", printed_terms("full")), ("corrected", general_terms("full", pi))):
-            s1, s2 = theorem2_expansion(t, fams["full"], cross=form == "corrected")
-            checks.append(
-                entry(
-                    "weights pi != (1/2, 1/2)",
-                    form,
-                    "full",
-                    s1,
-                    s2,
-                    {"S1": coefficient(s1, a_pi[1]), "S2~": coefficient(s2, a_pi[2])},
-                    (
-                        "printed S-terms (ln(2p/(p + p')) and the 1/4 factors build in pi = 1/2)"
-                        if form == "as_printed"
-                        else "our general-pi formula from Proposition 1"
-                    ),
-                    pi=pi,
-                    conditions=THM2_CONDITIONS
-                    if form == "as_printed"
-                    else THM2_CONDITIONS.replace("pi = (1/2, 1/2)", "any pi"),
-                    extra={
-                        "erratum": "L^JSD is defined with any weights pi, but Theorem 2's terms hold for pi "
-                        "= (1/2, 1/2) only (the proof sets pi_0 = pi_1 = 1/2; the statement does not say so)",
-                        "fix": "state pi = (1/2, 1/2), or use the general-pi terms "
-                        "(theory.stability.theorem2_general)",
-                    }
-                    if form == "as_printed"
-                    else {},
-                )
-            )
-
-    if first:
-        fam_name = "noise only, independent xi per argument"
-        a_n = auto(fam_name)
-        for form, t in (("as_printed", printed_terms(fam_name)), ("corrected", general_terms(fam_name))):
-            s1, s2 = theorem2_expansion(t, fams[fam_name], cross=False)
-            checks.append(
-                entry(
-                    "independent xi per argument",
-                    form,
-                    fam_name,
-                    s1,
-                    s2,
-                    {"S2~": coefficient(s2, a_n[2])},
-                    (
-                        "printed S2^add, S2^mult, whose -2 grad p^T E[xi xi^T] grad p / (p + p') terms need "
-                        "the same xi in both arguments"
-                        if form == "as_printed"
-                        else "our formula without the cross-argument noise terms"
-                    ),
-                    conditions=(
-                        "the same xi in both arguments (the paper's L^JSD)"
-                        if form == "as_printed"
-                        else THM2_CONDITIONS.replace(
-                            "the same lambda, partner and xi in both arguments (the paper's L^JSD)",
-                            "the same lambda and partner, independent xi per argument",
-                        )
-                    ),
-                    extra={
-                        "note": "not an erratum (the paper's L^JSD shares xi); the public code draws "
-                        "independent noise per view (noisymix.NoiseConfig split_noise='independent'), for "
-                        "which the cross-argument noise terms vanish"
-                    },
-                )
-            )
-        fam_name = "rescaled inside Eq. emp_JSDloss (lambda ~ Beta)"
-        a_b = auto(fam_name)
-        s1, s2 = theorem2_expansion(general_terms(fam_name, c=(b1, b2)), fams[fam_name], cross=True)
-        p1, _ = theorem2_expansion(printed_terms(fam_name), fams[fam_name], cross=False)
-        checks.append(
-            entry(
-                "other eps-family: rescaled inside Eq. emp_JSDloss",
-                "corrected",
-                fam_name,
-                s1,
-                s2,
-                {"S1 (Beta moments)": coefficient(s1, a_b[1]), "S2~ (Beta moments)": coefficient(s2, a_b[2])},
-                "not an erratum: rescaling 1 - lambda inside Eq. emp_JSDloss (lambda ~ Beta) gives another "
-                "family, equal to the tilde-D one only at eps = 1; it has the same S-terms with E_lambda "
-                "under Beta(alpha, beta)",
-                conditions=THM2_CONDITIONS.replace(
-                    "the eps-family of Lemma 2's tilde-D form (E_lambda under tilde-D)",
-                    "the eps-family rescaled in Eq. emp_JSDloss (E_lambda under Beta)",
-                ),
-                extra={"S1 with tilde-D moments (the printed value) in this family": coefficient(p1, a_b[1])},
+                conditions=THM2_CONDITIONS if printed else cond,
+                extra=erratum if printed else {},
             )
         )
     return checks
+
+
+def _thm2_general_pi(s: _Thm2Setting) -> list[Check]:
+    """Weights pi != (1/2, 1/2): the printed terms build in pi = 1/2; our general-pi formula."""
+    pi = (0.3, 0.7)
+    a_pi = s.auto("full", pi)
+    erratum = {
+        "erratum": "L^JSD is defined with any weights pi, but Theorem 2's terms hold for pi "
+        "= (1/2, 1/2) only (the proof sets pi_0 = pi_1 = 1/2; the statement does not say so)",
+        "fix": "state pi = (1/2, 1/2), or use the general-pi terms (theory.stability.theorem2_general)",
+    }
+    checks = []
+    for form, t in (("as_printed", s.printed_terms("full")), ("corrected", s.general_terms("full", pi))):
+        printed = form == "as_printed"
+        s1, s2 = theorem2_expansion(t, s.fams["full"], cross=not printed)
+        checks.append(
+            s.check(
+                "weights pi != (1/2, 1/2)", form, "full", s1, s2,
+                {"S1": coefficient(s1, a_pi[1]), "S2~": coefficient(s2, a_pi[2])},
+                "printed S-terms (ln(2p/(p + p')) and the 1/4 factors build in pi = 1/2)"
+                if printed
+                else "our general-pi formula from Proposition 1",
+                pi=pi,
+                conditions=THM2_CONDITIONS if printed else THM2_CONDITIONS.replace("pi = (1/2, 1/2)", "any pi"),
+                extra=erratum if printed else {},
+            )
+        )
+    return checks
+
+
+def _thm2_independent_xi(s: _Thm2Setting) -> list[Check]:
+    """Independent xi per argument (the public code's views): not an erratum, another loss."""
+    fam_name = "noise only, independent xi per argument"
+    a_n = s.auto(fam_name)
+    corrected_conditions = THM2_CONDITIONS.replace(
+        "the same lambda, partner and xi in both arguments (the paper's L^JSD)",
+        "the same lambda and partner, independent xi per argument",
+    )
+    note = {
+        "note": "not an erratum (the paper's L^JSD shares xi); the public code draws "
+        "independent noise per view (noisymix.NoiseConfig split_noise='independent'), for "
+        "which the cross-argument noise terms vanish"
+    }
+    checks = []
+    for form, t in (("as_printed", s.printed_terms(fam_name)), ("corrected", s.general_terms(fam_name))):
+        printed = form == "as_printed"
+        s1, s2 = theorem2_expansion(t, s.fams[fam_name], cross=False)
+        checks.append(
+            s.check(
+                "independent xi per argument", form, fam_name, s1, s2, {"S2~": coefficient(s2, a_n[2])},
+                "printed S2^add, S2^mult, whose -2 grad p^T E[xi xi^T] grad p / (p + p') terms need "
+                "the same xi in both arguments"
+                if printed
+                else "our formula without the cross-argument noise terms",
+                conditions="the same xi in both arguments (the paper's L^JSD)" if printed else corrected_conditions,
+                extra=note,
+            )
+        )
+    return checks
+
+
+def _thm2_rescaled_family(s: _Thm2Setting) -> list[Check]:
+    """The other eps-family (1 - lambda rescaled inside Eq. emp_JSDloss): the same S-terms with
+    E_lambda under Beta(alpha, beta)."""
+    fam_name = "rescaled inside Eq. emp_JSDloss (lambda ~ Beta)"
+    a_b = s.auto(fam_name)
+    s1, s2 = theorem2_expansion(s.general_terms(fam_name, c=s.beta), s.fams[fam_name], cross=True)
+    p1, _ = theorem2_expansion(s.printed_terms(fam_name), s.fams[fam_name], cross=False)
+    return [
+        s.check(
+            "other eps-family: rescaled inside Eq. emp_JSDloss", "corrected", fam_name, s1, s2,
+            {"S1 (Beta moments)": coefficient(s1, a_b[1]), "S2~ (Beta moments)": coefficient(s2, a_b[2])},
+            "not an erratum: rescaling 1 - lambda inside Eq. emp_JSDloss (lambda ~ Beta) gives another "
+            "family, equal to the tilde-D one only at eps = 1; it has the same S-terms with E_lambda "
+            "under Beta(alpha, beta)",
+            conditions=THM2_CONDITIONS.replace(
+                "the eps-family of Lemma 2's tilde-D form (E_lambda under tilde-D)",
+                "the eps-family rescaled in Eq. emp_JSDloss (E_lambda under Beta)",
+            ),
+            extra={"S1 with tilde-D moments (the printed value) in this family": coefficient(p1, a_b[1])},
+        )
+    ]
 
 
 def _q_checks(eps: np.ndarray, seed: int) -> list[Check]:

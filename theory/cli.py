@@ -7,7 +7,11 @@ import argparse
 
 from theory.verify import CHECKS, VerifyConfig, verify
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["THREADS", "add_arguments", "run"]
+
+THREADS = 1
+"""``--threads`` default: the checks are thousands of small tensor ops; a second intra-op
+thread buys nothing, and on a busy 2-core machine its spin-waiting made the run 10-20x slower."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         ids=tuple(args.only) if args.only else tuple(CHECKS),
         symbolic=not args.no_sympy,
     )
-    summary = verify(args.out, config)
+    summary = verify(args.out, config, threads=getattr(args, "threads", THREADS))
     print(
         f"noisymix verify: {summary['checks']} checks, {summary['fails']} failing (as printed, by design "
         f"where the paper is wrong), {summary['seconds']:.1f} s -> {args.out}/theory.md"

@@ -2,7 +2,8 @@
 
 The theorems only assume that xi = (xi_add, xi_mult) has zero mean and finite second moments,
 that x_r is drawn from the empirical law of the training inputs, and that lambda follows
-Beta(alpha, beta) (Lemma 1's tilde-D_lambda after the label-mixing identity).  We pick laws with
+Beta(alpha, beta) (Lemma 1's tilde-D_lambda after the label-mixing identity; the law itself is
+``noisymix.vicinal_components``).  We pick laws with
 finitely many atoms that satisfy exactly these hypotheses:
 
 * **lambda** — the m-point Gauss–Jacobi rule of Beta(a, b) is itself a probability law on (0, 1)
@@ -26,6 +27,7 @@ import torch
 from scipy.special import roots_jacobi
 from torch import Tensor
 
+from noisymix import vicinal_components
 from theory import _args
 
 __all__ = [
@@ -106,17 +108,19 @@ def mixture_law(laws: list[DiscreteLaw], weights: list[float], name: str) -> Dis
 
 
 def vicinal_law(alpha: float, beta: float, nodes: int = 8, *, uniform: bool = False) -> DiscreteLaw:
-    """Lemma 1's tilde-D_lambda = a/(a+b) Beta(a+1, b) + b/(a+b) Beta(b+1, a), by quadrature.
+    """Lemma 1's tilde-D_lambda (``noisymix.vicinal_components``: a/(a+b) Beta(a+1, b) + b/(a+b)
+    Beta(b+1, a)), each component by quadrature.
 
     ``uniform=True`` gives the reading suggested by the paper's notation section, which calls
     tilde-D_lambda "a uniform mixture": weights 1/2, 1/2 (equal to the above only when a = b).
     """
     a = _args.positive("alpha", alpha)
     b = _args.positive("beta", beta)
-    weights = [0.5, 0.5] if uniform else [a / (a + b), b / (a + b)]
+    components = vicinal_components(a, b)
+    weights = [0.5, 0.5] if uniform else [w for w, _, _ in components]
     tag = "uniform " if uniform else ""
     return mixture_law(
-        [beta_law(a + 1, b, nodes), beta_law(b + 1, a, nodes)], weights, f"{tag}tilde-D({a:g},{b:g})"
+        [beta_law(p, q, nodes) for _, p, q in components], weights, f"{tag}tilde-D({a:g},{b:g})"
     )
 
 
@@ -128,12 +132,13 @@ def beta_moments(alpha: float, beta: float) -> tuple[float, float]:
 
 
 def vicinal_moments(alpha: float, beta: float) -> tuple[float, float]:
-    """Closed forms (E[1 - lambda], E[(1 - lambda)^2]) for lambda ~ tilde-D_lambda(alpha, beta)."""
+    """Closed forms (E[1 - lambda], E[(1 - lambda)^2]) for lambda ~ tilde-D_lambda(alpha, beta),
+    the mixture of its components' Beta moments (``noisymix.vicinal_components``)."""
     a = _args.positive("alpha", alpha)
     b = _args.positive("beta", beta)
-    m1a, m2a = beta_moments(a + 1, b)
-    m1b, m2b = beta_moments(b + 1, a)
-    wa, wb = a / (a + b), b / (a + b)
+    (wa, *law_a), (wb, *law_b) = vicinal_components(a, b)
+    m1a, m2a = beta_moments(*law_a)
+    m1b, m2b = beta_moments(*law_b)
     return wa * m1a + wb * m1b, wa * m2a + wb * m2b
 
 

@@ -83,6 +83,11 @@ class Family:
         _args.nonnegative("sigma_add", self.sigma_add)
         _args.nonnegative("sigma_mult", self.sigma_mult)
 
+    @property
+    def mixes(self) -> bool:
+        """Whether lambda leaves 1 (the family mixes at all; else its lambda moments are 0)."""
+        return self.lam.atoms.numel() > 1 or float(self.lam.atoms[0]) != 1.0
+
 
 def random_covariance(dim: int, generator: torch.Generator, scale: float = 1.0) -> Tensor:
     """A generic positive-definite d x d covariance (not diagonal, so structure errors show)."""

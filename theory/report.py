@@ -1,4 +1,5 @@
-"""theory.json, theory.md (the errata table a reader can trust) and convergence.png."""
+"""theory.json (the checks and their provenance, ``theory.results``), theory.md (the errata table a
+reader can trust) and convergence.png."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from infra.io import write_bytes, write_json, write_text
+from infra.provenance import provenance
 from theory.checks import SLOPE_TOLERANCE, Check
+from theory.results import theory_record
 
 __all__ = ["convergence_figure", "markdown", "write_report"]
 
@@ -91,14 +94,29 @@ def _slope(c: Check) -> str:
 
 
 def markdown(checks: list[Check], *, config: Any, timings: dict[str, float], seconds: float) -> str:
-    """The human-readable report."""
+    """The human-readable report: summary, errata, what holds as printed and under which
+    conditions, every check, the sympy witness, the method and the runtime."""
     by_id: dict[str, list[Check]] = defaultdict(list)
     for c in checks:
         by_id[c.id].append(c)
+    lines = (
+        _header(checks, config, seconds)
+        + _errata(checks, by_id)
+        + _verified_as_printed(by_id)
+        + _conditions(by_id)
+        + _all_checks(checks)
+        + _sympy_witness([c for c in checks if c.kind == "symbolic"])
+        + _method_and_runtime(timings, seconds)
+    )
+    return "\n".join(lines)
+
+
+def _header(checks: list[Check], config: Any, seconds: float) -> list[str]:
+    """Title, when and how the run was made, and the summary counts."""
     printed = [c for c in checks if c.form == "as_printed" and c.kind != "symbolic"]
     corrected = [c for c in checks if c.form == "corrected" and c.kind != "symbolic"]
     symbolic = [c for c in checks if c.kind == "symbolic"]
-    lines = [
+    return [
         "# NoisyMix theory, verified (`noisymix verify`)",
         "",
         f"Generated {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} on {platform.machine()} "
@@ -110,6 +128,12 @@ def markdown(checks: list[Check], *, config: Any, timings: dict[str, float], sec
         f"sympy agrees with our formulas in {sum(c.verdict == 'holds' for c in symbolic)} of "
         f"{len(symbolic)} witnesses.",
         "",
+    ]
+
+
+def _errata(checks: list[Check], by_id: dict[str, list[Check]]) -> list[str]:
+    """One row per printed statement that fails, with its fix; then the notes that are not errata."""
+    lines = [
         "## Errata",
         "",
         "Each row: a printed statement that fails on exact computation, what is wrong, the fix (implemented "
@@ -124,22 +148,7 @@ def markdown(checks: list[Check], *, config: Any, timings: dict[str, float], sec
         if c.form != "as_printed" or "erratum" not in c.extra or (c.id, c.term) in seen:
             continue
         seen.add((c.id, c.term))
-        group = [x for x in by_id[c.id] if x.term == c.term]
-        as_p = [x for x in group if x.form == "as_printed"]
-        corr = [x for x in group if x.form == "corrected"]
-        fails = sum(x.verdict == "fails" for x in as_p)
-        p_slopes = ", ".join(_fmt(x.residual_slope) for x in as_p if x.residual_slope is not None)
-        c_slopes = ", ".join(_fmt(x.residual_slope) for x in corr if x.residual_slope is not None)
-        p_text = f"fails on {fails}/{len(as_p)}" + (f" (slopes {p_slopes})" if p_slopes else "")
-        c_ok = sum(x.verdict == "holds" for x in corr)
-        c_text = (
-            (f"holds on {c_ok}/{len(corr)}" + (f" (slopes {c_slopes})" if c_slopes else "")) if corr else "—"
-        )
-        where = corr[0].conditions if corr else c.conditions
-        lines.append(
-            f"| {c.id} | {_cell(c.term)} | {_cell(c.extra['erratum'])} | {_cell(c.extra.get('fix', ''))} | "
-            f"{_cell(where)} | {p_text} | {c_text} |"
-        )
+        lines.append(_erratum_row(c, [x for x in by_id[c.id] if x.term == c.term]))
     notes = [c for c in checks if "note" in c.extra and c.form == "as_printed"]
     if notes:
         lines += ["", "Not errata, but worth knowing:", ""]
@@ -150,8 +159,30 @@ def markdown(checks: list[Check], *, config: Any, timings: dict[str, float], sec
     others = [c for c in checks if c.term.startswith("other eps-family")]
     for c in others:
         lines.append(f"* **{c.id}, {c.term}:** {c.detail}")
+    return lines
 
-    lines += ["", "## Verified as printed", ""]
+
+def _erratum_row(c: Check, group: list[Check]) -> str:
+    """The errata table's row of ``c``: its verdicts as printed and corrected over ``group`` (the
+    checks of the same id and term)."""
+    as_p = [x for x in group if x.form == "as_printed"]
+    corr = [x for x in group if x.form == "corrected"]
+    fails = sum(x.verdict == "fails" for x in as_p)
+    p_slopes = ", ".join(_fmt(x.residual_slope) for x in as_p if x.residual_slope is not None)
+    c_slopes = ", ".join(_fmt(x.residual_slope) for x in corr if x.residual_slope is not None)
+    p_text = f"fails on {fails}/{len(as_p)}" + (f" (slopes {p_slopes})" if p_slopes else "")
+    c_ok = sum(x.verdict == "holds" for x in corr)
+    c_text = (f"holds on {c_ok}/{len(corr)}" + (f" (slopes {c_slopes})" if c_slopes else "")) if corr else "—"
+    where = corr[0].conditions if corr else c.conditions
+    return (
+        f"| {c.id} | {_cell(c.term)} | {_cell(c.extra['erratum'])} | {_cell(c.extra.get('fix', ''))} | "
+        f"{_cell(where)} | {p_text} | {c_text} |"
+    )
+
+
+def _verified_as_printed(by_id: dict[str, list[Check]]) -> list[str]:
+    """Per statement, the printed terms that hold, with the note on what that covers."""
+    lines = ["", "## Verified as printed", ""]
     for key, group in by_id.items():
         right = list(
             dict.fromkeys(
@@ -163,16 +194,24 @@ def markdown(checks: list[Check], *, config: Any, timings: dict[str, float], sec
         if right:
             note = NOTES.get(key, "")
             lines.append(f"* **{TITLES.get(key, key)}:** " + ", ".join(right) + (f". {note}" if note else ""))
+    return lines
 
-    lines += ["", "## Conditions under which each statement holds (as verified)", ""]
+
+def _conditions(by_id: dict[str, list[Check]]) -> list[str]:
+    """Per statement, up to three sets of conditions under which its checks hold."""
+    lines = ["", "## Conditions under which each statement holds (as verified)", ""]
     for key, group in by_id.items():
         conds = []
         for c in group:
             if c.verdict == "holds" and c.kind != "symbolic" and c.conditions not in conds:
                 conds.append(c.conditions)
         lines.append(f"* **{TITLES.get(key, key)}:** " + " | ".join(conds[:3]))
+    return lines
 
-    lines += [
+
+def _all_checks(checks: list[Check]) -> list[str]:
+    """Every numerical check, one row each."""
+    lines = [
         "",
         "## All checks",
         "",
@@ -186,8 +225,12 @@ def markdown(checks: list[Check], *, config: Any, timings: dict[str, float], sec
             f"| {c.id} | {_cell(c.term)} | {c.form} | {_cell(c.model)} | {_slope(c)} | **{c.verdict}** | "
             f"{_cell(c.detail)} |"
         )
+    return lines
 
-    lines += [
+
+def _sympy_witness(symbolic: list[Check]) -> list[str]:
+    """sympy's exact coefficients against our formulas, one row per witness."""
+    lines = [
         "",
         "## sympy witness",
         "",
@@ -205,8 +248,12 @@ def markdown(checks: list[Check], *, config: Any, timings: dict[str, float], sec
             f"({_fmt(worst, 1) if worst is None else f'{worst:.1e}'}) | **{c.verdict}** | {_cell(c.detail)} "
             "|"
         )
+    return lines
 
-    lines += [
+
+def _method_and_runtime(timings: dict[str, float], seconds: float) -> list[str]:
+    """How the checks are exact, and the seconds each step took."""
+    lines = [
         "",
         METHOD.replace("{tol}", str(SLOPE_TOLERANCE)),
         "## Runtime",
@@ -216,7 +263,7 @@ def markdown(checks: list[Check], *, config: Any, timings: dict[str, float], sec
     ]
     lines += [f"| {k} | {v:.2f} |" for k, v in timings.items()]
     lines += [f"| **total** | **{seconds:.2f}** |", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def convergence_figure(checks: list[Check]) -> bytes:
@@ -293,6 +340,6 @@ def write_report(
     out: Path, checks: list[Check], *, config: Any, timings: dict[str, float], seconds: float
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "theory.json", [c.to_json() for c in checks])
+    write_json(out / "theory.json", theory_record([c.to_json() for c in checks], provenance()))
     write_text(out / "theory.md", markdown(checks, config=config, timings=timings, seconds=seconds))
     write_bytes(out / "convergence.png", convergence_figure(checks))

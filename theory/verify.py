@@ -6,18 +6,17 @@ Registry (id -> builder of its checks).  Each builder takes the eps grid and a s
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
+from infra.threads import torch_threads
 from theory.calculus import eps_grid
 from theory.checks import Check
 from theory.checks_jsd import jsd_checks
@@ -57,32 +56,25 @@ class VerifyConfig:
         eps_grid(self.points, self.eps_low, self.eps_high)  # validates the grid
 
 
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """The checks are thousands of small tensor ops: a second intra-op thread buys nothing, and on a
-    busy 2-core machine its spin-waiting made the run 10-20x slower (measured).  Restored after."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def run_checks(
-    config: VerifyConfig, *, progress: Callable | None = None
+    config: VerifyConfig, *, progress: Callable | None = None, threads: int | None = 1
 ) -> tuple[list[Check], dict[str, float]]:
-    """All checks of ``config``, in registry order, and the seconds each id took."""
-    with _one_thread():
+    """All checks of ``config``, in registry order, and the seconds each id took.
+
+    ``threads``: torch's CPU threads meanwhile (``infra.threads.torch_threads``), 1 by default:
+    the checks are thousands of small tensor ops, a second intra-op thread buys nothing, and on
+    a busy 2-core machine its spin-waiting made the run 10-20x slower (measured).  Restored after.
+    """
+    with torch_threads(threads):
         return _run_checks(config, progress)
 
 
 def _symbolic_rows() -> dict[str, list[Check]]:
     """The sympy witnesses (run in a second process: sympy is pure Python, the checks are torch)."""
-    torch.set_num_threads(1)
     from theory.symbolic import symbolic_checks  # sympy imports take a second: only when asked
 
-    return symbolic_checks()
+    with torch_threads(1):
+        return symbolic_checks()
 
 
 def _start_symbolic() -> tuple[ProcessPoolExecutor | None, Future | None]:
@@ -125,7 +117,7 @@ def _run_checks(config: VerifyConfig, progress: Callable | None) -> tuple[list[C
     return [c for key in config.ids for c in rows[key]], timings
 
 
-def verify(out: str | Path, config: VerifyConfig | None = None) -> dict[str, object]:
+def verify(out: str | Path, config: VerifyConfig | None = None, *, threads: int | None = 1) -> dict[str, object]:
     """Run the checks and write ``theory.json``, ``theory.md`` and ``convergence.png`` into ``out``."""
     from theory.report import write_report
 
@@ -134,7 +126,7 @@ def verify(out: str | Path, config: VerifyConfig | None = None) -> dict[str, obj
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out must be a directory, got the file {out}")
     start = time.perf_counter()
-    checks, timings = run_checks(config)
+    checks, timings = run_checks(config, threads=threads)
     seconds = time.perf_counter() - start
     write_report(out, checks, config=config, timings=timings, seconds=seconds)
     return {

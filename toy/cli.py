@@ -7,33 +7,39 @@ the paper's claims), ``DIR/toy.md``, ``DIR/decision_boundaries.png`` and ``DIR/t
 The strengths the paper does not give come from the stored tuning ``toy/tuned.json``
 (``toy.tuning``); ``--retune`` redoes the tuning first (about a minute on 2 CPU cores), uses
 it, and also writes it to ``DIR/tuned.json`` (copy that file over ``toy/tuned.json`` to make it
-the default).  ``--set mix.alpha=1`` overrides one strength (recorded in ``toy.json``).
+the default).  ``--set mix.alpha=1`` overrides one strength (``toy.schemes.Strengths``, the ``--set`` dialect
+of ``noisymix train``; recorded in ``toy.json``).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import shlex
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from infra.config import apply_overrides, config_keys, config_to_dict
 from infra.io import write_bytes, write_json, write_text
 from infra.progress import progress
 from toy.data import ToyDataConfig
 from toy.experiment import ExperimentConfig, run_experiment
 from toy.plots import plot_boundaries, plot_data
 from toy.report import build_report, markdown
-from toy.schemes import COMPONENTS, PAPER_SCHEMES, SCHEMES, check_schemes
+from toy.schemes import COMPONENTS, PAPER_SCHEMES, SCHEMES, Strengths, check_schemes
 from toy.smoothness import GRID_LIMIT
 from toy.train import TrainConfig
 from toy.tuning import GRIDS, TuningProtocol, load_tuned, tune
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["THREADS", "add_arguments", "run"]
+
+_STRENGTH_KEYS = Strengths.from_dict({c: dict.fromkeys(keys, 0.0) for c, keys in COMPONENTS.items()})
+
+THREADS = 1
+"""``--threads`` default: the matrices are at most 150 x 32, so more threads only add
+synchronisation, and OpenMP spin-waits slow a shared CPU down many times."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,44 +53,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="redo the strength tuning instead of reading toy/tuned.json")
     parser.add_argument("--tuning-seeds", type=int, default=None,
                         help="tuning seeds for --retune (default: as the stored tuning)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="COMPONENT.KEY=VALUE",
-                        help="override a tuned strength, e.g. mix.alpha=1 (repeatable)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a tuned strength, e.g. mix.alpha=1 (repeatable; the dialect of "
+                             "noisymix train --set); keys: " + ", ".join(config_keys(_STRENGTH_KEYS)))
     parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch intra-op threads while the command runs (default 1: the matrices "
-                             "are at most 150 x 32, so more threads only add synchronisation, and "
-                             "OpenMP spin-waits slow a shared CPU down many times)")
 
-
-@contextlib.contextmanager
-def torch_threads(n: int) -> Iterator[None]:
-    """Run with ``n`` torch intra-op threads, restoring the previous number afterwards."""
-    if n < 1:
-        raise ValueError(f"--threads must be >= 1, got {n}")
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _apply_overrides(strengths: dict[str, dict[str, float]],
                      overrides: list[str]) -> dict[str, dict[str, float]]:
-    out = {c: dict(v) for c, v in strengths.items()}
-    for item in overrides:
-        key, sep, text = item.partition("=")
-        component, dot, name = key.strip().partition(".")
-        if not sep or not dot:
-            raise ValueError(f"--set expects COMPONENT.KEY=VALUE, got {item!r}")
-        if component not in COMPONENTS or name not in COMPONENTS[component]:
-            valid = ", ".join(f"{c}.{k}" for c, keys in COMPONENTS.items() for k in keys)
-            raise ValueError(f"unknown strength {key.strip()!r}; valid: {valid}")
-        try:
-            out.setdefault(component, {})[name] = float(text)
-        except ValueError:
-            raise ValueError(f"--set {key.strip()} needs a number, got {text!r}") from None
-    return out
+    """``strengths`` with ``--set`` applied by ``infra.config.apply_overrides`` on ``Strengths``
+    (components in their given order, so the report reads as before)."""
+    changed = config_to_dict(apply_overrides(Strengths.from_dict(strengths), overrides))
+    return {c: changed[c] for c in [*strengths, *(c for c in changed if c not in strengths)]}
 
 
 def _hyperparameters(args: argparse.Namespace, train: TrainConfig, data: ToyDataConfig) -> dict[str, Any]:
@@ -142,17 +123,13 @@ def _command(args: argparse.Namespace, schemes: tuple[str, ...]) -> str:
         parts += ["--set", item]
     if str(args.device) != "cpu":
         parts += ["--device", str(args.device)]
-    if args.threads != 1:
-        parts += ["--threads", str(args.threads)]
+    threads = getattr(args, "threads", THREADS)
+    if threads != THREADS:
+        parts += ["--threads", str(threads)]
     return shlex.join(parts)
 
 
 def run(args: argparse.Namespace) -> int:
-    with torch_threads(args.threads):
-        return _run(args)
-
-
-def _run(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     if args.epochs < 1:

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 import noisymix
+from infra.provenance import provenance
 from toy.claims import evaluate_claims
 from toy.experiment import MEASURES, ExperimentResult
 from toy.schemes import PAPER_ACCURACY, SCHEMES
@@ -77,6 +78,7 @@ def build_report(result: ExperimentResult, hyper: dict[str, Any], *, command: st
         "device": device,
         "versions": {"noisymix": noisymix.__version__, "torch": torch.__version__,
                      "python": platform.python_version()},
+        "provenance": provenance(),
     }
 
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from infra.config import config_from_dict
 from noisymix import MixConfig, NoiseConfig
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "SCHEMES",
     "Scheme",
     "SchemeConfig",
+    "Strengths",
     "check_schemes",
     "scheme_config",
 ]
@@ -44,6 +46,50 @@ COMPONENTS: dict[str, tuple[str, ...]] = {
     "jsd": ("jsd_weight", "view_sd"),
 }
 """Each component and the ``SchemeConfig`` fields (strengths) it owns."""
+
+
+@dataclass(frozen=True)
+class MixStrengths:
+    """``mix``: lambda ~ Beta(alpha, alpha)."""
+
+    alpha: float
+
+
+@dataclass(frozen=True)
+class NoiseStrengths:
+    """``noise``: sigma_add and sigma_mult of M_{lambda,xi}."""
+
+    noise_add: float
+    noise_mult: float
+
+
+@dataclass(frozen=True)
+class JsdStrengths:
+    """``jsd``: gamma and the views' perturbation sd."""
+
+    jsd_weight: float
+    view_sd: float
+
+
+@dataclass(frozen=True)
+class Strengths:
+    """Every component's strengths, as a config dataclass: ``noisymix toy --set KEY=VALUE``
+    overrides them with ``infra.config.apply_overrides``, the dialect of ``noisymix train
+    --set`` (keys ``mix.alpha``, ``noise.noise_add``, ``noise.noise_mult``, ``jsd.jsd_weight``,
+    ``jsd.view_sd``)."""
+
+    mix: MixStrengths
+    noise: NoiseStrengths
+    jsd: JsdStrengths
+
+    @classmethod
+    def from_dict(cls, strengths: Mapping[str, Mapping[str, Any]]) -> Strengths:
+        """From ``{"mix": {"alpha": ...}, ...}`` (``toy/tuned.json``'s ``strengths``); every
+        component and strength must be there."""
+        missing = [f"{c}.{k}" for c, keys in COMPONENTS.items() for k in keys if k not in strengths.get(c, {})]
+        if missing:
+            raise ValueError(f"the toy's strengths lack {', '.join(missing)}")
+        return config_from_dict(cls, {c: {k: float(v) for k, v in strengths[c].items()} for c in COMPONENTS})
 
 
 @dataclass(frozen=True)

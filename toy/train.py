@@ -21,7 +21,8 @@ One training step of a member (Eq. for L^NoisyMix, with the views of ``toy.schem
 2. a layer k in {input, hidden} drawn uniformly per step (Manifold Mixup); at layer k every
    view is replaced by M_{lambda,xi}(h, h[perm]) (``noisymix.noisy_mix``), with one
    permutation and lambda for all views and fresh noise xi per view;
-3. loss = CE(clean view's logits, M_lambda(y, y[perm])) + gamma * JS_{1/3}(three views).
+3. loss = CE(clean view's logits, M_lambda(y, y[perm])) + gamma * JS_{1/3}(three views), the core
+   ``noisymix.noisymix_loss`` vmapped over the members (one gamma each).
 """
 
 from __future__ import annotations
@@ -37,11 +38,10 @@ from noisymix import (
     MixDraw,
     draw_mix,
     generator_for,
-    js_divergence_from_logits,
     mix_targets,
     noisy_mix,
+    noisymix_loss,
     sample_noise,
-    soft_cross_entropy,
 )
 from toy.data import ToyData
 from toy.schemes import SchemeConfig
@@ -273,12 +273,17 @@ def _member_losses(params: Params, xb: Tensor, yb: Tensor, perm: Tensor, lam: Te
     h = torch.where(at_in, h, _noisy_mix_views(h, perm, lam, mult, add))
     logits = _output(params, h.reshape(g, v * b, -1)).reshape(g, v, b, num_classes)
     targets = mix_targets(yb, MixDraw(perm=perm, lam=lam), num_classes)  # (G, B, K)
-    ce = torch.func.vmap(soft_cross_entropy)(logits[:, 0], targets)
-    if v == 1:
-        jsd = torch.zeros_like(ce)
-        return ce, ce, jsd
-    jsd = js_divergence_from_logits(logits.movedim(1, 0)).mean(-1)      # pi = 1/V
-    return ce + gamma * jsd, ce, jsd
+    return torch.func.vmap(_core_loss(v))(logits.reshape(g, v * b, num_classes), targets, gamma)
+
+
+def _core_loss(views: int) -> Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor, Tensor]]:
+    """One member's (total, CE, JSD) of L = CE + gamma * JS_{1/V}(views): the core
+    ``noisymix_loss``, ready to vmap over members (logits (V * B, K), views concatenated, clean
+    first); a tuple because vmap returns tensors only."""
+    def loss(logits: Tensor, targets: Tensor, gamma: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        parts = noisymix_loss(logits, targets, views=views, gamma=gamma)
+        return parts.total, parts.cross_entropy, parts.jsd
+    return loss
 
 
 # ------------------------------------------------------------------------------ training

@@ -4,6 +4,8 @@ folders, against predictions computed directly from the model; resume; clear err
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -147,6 +149,9 @@ def test_full_c_suite_states_fifteen_corruptions(tmp_path, digits, trained_state
         save_npy(root / f"{name}.npy", block)
     save_npy(root / "labels.npy", np.tile(labels, 5))
     assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root), "--threads", "1"]) == 0
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parents[2],
+                          capture_output=True, text=True).stdout.strip()
+    assert _read(run, "digits-c")["provenance"]["commit"] == (head or None)  # None outside a checkout
     summary = _read(run, "digits-c")["summary"]
     assert summary["n_corruptions"] == 15 and summary["n_corruptions_no_noise"] == 12
     assert summary["per_category_n_corruptions"] == {"noise": 3, "blur": 4, "weather": 4, "digital": 4}

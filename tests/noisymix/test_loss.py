@@ -28,6 +28,28 @@ def test_three_views_hand_computed():
     assert parts.total.item() == pytest.approx(ce + 2.0 * jsd, abs=1e-12)
 
 
+def test_vmapped_over_members_with_one_gamma_each():
+    """The toy's ensemble step: member g is the hand-computed batch above with gamma_g."""
+    logits = torch.tensor([[0.0, 0.0], [math.log(3.0), 0.0], [0.0, 0.0], [0.0, 0.0],
+                           [0.0, 0.0], [0.0, math.log(3.0)]], dtype=torch.float64)
+    targets = torch.tensor([[1.0, 0.0], [0.25, 0.75]], dtype=torch.float64)
+    h = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
+    ce = (math.log(2.0) + (0.25 * -math.log(0.75) + 0.75 * -math.log(0.25))) / 2
+    jsd = (math.log(2.0) - (2 * h + math.log(2.0)) / 3) / 2
+    gammas = torch.tensor([0.0, 2.0, 12.0], dtype=torch.float64)
+
+    def loss(z, y, gamma):
+        parts = noisymix_loss(z, y, views=3, gamma=gamma)
+        return parts.total, parts.cross_entropy, parts.jsd
+
+    total, cross, js = torch.func.vmap(loss)(logits.expand(3, -1, -1), targets.expand(3, -1, -1), gammas)
+    assert cross.tolist() == pytest.approx([ce] * 3, abs=1e-12)
+    assert js.tolist() == pytest.approx([jsd] * 3, abs=1e-12)
+    assert total.tolist() == pytest.approx([ce + g * jsd for g in (0.0, 2.0, 12.0)], abs=1e-12)
+    with pytest.raises(ValueError, match="gamma"):  # an unbatched tensor gamma is still checked
+        noisymix_loss(logits, targets, gamma=torch.tensor(-1.0))
+
+
 def test_single_view_has_no_stability_term():
     logits = torch.randn(4, 3)
     targets = torch.softmax(torch.randn(4, 3), -1)

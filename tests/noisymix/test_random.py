@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from noisymix import generator_for, sample_beta, sample_dirichlet
+from noisymix import generator_for, sample_beta, sample_dirichlet, vicinal_components
 from noisymix.random import _log_gamma
 
 N = 200_000
@@ -50,6 +50,12 @@ def test_gamma_draws_have_the_gamma_mean_and_variance():
     x = _log_gamma(2.5, (N,), generator_for(2)).exp()
     assert x.mean().item() == pytest.approx(2.5, rel=0.01)
     assert x.var().item() == pytest.approx(2.5, rel=0.03)
+
+
+def test_vicinal_components_are_lemma_1s_law():
+    # a/(a+b) Beta(a+1, b) + b/(a+b) Beta(b+1, a), written out for a = 2, b = 0.7.
+    first, second = vicinal_components(2.0, 0.7)
+    assert first == pytest.approx((2 / 2.7, 3.0, 0.7)) and second == pytest.approx((0.7 / 2.7, 1.7, 2.0))
 
 
 @pytest.mark.parametrize("call", [

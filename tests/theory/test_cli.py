@@ -18,7 +18,9 @@ WITH_ERRATA = {"lemma1", "prop1", "thm1", "lemma2", "thm2", "thm3"}  # both form
 
 def test_verify_writes_every_check_with_a_verdict_for_each_form(tmp_path):
     assert main(["verify", "--out", str(tmp_path)]) == 0
-    checks = json.loads((tmp_path / "theory.json").read_text())
+    record = json.loads((tmp_path / "theory.json").read_text())
+    assert set(record) == {"checks", "provenance"}
+    checks = record["checks"]
     assert isinstance(checks, list) and checks
     assert {c["id"] for c in checks} == IDS
     for c in checks:
@@ -53,7 +55,7 @@ def test_verify_writes_every_check_with_a_verdict_for_each_form(tmp_path):
 
 def test_verify_subset_without_sympy(tmp_path):
     assert main(["verify", "--out", str(tmp_path), "--only", "prop1", "--no-sympy", "--points", "5"]) == 0
-    checks = json.loads((tmp_path / "theory.json").read_text())
+    checks = json.loads((tmp_path / "theory.json").read_text())["checks"]
     assert {c["id"] for c in checks} == {"prop1"}
     assert all(c["kind"] != "symbolic" for c in checks)
 

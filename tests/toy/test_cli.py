@@ -75,11 +75,12 @@ def test_same_seed_same_accuracies_and_seed_prefix(tmp_path):
     (["--schemes", "baseline,augmix"], "unknown scheme 'augmix'"),
     (["--schemes", "nfm,nfm"], "must not repeat"),
     (["--epochs", "0"], "--epochs must be >= 1"),
-    (["--set", "mix.beta=2"], "unknown strength 'mix.beta'"),
-    (["--set", "mix.alpha=much"], "needs a number"),
+    (["--set", "mix.beta=2"], "unknown config key 'mix.beta'; valid keys: mix.alpha, noise.noise_add"),
+    (["--set", "mix.alpha=much"], "mix.alpha must be a number, got 'much'"),
+    (["--set", "alpha"], "override 'alpha' is not of the form key=value"),
     (["--tuning-seeds", "3"], "only applies with --retune"),
     (["--device", "tpu:banana"], "--device must be a torch device"),
-    (["--threads", "0"], "--threads must be >= 1"),
+    (["--threads", "-1"], "--threads must be >= 1 (or 0"),
 ])
 def test_bad_arguments_are_one_line_errors(tmp_path, capsys, argv, message):
     assert main(["toy", "--out", str(tmp_path / "x"), *argv]) == 2
