@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import platform
 
 import torch
 
 from infra.io import write_json
+from infra.provenance import provenance
 
 BENCHMARKS: dict[str, str] = {
     "augmix": "benchmarks.bench_augmix",
@@ -61,9 +63,12 @@ def run(args: argparse.Namespace) -> int:
     own.add_argument("--device", default=args.device)
     module.add_arguments(own)
     options = own.parse_args([o for o in args.options if o != "--"])
+    load_before = [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None
     measured = module.run(options)
-    # Read the machine after the run: a benchmark may set its own thread count.
-    result = {"benchmark": args.name, "machine": machine(), **measured}
+    # Read the machine after the run: a benchmark may set its own thread count.  The load average
+    # before and after (provenance) says how busy the machine was beside the figure.
+    result = {"benchmark": args.name, "machine": {**machine(), "load_average_before": load_before},
+              "provenance": provenance(), **measured}
     print(json.dumps(result, indent=2, sort_keys=True))
     if options.out:
         write_json(options.out, result)

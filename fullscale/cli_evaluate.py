@@ -49,8 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="-P weather column: snow (the paper's tables) or spatter (public cifar-p-eval.py)")
     parser.add_argument("--alexnet-flip", default=None, metavar="JSON",
                         help='AlexNet flip probabilities {"<perturbation>": fraction, ...} for mFR (-P suites)')
-    parser.add_argument("--threads", type=int, default=0,
-                        help="torch CPU threads (0: torch's default; 1 is faster for small models on a busy CPU)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (0: torch's default). Default: 1 on the CPU (the -C/-P suites are "
+                             "many small ops, and spinning OpenMP threads collapse on a busy machine), torch's "
+                             "default on an accelerator")
     parser.add_argument("--resize", type=int, default=256, help="image folders: shorter side (0: keep)")
     parser.add_argument("--crop", type=int, default=224, help="image folders: centre crop")
 
@@ -122,10 +124,11 @@ def _now() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.threads < 0:
-        raise ValueError(f"--threads must be >= 0, got {args.threads}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    threads = args.threads if args.threads is not None else (1 if str(args.device).startswith("cpu") else 0)
+    if threads < 0:
+        raise ValueError(f"--threads must be >= 0, got {threads}")
+    if threads:
+        torch.set_num_threads(threads)
     corruptions = tuple(c.strip() for c in args.corruptions.split(",") if c.strip()) if args.corruptions else None
     options = EvalOptions(batch_size=args.batch_size, workers=args.workers, rms_estimator=args.rms_estimator,
                           epsilons=_epsilons(args.epsilons), corruptions=corruptions, weather=args.weather,
