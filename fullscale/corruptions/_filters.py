@@ -10,12 +10,17 @@ import torch.nn.functional as F
 from torch import Tensor
 
 __all__ = [
+    "canny_cv2",
+    "capped_distance",
+    "chamfer_distance",
     "conv2d_same",
     "disk_kernel",
+    "equalize_hist_cv2",
     "fold_index",
     "gaussian_blur",
     "gaussian_kernel1d",
     "hsv_to_rgb",
+    "hysteresis",
     "motion_blur",
     "motion_offsets",
     "plasma_fractal",
@@ -253,32 +258,95 @@ def canny_cv2(img: Tensor, low: float, high: float) -> Tensor:
     """cv2.Canny(img, low, high) (3x3 Sobel, L1 magnitude) on (N, 1, H, W) grey levels 0..255 ->
     bool edges, with OpenCV's own integer rules: the direction sectors in fixed point
     (tan 22.5 = 13573 / 2^15), strict maxima on both sides across a diagonal, thresholds floored
-    and exceeded strictly, 8-connected hysteresis, Sobel with replicated borders."""
-    sobel = torch.tensor([[-1.0, 0, 1], [-2, 0, 2], [-1, 0, 1]], device=img.device, dtype=torch.float64)
-    padded = F.pad(img.double(), (1, 1, 1, 1), mode="replicate")
-    gx = F.conv2d(padded, sobel.view(1, 1, 3, 3))
-    gy = F.conv2d(padded, sobel.T.contiguous().view(1, 1, 3, 3))
-    mag = gx.abs() + gy.abs()
-    m = F.pad(mag, (1, 1, 1, 1))
+    and exceeded strictly, 8-connected hysteresis, Sobel with replicated borders.
+
+    Written on the flattened padded images, so that every step is an op on contiguous 1-D
+    slices (neighbours are fixed offsets; the values computed in the padding are discarded), in
+    float32, exact: the Sobel sums are integers below 2^11, and the sector test is arranged so
+    that every product stays an integer below 2^24 or a power-of-two multiple."""
+    n, _, h, w = img.shape
+    pw = w + 2
+    p = F.pad(img.to(torch.float32), (1, 1, 1, 1), mode="replicate").flatten()
+    # slot k of the arrays below is the padded pixel k + pw + 1 (interior pixels and some padding)
+    d = p[2:] - p[:-2]
+    gx = d[:-2 * pw] + d[pw:-pw] * 2 + d[2 * pw:]
+    e = p[2 * pw:] - p[:-2 * pw]
+    gy = e[:-2] + e[1:-1] * 2 + e[2:]
+    interior = torch.zeros(n, h + 2, pw, dtype=torch.bool, device=img.device)
+    interior[:, 1:-1, 1:-1] = True
+    interior = interior.flatten()[pw + 1:pw + 1 + gx.numel()]
+    ax, ay = gx.abs(), gy.abs()
+    mag = F.pad((ax + ay) * interior, (pw + 1, pw + 1))  # in padded slots again, zero in the padding
+    mid = mag[pw + 1:-pw - 1]
 
     def at(dy: int, dx: int) -> Tensor:
-        return m[:, :, 1 + dy:m.shape[2] - 1 + dy, 1 + dx:m.shape[3] - 1 + dx]
+        return mag[pw + 1 + dy * pw + dx:mag.numel() - pw - 1 + dy * pw + dx]
 
-    ax, ay = gx.abs() * 13573, gy.abs() * 32768
-    horizontal = ay < ax
-    vertical = ay > ax + gx.abs() * 65536
+    # OpenCV: horizontal when |dy| 2^15 < |dx| 13573; vertical when |dy| 2^15 > |dx| (13573 + 2^16)
+    tan22 = ax * 13573
+    horizontal = ay * 32768 < tan22
+    vertical = (ay - 2 * ax) * 32768 > tan22
+    diagonal = ~(horizontal | vertical)
     same_sign = (gx < 0) == (gy < 0)  # OpenCV: (dx ^ dy) >= 0
-    keep = torch.where(horizontal, (mag > at(0, -1)) & (mag >= at(0, 1)),
-                       torch.where(vertical, (mag > at(-1, 0)) & (mag >= at(1, 0)),
-                                   torch.where(same_sign, (mag > at(-1, -1)) & (mag > at(1, 1)),
-                                               (mag > at(-1, 1)) & (mag > at(1, -1)))))
-    candidate = keep & (mag > math.floor(low))
-    edges = candidate & (mag > math.floor(high))
+    keep = ((horizontal & (mid > at(0, -1)) & (mid >= at(0, 1)))
+            | (vertical & (mid > at(-1, 0)) & (mid >= at(1, 0)))
+            | (diagonal & same_sign & (mid > at(-1, -1)) & (mid > at(1, 1)))
+            | (diagonal & ~same_sign & (mid > at(-1, 1)) & (mid > at(1, -1))))
+    candidate = keep & (mid > math.floor(low))
+    strong = candidate & (mid > math.floor(high))
+
+    def image(slots: Tensor) -> Tensor:
+        return F.pad(slots, (pw + 1, pw + 1)).view(n, 1, h + 2, pw)[:, :, 1:-1, 1:-1]
+
+    return hysteresis(image(candidate), image(strong))
+
+
+def hysteresis(candidate: Tensor, strong: Tensor) -> Tensor:
+    """The ``candidate`` pixels (N, 1, H, W bool) 8-connected through candidates to a ``strong``
+    one.  On the CPU: connected components (scipy.ndimage.label, each image its own plane), the
+    components holding a strong pixel; elsewhere: dilation within the candidates until nothing
+    changes.  The same set either way."""
+    if candidate.device.type == "cpu":
+        from scipy import ndimage
+
+        structure = np.zeros((3, 3, 3), dtype=bool)
+        structure[1] = True  # 8-connected within an image, never across images
+        labels, count = ndimage.label(candidate[:, 0].numpy(), structure=structure)
+        hit = np.zeros(count + 1, dtype=bool)
+        hit[labels[strong[:, 0].numpy()]] = True
+        hit[0] = False
+        return torch.from_numpy(hit[labels]).unsqueeze(1)
+    edges = strong
     while True:
-        grown = candidate & (F.max_pool2d(edges.double(), 3, stride=1, padding=1) > 0)
+        grown = candidate & (F.max_pool2d(edges.to(torch.float16), 3, stride=1, padding=1) > 0)
         if torch.equal(grown, edges):
             return edges
         edges = grown
+
+
+def capped_distance(mask: Tensor, cap: int) -> Tensor:
+    """The exact Euclidean distance of every pixel to the nearest True pixel of ``mask``
+    (N, 1, H, W), capped at the integer ``cap`` (where cv2.distanceTransform(DIST_L2, 5) is the
+    5x5 chamfer approximation, ``chamfer_distance``).  Separable, in 16-bit integers: the
+    distance along each row to the nearest True pixel (a running maximum of the True positions
+    from each side), then the minimum over rows of dy^2 + row distance^2 for |dy| < cap."""
+    h, w = mask.shape[2:]
+    if int(cap) != cap or not 0 < cap <= 100 or w > 16000:
+        raise ValueError(f"capped_distance: cap must be an integer in 1..100 and width <= 16000, got {cap}, {w}")
+    far = int(cap) ** 2
+    idx = torch.arange(w, device=mask.device, dtype=torch.int16).expand(mask.shape)
+    none = -2 * cap - 1  # a position whose distance to any pixel exceeds the cap
+    left = idx - torch.cummax(idx.masked_fill(~mask, none), dim=3).values
+    right = (idx - torch.cummax(idx.masked_fill(~mask.flip(3), none), dim=3).values).flip(3)
+    row = torch.minimum(left, right).clamp_(max=cap)
+    row = row * row
+    r = int(cap) - 1
+    padded = F.pad(row, (0, 0, r, r), value=far)
+    best = row
+    for dy in range(1, r + 1):
+        best = torch.minimum(best, torch.minimum(padded[:, :, r + dy:r + dy + h], padded[:, :, r - dy:r - dy + h])
+                             + dy * dy)
+    return best.float().sqrt()
 
 
 #: cv2.distanceTransform(DIST_L2, 5)'s chamfer weights for steps (1, 0), (1, 1), (2, 1)
