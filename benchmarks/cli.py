@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, str] = {
     "augmix": "benchmarks.bench_augmix",
     "corruptions": "benchmarks.bench_corruptions",
     "evaluate": "benchmarks.bench_evaluate",
+    "gpu": "benchmarks.bench_gpu",
     "toy": "benchmarks.bench_toy",
     "train-step": "benchmarks.bench_train_step",
     "verify": "benchmarks.bench_verify",
@@ -70,6 +71,6 @@ def run(args: argparse.Namespace) -> int:
     result = {"benchmark": args.name, "machine": {**machine(), "load_average_before": load_before},
               "provenance": provenance(), **measured}
     print(json.dumps(result, indent=2, sort_keys=True))
-    if options.out:
+    if options.out and not getattr(module, "WRITES_OUT_DIR", False):  # bench gpu: --out is its folder
         write_json(options.out, result)
     return 0

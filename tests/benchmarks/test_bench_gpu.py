@@ -1,0 +1,49 @@
+"""``noisymix bench gpu --device cpu --quick``: the whole GPU suite end to end at tiny sizes on
+the CPU, so that the first run on a GPU is a measurement, not debugging."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from app.cli import main
+
+
+@pytest.mark.slow
+def test_quick_cpu_run_writes_every_figure(tmp_path):
+    threads = torch.get_num_threads()
+    try:
+        assert main(["bench", "gpu", "--device", "cpu", "--out", str(tmp_path), "--quick"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    result = json.loads((tmp_path / "gpu.json").read_text())
+    from benchmarks.bench_gpu import OPTIONAL_BENCHMARKS, WEIGHTS
+
+    assert set(result["figures"]) == set(WEIGHTS)
+    for name, record in result["figures"].items():
+        assert "error" not in record, (name, record)
+        if name in OPTIONAL_BENCHMARKS:
+            assert "skipped" in record or "result" in record
+        else:
+            assert isinstance(record["value"], int | float), name
+    steps = [r for n, r in result["figures"].items() if n.startswith("step_")]
+    assert all(r["noisymix_step_s"] > 0 and r["plain_step_s"] > 0 for r in steps)
+    compiled = result["figures"]["step_bf16_channels_last_compiled"]
+    assert compiled["compile"] and compiled["recompiles_after_warmup"] is not None
+    assert len(result["figures"]["digits_precision"]["runs"]["fp32"]) == 1
+    assert result["gpu_tests"]["ok"] and result["provenance"]["load_average"] is not None
+    assert result["environment"]["device"] == "cpu" and "packages" in result["environment"]
+    table = (tmp_path / "gpu.md").read_text()
+    assert "| augmix_32 |" in table and "CUDA tests" in table
+
+
+def test_full_sizes_refuse_the_cpu_and_name_quick(tmp_path, capsys):
+    assert main(["bench", "gpu", "--device", "cpu", "--out", str(tmp_path)]) == 2
+    assert "--quick" in capsys.readouterr().err
+
+
+def test_unknown_figure_is_named(tmp_path, capsys):
+    assert main(["bench", "gpu", "--device", "cpu", "--out", str(tmp_path), "--quick", "--only", "nonsense"]) == 2
+    assert "augmix_32" in capsys.readouterr().err
