@@ -170,7 +170,7 @@ def corrupt(images_u8: Tensor, name: str, severity: int, *, generator: torch.Gen
     # On the CPU, elementwise chains over a large batch run from memory, over a few images from
     # cache (1.5 - 3.5x faster at 224x224); glass blur's swap loop wants the whole batch at once.
     # Spatter's water step is a long chain of cheap ops on one grey layer per image: larger blocks.
-    cpu_block = _CPU_BLOCK * (4 if name == "spatter" else 1)
+    cpu_block = _CPU_BLOCK * (2 if name == "spatter" else 1)
     block = n if images_u8.device.type != "cpu" or name == "glass_blur" else max(1, cpu_block // (3 * h * w))
     parts = []
     for start in range(0, n, block):
