@@ -18,6 +18,7 @@ from collections.abc import Callable
 import torch
 
 from fullscale.cli_train import resolve_config
+from fullscale.hooks import install_stage_hooks
 from fullscale.methods import METHODS
 from fullscale.models import create_model
 from fullscale.train import _loss, _views
@@ -95,6 +96,8 @@ def run(args: argparse.Namespace) -> dict:
     core = create_model(args.model, classes, **({} if resnet50 else {"width": width})).to(device)
     if channels_last:
         core = core.to(memory_format=torch.channels_last)
+    if args.compile:
+        install_stage_hooks(core)  # as the trainer does before compiling: no recompile per step
     model = torch.compile(core, backend=args.compile_backend) if args.compile else core
     opt = torch.optim.SGD(core.parameters(), lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-4)
     g = torch.Generator(device=device).manual_seed(0)
