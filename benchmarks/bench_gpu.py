@@ -185,7 +185,8 @@ def _step(ctx: _Ctx, precision: str, memory_format: str, compiled: bool, model: 
     args = argparse.Namespace(
         device=str(ctx.device), batch=batch, width=4 if ctx.quick else None, size=size, model=model,
         steps=1 if ctx.quick else max(3, int(20 * ctx.scale)), repeats=1 if ctx.quick else 3,
-        warmup=1 if ctx.quick else (3 if compiled else 5), compile=compiled, threads=0, precision=precision,
+        warmup=(2 if compiled else 1) if ctx.quick else (3 if compiled else 5), compile=compiled, threads=0,
+        precision=precision,
         memory_format=memory_format, compile_backend="eager" if (compiled and not ctx.cuda) else "inductor")
     r = bench_train_step.run(args)
     out = {"value": r["ratio"], "unit": "NoisyMix step / plain step (same 3 views)", "target": "<= 1.25",
