@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -254,38 +256,62 @@ def disk_kernel(radius: float, alias_blur: float) -> Tensor:
     return kernel[size - r:size + r + 1, size - r:size + r + 1].float()
 
 
-def canny_cv2(img: Tensor, low: float, high: float) -> Tensor:
+def canny_cv2(img: Tensor, low: float, high: float, engine: str = "auto") -> Tensor:
     """cv2.Canny(img, low, high) (3x3 Sobel, L1 magnitude) on (N, 1, H, W) grey levels 0..255 ->
     bool edges, with OpenCV's own integer rules: the direction sectors in fixed point
     (tan 22.5 = 13573 / 2^15), strict maxima on both sides across a diagonal, thresholds floored
     and exceeded strictly, 8-connected hysteresis, Sobel with replicated borders.
 
-    Written on the flattened padded images, so that every step is an op on contiguous 1-D
-    slices (neighbours are fixed offsets; the values computed in the padding are discarded), in
-    float32, exact: the Sobel sums are integers below 2^11, and the sector test is arranged so
-    that every product stays an integer below 2^24 or a power-of-two multiple."""
+    Written on the flattened padded images (``_canny_slots``), so that every step is an op on
+    contiguous 1-D slices.  On the CPU in numpy 16-bit integers (its SIMD comparisons are about
+    3x torch's there), elsewhere in torch float32; both exact (``engine="torch"`` forces the
+    torch code on the CPU, for tests)."""
     n, _, h, w = img.shape
     pw = w + 2
-    p = F.pad(img.to(torch.float32), (1, 1, 1, 1), mode="replicate").flatten()
-    # slot k of the arrays below is the padded pixel k + pw + 1 (interior pixels and some padding)
+    if engine not in ("auto", "torch"):
+        raise ValueError(f"canny_cv2: engine={engine!r}, expected auto or torch")
+    if img.device.type == "cpu" and engine == "auto":
+        p = np.pad(img[:, 0].numpy().astype(np.int16), ((0, 0), (1, 1), (1, 1)), mode="edge").ravel()
+        interior = np.zeros((n, h + 2, pw), dtype=bool)
+        interior[:, 1:-1, 1:-1] = True
+        slots = _canny_slots(p, interior.ravel(), pw, low, high, lambda a: np.pad(a, (pw + 1, pw + 1)),
+                             lambda a: a.astype(np.int32))
+        candidate, strong = (torch.from_numpy(np.pad(a, (pw + 1, pw + 1))) for a in slots)
+    else:
+        p = F.pad(img.to(torch.float32), (1, 1, 1, 1), mode="replicate").flatten()
+        interior = torch.zeros(n, h + 2, pw, dtype=torch.bool, device=img.device)
+        interior[:, 1:-1, 1:-1] = True
+        slots = _canny_slots(p, interior.flatten(), pw, low, high, lambda a: F.pad(a, (pw + 1, pw + 1)),
+                             lambda a: a)
+        candidate, strong = (F.pad(a, (pw + 1, pw + 1)) for a in slots)
+
+    def image(padded_flat: Tensor) -> Tensor:
+        return padded_flat.view(n, 1, h + 2, pw)[:, :, 1:-1, 1:-1]
+
+    return hysteresis(image(candidate), image(strong))
+
+
+def _canny_slots(p: Any, interior: Any, pw: int, low: float, high: float, pad: Callable[[Any], Any],
+                 wide: Callable[[Any], Any]) -> tuple[Any, Any]:
+    """Canny's candidate and strong pixels on the flattened padded images ``p`` (row pitch
+    ``pw``), for numpy arrays (``wide``: to int32 for the products) or torch tensors (float32,
+    where every product stays an integer below 2^24 or a power-of-two multiple).  Slot k of the
+    arrays here is padded pixel k + pw + 1; what lands in the padding is discarded."""
     d = p[2:] - p[:-2]
     gx = d[:-2 * pw] + d[pw:-pw] * 2 + d[2 * pw:]
     e = p[2 * pw:] - p[:-2 * pw]
     gy = e[:-2] + e[1:-1] * 2 + e[2:]
-    interior = torch.zeros(n, h + 2, pw, dtype=torch.bool, device=img.device)
-    interior[:, 1:-1, 1:-1] = True
-    interior = interior.flatten()[pw + 1:pw + 1 + gx.numel()]
-    ax, ay = gx.abs(), gy.abs()
-    mag = F.pad((ax + ay) * interior, (pw + 1, pw + 1))  # in padded slots again, zero in the padding
+    ax, ay = abs(gx), abs(gy)
+    mag = pad((ax + ay) * interior[pw + 1:pw + 1 + gx.shape[0]])  # padded slots again, zero in the padding
     mid = mag[pw + 1:-pw - 1]
 
-    def at(dy: int, dx: int) -> Tensor:
-        return mag[pw + 1 + dy * pw + dx:mag.numel() - pw - 1 + dy * pw + dx]
+    def at(dy: int, dx: int) -> Any:
+        return mag[pw + 1 + dy * pw + dx:mag.shape[0] - pw - 1 + dy * pw + dx]
 
     # OpenCV: horizontal when |dy| 2^15 < |dx| 13573; vertical when |dy| 2^15 > |dx| (13573 + 2^16)
-    tan22 = ax * 13573
-    horizontal = ay * 32768 < tan22
-    vertical = (ay - 2 * ax) * 32768 > tan22
+    tan22 = wide(ax) * 13573
+    horizontal = wide(ay) * 32768 < tan22
+    vertical = wide(ay - ax * 2) * 32768 > tan22
     diagonal = ~(horizontal | vertical)
     same_sign = (gx < 0) == (gy < 0)  # OpenCV: (dx ^ dy) >= 0
     keep = ((horizontal & (mid > at(0, -1)) & (mid >= at(0, 1)))
@@ -293,12 +319,7 @@ def canny_cv2(img: Tensor, low: float, high: float) -> Tensor:
             | (diagonal & same_sign & (mid > at(-1, -1)) & (mid > at(1, 1)))
             | (diagonal & ~same_sign & (mid > at(-1, 1)) & (mid > at(1, -1))))
     candidate = keep & (mid > math.floor(low))
-    strong = candidate & (mid > math.floor(high))
-
-    def image(slots: Tensor) -> Tensor:
-        return F.pad(slots, (pw + 1, pw + 1)).view(n, 1, h + 2, pw)[:, :, 1:-1, 1:-1]
-
-    return hysteresis(image(candidate), image(strong))
+    return candidate, candidate & (mid > math.floor(high))
 
 
 def hysteresis(candidate: Tensor, strong: Tensor) -> Tensor:
@@ -315,7 +336,7 @@ def hysteresis(candidate: Tensor, strong: Tensor) -> Tensor:
         hit = np.zeros(count + 1, dtype=bool)
         hit[labels[strong[:, 0].numpy()]] = True
         hit[0] = False
-        return torch.from_numpy(hit[labels]).unsqueeze(1)
+        return torch.from_numpy(np.take(hit, labels)).unsqueeze(1)
     edges = strong
     while True:
         grown = candidate & (F.max_pool2d(edges.to(torch.float16), 3, stride=1, padding=1) > 0)
@@ -324,24 +345,41 @@ def hysteresis(candidate: Tensor, strong: Tensor) -> Tensor:
         edges = grown
 
 
-def capped_distance(mask: Tensor, cap: int) -> Tensor:
+def capped_distance(mask: Tensor, cap: int, engine: str = "auto") -> Tensor:
     """The exact Euclidean distance of every pixel to the nearest True pixel of ``mask``
     (N, 1, H, W), capped at the integer ``cap`` (where cv2.distanceTransform(DIST_L2, 5) is the
     5x5 chamfer approximation, ``chamfer_distance``).  Separable, in 16-bit integers: the
     distance along each row to the nearest True pixel (a running maximum of the True positions
-    from each side), then the minimum over rows of dy^2 + row distance^2 for |dy| < cap."""
+    from each side), then the minimum over rows of dy^2 + row distance^2 for |dy| < cap.  On the
+    CPU in numpy (its 16-bit SIMD is several times torch's there; ``engine="torch"`` forces
+    torch, for tests), elsewhere in torch."""
     h, w = mask.shape[2:]
     if int(cap) != cap or not 0 < cap <= 100 or w > 16000:
         raise ValueError(f"capped_distance: cap must be an integer in 1..100 and width <= 16000, got {cap}, {w}")
-    far = int(cap) ** 2
-    idx = torch.arange(w, device=mask.device, dtype=torch.int16).expand(mask.shape)
+    if engine not in ("auto", "torch"):
+        raise ValueError(f"capped_distance: engine={engine!r}, expected auto or torch")
+    cap = int(cap)
     none = -2 * cap - 1  # a position whose distance to any pixel exceeds the cap
+    r = cap - 1
+    if mask.device.type == "cpu" and engine == "auto":
+        m = mask.numpy()
+        idx = np.broadcast_to(np.arange(w, dtype=np.int16), m.shape)
+        left = idx - np.maximum.accumulate(np.where(m, idx, np.int16(none)), axis=3)
+        right = (idx - np.maximum.accumulate(np.where(m[..., ::-1], idx, np.int16(none)), axis=3))[..., ::-1]
+        row = np.minimum(np.minimum(left, right), np.int16(cap))
+        row = row * row
+        padded = np.pad(row, ((0, 0), (0, 0), (r, r), (0, 0)), constant_values=cap * cap)
+        best = row
+        for dy in range(1, r + 1):
+            best = np.minimum(best, np.minimum(padded[:, :, r + dy:r + dy + h], padded[:, :, r - dy:r - dy + h])
+                              + np.int16(dy * dy))
+        return torch.from_numpy(np.sqrt(best.astype(np.float32)))
+    idx = torch.arange(w, device=mask.device, dtype=torch.int16).expand(mask.shape)
     left = idx - torch.cummax(idx.masked_fill(~mask, none), dim=3).values
     right = (idx - torch.cummax(idx.masked_fill(~mask.flip(3), none), dim=3).values).flip(3)
     row = torch.minimum(left, right).clamp_(max=cap)
     row = row * row
-    r = int(cap) - 1
-    padded = F.pad(row, (0, 0, r, r), value=far)
+    padded = F.pad(row, (0, 0, r, r), value=cap * cap)
     best = row
     for dy in range(1, r + 1):
         best = torch.minimum(best, torch.minimum(padded[:, :, r + dy:r + dy + h], padded[:, :, r - dy:r - dy + h])

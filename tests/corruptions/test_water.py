@@ -26,10 +26,11 @@ def test_canny_equals_opencv_when_installed():
     cv2 = pytest.importorskip("cv2")
     for seed, size in ((0, 32), (1, 224), (2, 57)):
         u8 = _liquid_u8(3, size, seed)
-        ours = canny_cv2(u8, 50, 150)
-        for k in range(3):
-            ref = cv2.Canny(u8[k, 0].numpy().astype(np.uint8), 50, 150) > 0
-            assert np.array_equal(ours[k, 0].numpy(), ref), (seed, size, k)
+        for engine in ("auto", "torch"):  # numpy on the CPU; the torch code accelerators run
+            ours = canny_cv2(u8, 50, 150, engine=engine)
+            for k in range(3):
+                ref = cv2.Canny(u8[k, 0].numpy().astype(np.uint8), 50, 150) > 0
+                assert np.array_equal(ours[k, 0].numpy(), ref), (engine, seed, size, k)
 
 
 def test_hysteresis_is_the_dilation_fixed_point():
@@ -52,6 +53,7 @@ def test_capped_distance_is_scipys_exact_distance_capped(cap):
     mask = torch.rand(3, 1, 37, 61, generator=g) < 0.01
     mask[2] = False  # an image without any True pixel: the cap everywhere
     ours = capped_distance(mask, cap)
+    torch.testing.assert_close(capped_distance(mask, cap, engine="torch"), ours, rtol=0, atol=0)
     for k in range(3):
         if mask[k].any():
             ref = np.minimum(ndimage.distance_transform_edt(~mask[k, 0].numpy()), cap)
