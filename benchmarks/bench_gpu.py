@@ -275,19 +275,21 @@ def _optional(ctx: _Ctx, key: str) -> dict:
 
 
 def _figures(ctx: _Ctx) -> dict[str, Callable[[], dict]]:
+    # in order of importance: what runs late is what a short budget shrinks or skips (torch.compile
+    # costs a minute or more of compilation per figure, whatever the size)
     figures: dict[str, Callable[[], dict]] = {
         "augmix_32": lambda: _augmix(ctx, 32),
         "augmix_224": lambda: _augmix(ctx, 224),
         "cifar10c_generation": lambda: _cifar10c_generation(ctx),
         "cifar10c_evaluation": lambda: _cifar10c_evaluation(ctx),
-        "cifar10p_generation": lambda: _cifar10p_generation(ctx),
         "step_bf16_channels_last": lambda: _step(ctx, "bf16", "channels_last", False),
         "step_fp32_channels_last": lambda: _step(ctx, "fp32", "channels_last", False),
         "step_bf16_contiguous": lambda: _step(ctx, "bf16", "contiguous", False),
-        "step_bf16_channels_last_compiled": lambda: _step(ctx, "bf16", "channels_last", True),
-        "step_fp32_channels_last_compiled": lambda: _step(ctx, "fp32", "channels_last", True),
         "step_resnet50_224": lambda: _step(ctx, "bf16", "channels_last", False, model="resnet50"),
         "digits_precision": lambda: _digits_precision(ctx),
+        "cifar10p_generation": lambda: _cifar10p_generation(ctx),
+        "step_bf16_channels_last_compiled": lambda: _step(ctx, "bf16", "channels_last", True),
+        "step_fp32_channels_last_compiled": lambda: _step(ctx, "fp32", "channels_last", True),
     }
     for key in OPTIONAL_BENCHMARKS:
         figures[key] = lambda k=key: _optional(ctx, k)
