@@ -171,6 +171,17 @@ def motion_blur(x: Tensor, radius: int, sigma: float, angle_deg: Tensor) -> Tens
     ox, oy = motion_offsets(radius, angle_deg)
     inside = torch.cummin(((ox.abs() < w) & (oy.abs() < h)).long(), dim=1).values.bool()
     weights = (k * inside).to(x)  # (N, taps)
+    if x.device.type == "cpu":
+        # per image and tap a shifted window of the edge-replicated image: a contiguous slice,
+        # several times cheaper on the CPU than a gather (the same products and sums, in order)
+        r = int(max(ox.abs().max(), oy.abs().max()))
+        padded = F.pad(x, (r, r, r, r), mode="replicate") if r else x
+        out = torch.zeros_like(x)
+        for i, (wi, xi, yi) in enumerate(zip(weights.tolist(), ox.tolist(), oy.tolist(), strict=True)):
+            for wt, dx, dy in zip(wi, xi, yi, strict=True):
+                if wt:
+                    out[i] += wt * padded[i, :, r + dy:r + dy + h, r + dx:r + dx + w]
+        return out
     ox, oy = ox.to(x.device), oy.to(x.device)
     rows = torch.arange(h, device=x.device).view(1, h, 1)
     cols = torch.arange(w, device=x.device).view(1, 1, w)
