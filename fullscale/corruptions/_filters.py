@@ -163,7 +163,7 @@ def motion_blur(x: Tensor, radius: int, sigma: float, angle_deg: Tensor) -> Tens
     """ImageMagick's ``-motion-blur radius x sigma + angle`` (one angle per image), edge pixels
     repeated: weights exp(-i^2 / 2 sigma^2) normalised over the taps.  As the ``imagecorruptions``
     re-implementation, taps that would leave the image stop the sum (without renormalising).
-    Batched as one gather per tap over all images."""
+    Batched as one gather per tap over all images; on the CPU a shifted slice per image and tap."""
     n, c, h, w = x.shape
     taps = 2 * math.ceil(radius) + 1
     k = torch.exp(-torch.arange(taps, dtype=torch.float64) ** 2 / (2 * sigma ** 2))
