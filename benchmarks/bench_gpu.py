@@ -378,7 +378,7 @@ def run(args: argparse.Namespace) -> dict:
         planned = budget * WEIGHTS.get(name, 1) / total_weight
         planned_end += planned
         elapsed = time.perf_counter() - started
-        if not args.quick and elapsed > budget - LEAST_SECONDS.get(name, 5):
+        if elapsed > budget - LEAST_SECONDS.get(name, 5):
             results[name] = {"skipped": f"time budget: {budget - elapsed:.0f} s of {budget:.0f} s left, "
                                         f"needs {LEAST_SECONDS.get(name, 5)} s"}
             continue

@@ -47,3 +47,14 @@ def test_full_sizes_refuse_the_cpu_and_name_quick(tmp_path, capsys):
 def test_unknown_figure_is_named(tmp_path, capsys):
     assert main(["bench", "gpu", "--device", "cpu", "--out", str(tmp_path), "--quick", "--only", "nonsense"]) == 2
     assert "augmix_32" in capsys.readouterr().err
+
+
+def test_a_spent_budget_skips_the_remaining_figures_and_still_writes_the_files(tmp_path):
+    assert main(["bench", "gpu", "--device", "cpu", "--out", str(tmp_path), "--quick", "--budget", "6",
+                 "--tests", "none", "--only", "augmix_32,digits_precision,step_bf16_channels_last_compiled"]) == 0
+    result = json.loads((tmp_path / "gpu.json").read_text())
+    figures = result["figures"]
+    assert "value" in figures["augmix_32"]
+    for name in ("digits_precision", "step_bf16_channels_last_compiled"):  # need 30 s and 90 s
+        assert "time budget" in figures[name]["skipped"], figures[name]
+    assert result["gpu_tests"] is None and "skipped" in (tmp_path / "gpu.md").read_text()
