@@ -151,7 +151,7 @@ def _cifar10c_generation(ctx: _Ctx) -> dict:
 def _cifar10c_evaluation(ctx: _Ctx) -> dict:
     from benchmarks import bench_evaluate
 
-    n = ctx.n(10_000, 16, least=500)
+    n = ctx.n(2000, 16, least=500)  # per severity block: 15 x 5 blocks on disk (0.46 GB at 2000)
     r = bench_evaluate.run(argparse.Namespace(device=str(ctx.device), images=n, corruptions=15,
                                               width=8 if ctx.quick else 64, batch=16 if ctx.quick else 1000))
     value = r["suite_projected_cifar10c_s"]
