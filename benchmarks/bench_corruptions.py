@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 import torch
 
-from benchmarks._timing import best_seconds
+from benchmarks._timing import paired_best_seconds
 from fullscale.corruptions import CORRUPTIONS, SPECS, corrupt
 from noisymix.random import generator_for
 
@@ -74,7 +74,8 @@ def _load_imagecorruptions() -> types.ModuleType | None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("speedup", "cifar10c"), default="speedup")
     parser.add_argument("--images", type=int, default=64, help="batch size (speedup) / set size (cifar10c)")
-    parser.add_argument("--reference-images", type=int, default=8, help="images the package corrupts per timing")
+    parser.add_argument("--reference-images", type=int, default=16, help="images the package corrupts per timing")
+    parser.add_argument("--repeats", type=int, default=3, help="timed calls of each side, alternating (best kept)")
     parser.add_argument("--severity", type=int, default=3)
     parser.add_argument("--corruptions", default=None, help="comma-separated subset")
     parser.add_argument("--chunk", type=int, default=10000, help="images per batch (cifar10c)")
@@ -103,8 +104,8 @@ def _speedup(args: argparse.Namespace) -> dict:
             for a in arrays:  # the package's API: uint8 HxWx3 in, uint8 out
                 ic.corrupt(a, severity=args.severity, corruption_name=n)
 
-        ours_rate = args.images / best_seconds(ours, device=args.device, repeats=2)
-        theirs_rate = len(arrays) / best_seconds(theirs, device="cpu", repeats=2)
+        ours_s, theirs_s = paired_best_seconds(ours, theirs, device=args.device, repeats=args.repeats)
+        ours_rate, theirs_rate = args.images / ours_s, len(arrays) / theirs_s
         rows[name] = {"ours_images_per_s": round(ours_rate, 1), "imagecorruptions_images_per_s": round(theirs_rate, 1),
                       "speedup": round(ours_rate / theirs_rate, 2)}
     return {"mode": "speedup", "params": "imagenet", "size": 224, "severity": args.severity, "batch": args.images,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import platform
 
 import torch
@@ -23,6 +24,7 @@ BENCHMARKS: dict[str, str] = {
     "augmix": "benchmarks.bench_augmix",
     "corruptions": "benchmarks.bench_corruptions",
     "evaluate": "benchmarks.bench_evaluate",
+    "gpu": "benchmarks.bench_gpu",
     "toy": "benchmarks.bench_toy",
     "train-step": "benchmarks.bench_train_step",
     "verify": "benchmarks.bench_verify",
@@ -68,10 +70,13 @@ def run(args: argparse.Namespace) -> int:
     add_threads_argument(own, outer if outer is not None else getattr(module, "THREADS", None))
     options = own.parse_args([o for o in args.options if o != "--"])
     with torch_threads(options.threads):
+        load_before = [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None
         measured = module.run(options)
-        # Read the machine after the run, inside the thread count: a benchmark may set its own.
-        result = {"benchmark": args.name, "machine": machine(), **measured, "provenance": provenance()}
+        # Read the machine after the run, inside the thread count: a benchmark may set its own.  The
+        # load average before and after (provenance) says how busy the machine was beside the figure.
+        result = {"benchmark": args.name, "machine": {**machine(), "load_average_before": load_before},
+                  "provenance": provenance(), **measured}
     print(json.dumps(result, indent=2, sort_keys=True))
-    if options.out:
+    if options.out and not getattr(module, "WRITES_OUT_DIR", False):  # bench gpu: --out is its folder
         write_json(options.out, result)
     return 0

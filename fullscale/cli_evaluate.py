@@ -26,6 +26,7 @@ from fullscale.vocabulary import P_WEATHER_CHOICES
 from infra.config import add_set_argument, apply_overrides
 from infra.io import read_json, sha256_file, write_json
 from infra.provenance import provenance
+from infra.threads import resolve_threads
 
 __all__ = ["add_arguments", "evaluate", "run"]
 
@@ -124,6 +125,10 @@ def _now() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.threads is None and resolve_threads(None) is None and str(args.device).startswith("cpu"):
+        # one torch thread on the CPU by default (the outer --threads context restores the count):
+        # the -C/-P suites are many small ops, and spinning OpenMP threads collapse on a busy machine
+        torch.set_num_threads(1)
     corruptions = tuple(c.strip() for c in args.corruptions.split(",") if c.strip()) if args.corruptions else None
     options = EvalOptions(batch_size=args.batch_size, workers=args.workers, rms_estimator=args.rms_estimator,
                           epsilons=_epsilons(args.epsilons), corruptions=corruptions, weather=args.weather,

@@ -47,7 +47,7 @@ import noisymix
 from fullscale.augment import augmix, random_crop_flip, to_float
 from fullscale.config import TrainConfig
 from fullscale.data import ImageSet, load_dataset
-from fullscale.hooks import transform_stage
+from fullscale.hooks import install_stage_hooks, transform_stage
 from fullscale.methods import Method, get_method
 from fullscale.models import create_model
 from fullscale.runs import append_metrics, read_metrics, split_run_record
@@ -263,6 +263,7 @@ def _models(cfg: TrainConfig, num_classes: int, process: _Process) -> tuple[nn.M
         ids = [device] if device.type == "cuda" else None
         model = nn.parallel.DistributedDataParallel(core, device_ids=ids)
     if cfg.compile and device.type == "cuda":
+        install_stage_hooks(core)  # one fixed set of graphs, not a recompile per step (hooks.py)
         model = torch.compile(model)
     return core, model
 

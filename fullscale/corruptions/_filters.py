@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -10,12 +12,17 @@ import torch.nn.functional as F
 from torch import Tensor
 
 __all__ = [
+    "canny_cv2",
+    "capped_distance",
+    "chamfer_distance",
     "conv2d_same",
     "disk_kernel",
+    "equalize_hist_cv2",
     "fold_index",
     "gaussian_blur",
     "gaussian_kernel1d",
     "hsv_to_rgb",
+    "hysteresis",
     "motion_blur",
     "motion_offsets",
     "plasma_fractal",
@@ -156,7 +163,7 @@ def motion_blur(x: Tensor, radius: int, sigma: float, angle_deg: Tensor) -> Tens
     """ImageMagick's ``-motion-blur radius x sigma + angle`` (one angle per image), edge pixels
     repeated: weights exp(-i^2 / 2 sigma^2) normalised over the taps.  As the ``imagecorruptions``
     re-implementation, taps that would leave the image stop the sum (without renormalising).
-    Batched as one gather per tap over all images."""
+    Batched as one gather per tap over all images; on the CPU a shifted slice per image and tap."""
     n, c, h, w = x.shape
     taps = 2 * math.ceil(radius) + 1
     k = torch.exp(-torch.arange(taps, dtype=torch.float64) ** 2 / (2 * sigma ** 2))
@@ -164,6 +171,17 @@ def motion_blur(x: Tensor, radius: int, sigma: float, angle_deg: Tensor) -> Tens
     ox, oy = motion_offsets(radius, angle_deg)
     inside = torch.cummin(((ox.abs() < w) & (oy.abs() < h)).long(), dim=1).values.bool()
     weights = (k * inside).to(x)  # (N, taps)
+    if x.device.type == "cpu":
+        # per image and tap a shifted window of the edge-replicated image: a contiguous slice,
+        # several times cheaper on the CPU than a gather (the same products and sums, in order)
+        r = int(max(ox.abs().max(), oy.abs().max()))
+        padded = F.pad(x, (r, r, r, r), mode="replicate") if r else x
+        out = torch.zeros_like(x)
+        for i, (wi, xi, yi) in enumerate(zip(weights.tolist(), ox.tolist(), oy.tolist(), strict=True)):
+            for wt, dx, dy in zip(wi, xi, yi, strict=True):
+                if wt:
+                    out[i] += wt * padded[i, :, r + dy:r + dy + h, r + dx:r + dx + w]
+        return out
     ox, oy = ox.to(x.device), oy.to(x.device)
     rows = torch.arange(h, device=x.device).view(1, h, 1)
     cols = torch.arange(w, device=x.device).view(1, 1, w)
@@ -249,36 +267,135 @@ def disk_kernel(radius: float, alias_blur: float) -> Tensor:
     return kernel[size - r:size + r + 1, size - r:size + r + 1].float()
 
 
-def canny_cv2(img: Tensor, low: float, high: float) -> Tensor:
+def canny_cv2(img: Tensor, low: float, high: float, engine: str = "auto") -> Tensor:
     """cv2.Canny(img, low, high) (3x3 Sobel, L1 magnitude) on (N, 1, H, W) grey levels 0..255 ->
     bool edges, with OpenCV's own integer rules: the direction sectors in fixed point
     (tan 22.5 = 13573 / 2^15), strict maxima on both sides across a diagonal, thresholds floored
-    and exceeded strictly, 8-connected hysteresis, Sobel with replicated borders."""
-    sobel = torch.tensor([[-1.0, 0, 1], [-2, 0, 2], [-1, 0, 1]], device=img.device, dtype=torch.float64)
-    padded = F.pad(img.double(), (1, 1, 1, 1), mode="replicate")
-    gx = F.conv2d(padded, sobel.view(1, 1, 3, 3))
-    gy = F.conv2d(padded, sobel.T.contiguous().view(1, 1, 3, 3))
-    mag = gx.abs() + gy.abs()
-    m = F.pad(mag, (1, 1, 1, 1))
+    and exceeded strictly, 8-connected hysteresis, Sobel with replicated borders.
 
-    def at(dy: int, dx: int) -> Tensor:
-        return m[:, :, 1 + dy:m.shape[2] - 1 + dy, 1 + dx:m.shape[3] - 1 + dx]
+    Written on the flattened padded images (``_canny_slots``), so that every step is an op on
+    contiguous 1-D slices.  On the CPU in numpy 16-bit integers (its SIMD comparisons are about
+    3x torch's there), elsewhere in torch float32; both exact (``engine="torch"`` forces the
+    torch code on the CPU, for tests)."""
+    n, _, h, w = img.shape
+    pw = w + 2
+    if engine not in ("auto", "torch"):
+        raise ValueError(f"canny_cv2: engine={engine!r}, expected auto or torch")
+    if img.device.type == "cpu" and engine == "auto":
+        p = np.pad(img[:, 0].numpy().astype(np.int16), ((0, 0), (1, 1), (1, 1)), mode="edge").ravel()
+        interior = np.zeros((n, h + 2, pw), dtype=bool)
+        interior[:, 1:-1, 1:-1] = True
+        slots = _canny_slots(p, interior.ravel(), pw, low, high, lambda a: np.pad(a, (pw + 1, pw + 1)),
+                             lambda a: a.astype(np.int32))
+        candidate, strong = (torch.from_numpy(np.pad(a, (pw + 1, pw + 1))) for a in slots)
+    else:
+        p = F.pad(img.to(torch.float32), (1, 1, 1, 1), mode="replicate").flatten()
+        interior = torch.zeros(n, h + 2, pw, dtype=torch.bool, device=img.device)
+        interior[:, 1:-1, 1:-1] = True
+        slots = _canny_slots(p, interior.flatten(), pw, low, high, lambda a: F.pad(a, (pw + 1, pw + 1)),
+                             lambda a: a)
+        candidate, strong = (F.pad(a, (pw + 1, pw + 1)) for a in slots)
 
-    ax, ay = gx.abs() * 13573, gy.abs() * 32768
-    horizontal = ay < ax
-    vertical = ay > ax + gx.abs() * 65536
+    def image(padded_flat: Tensor) -> Tensor:
+        return padded_flat.view(n, 1, h + 2, pw)[:, :, 1:-1, 1:-1]
+
+    return hysteresis(image(candidate), image(strong))
+
+
+def _canny_slots(p: Any, interior: Any, pw: int, low: float, high: float, pad: Callable[[Any], Any],
+                 wide: Callable[[Any], Any]) -> tuple[Any, Any]:
+    """Canny's candidate and strong pixels on the flattened padded images ``p`` (row pitch
+    ``pw``), for numpy arrays (``wide``: to int32 for the products) or torch tensors (float32,
+    where every product stays an integer below 2^24 or a power-of-two multiple).  Slot k of the
+    arrays here is padded pixel k + pw + 1; what lands in the padding is discarded."""
+    d = p[2:] - p[:-2]
+    gx = d[:-2 * pw] + d[pw:-pw] * 2 + d[2 * pw:]
+    e = p[2 * pw:] - p[:-2 * pw]
+    gy = e[:-2] + e[1:-1] * 2 + e[2:]
+    ax, ay = abs(gx), abs(gy)
+    mag = pad((ax + ay) * interior[pw + 1:pw + 1 + gx.shape[0]])  # padded slots again, zero in the padding
+    mid = mag[pw + 1:-pw - 1]
+
+    def at(dy: int, dx: int) -> Any:
+        return mag[pw + 1 + dy * pw + dx:mag.shape[0] - pw - 1 + dy * pw + dx]
+
+    # OpenCV: horizontal when |dy| 2^15 < |dx| 13573; vertical when |dy| 2^15 > |dx| (13573 + 2^16)
+    tan22 = wide(ax) * 13573
+    horizontal = wide(ay) * 32768 < tan22
+    vertical = wide(ay - ax * 2) * 32768 > tan22
+    diagonal = ~(horizontal | vertical)
     same_sign = (gx < 0) == (gy < 0)  # OpenCV: (dx ^ dy) >= 0
-    keep = torch.where(horizontal, (mag > at(0, -1)) & (mag >= at(0, 1)),
-                       torch.where(vertical, (mag > at(-1, 0)) & (mag >= at(1, 0)),
-                                   torch.where(same_sign, (mag > at(-1, -1)) & (mag > at(1, 1)),
-                                               (mag > at(-1, 1)) & (mag > at(1, -1)))))
-    candidate = keep & (mag > math.floor(low))
-    edges = candidate & (mag > math.floor(high))
+    keep = ((horizontal & (mid > at(0, -1)) & (mid >= at(0, 1)))
+            | (vertical & (mid > at(-1, 0)) & (mid >= at(1, 0)))
+            | (diagonal & same_sign & (mid > at(-1, -1)) & (mid > at(1, 1)))
+            | (diagonal & ~same_sign & (mid > at(-1, 1)) & (mid > at(1, -1))))
+    candidate = keep & (mid > math.floor(low))
+    return candidate, candidate & (mid > math.floor(high))
+
+
+def hysteresis(candidate: Tensor, strong: Tensor) -> Tensor:
+    """The ``candidate`` pixels (N, 1, H, W bool) 8-connected through candidates to a ``strong``
+    one.  On the CPU: connected components (scipy.ndimage.label, each image its own plane), the
+    components holding a strong pixel; elsewhere: dilation within the candidates until nothing
+    changes.  The same set either way."""
+    if candidate.device.type == "cpu":
+        from scipy import ndimage
+
+        structure = np.zeros((3, 3, 3), dtype=bool)
+        structure[1] = True  # 8-connected within an image, never across images
+        labels, count = ndimage.label(candidate[:, 0].numpy(), structure=structure)
+        hit = np.zeros(count + 1, dtype=bool)
+        hit[labels[strong[:, 0].numpy()]] = True
+        hit[0] = False
+        return torch.from_numpy(np.take(hit, labels)).unsqueeze(1)
+    edges = strong
     while True:
-        grown = candidate & (F.max_pool2d(edges.double(), 3, stride=1, padding=1) > 0)
+        grown = candidate & (F.max_pool2d(edges.to(torch.float16), 3, stride=1, padding=1) > 0)
         if torch.equal(grown, edges):
             return edges
         edges = grown
+
+
+def capped_distance(mask: Tensor, cap: int, engine: str = "auto") -> Tensor:
+    """The exact Euclidean distance of every pixel to the nearest True pixel of ``mask``
+    (N, 1, H, W), capped at the integer ``cap`` (where cv2.distanceTransform(DIST_L2, 5) is the
+    5x5 chamfer approximation, ``chamfer_distance``).  Separable, in 16-bit integers: the
+    distance along each row to the nearest True pixel (a running maximum of the True positions
+    from each side), then the minimum over rows of dy^2 + row distance^2 for |dy| < cap.  On the
+    CPU in numpy (its 16-bit SIMD is several times torch's there; ``engine="torch"`` forces
+    torch, for tests), elsewhere in torch."""
+    h, w = mask.shape[2:]
+    if int(cap) != cap or not 0 < cap <= 100 or w > 16000:
+        raise ValueError(f"capped_distance: cap must be an integer in 1..100 and width <= 16000, got {cap}, {w}")
+    if engine not in ("auto", "torch"):
+        raise ValueError(f"capped_distance: engine={engine!r}, expected auto or torch")
+    cap = int(cap)
+    none = -2 * cap - 1  # a position whose distance to any pixel exceeds the cap
+    r = cap - 1
+    if mask.device.type == "cpu" and engine == "auto":
+        m = mask.numpy()
+        idx = np.broadcast_to(np.arange(w, dtype=np.int16), m.shape)
+        left = idx - np.maximum.accumulate(np.where(m, idx, np.int16(none)), axis=3)
+        right = (idx - np.maximum.accumulate(np.where(m[..., ::-1], idx, np.int16(none)), axis=3))[..., ::-1]
+        row = np.minimum(np.minimum(left, right), np.int16(cap))
+        row = row * row
+        padded = np.pad(row, ((0, 0), (0, 0), (r, r), (0, 0)), constant_values=cap * cap)
+        best = row
+        for dy in range(1, r + 1):
+            best = np.minimum(best, np.minimum(padded[:, :, r + dy:r + dy + h], padded[:, :, r - dy:r - dy + h])
+                              + np.int16(dy * dy))
+        return torch.from_numpy(np.sqrt(best.astype(np.float32)))
+    idx = torch.arange(w, device=mask.device, dtype=torch.int16).expand(mask.shape)
+    left = idx - torch.cummax(idx.masked_fill(~mask, none), dim=3).values
+    right = (idx - torch.cummax(idx.masked_fill(~mask.flip(3), none), dim=3).values).flip(3)
+    row = torch.minimum(left, right).clamp_(max=cap)
+    row = row * row
+    padded = F.pad(row, (0, 0, r, r), value=cap * cap)
+    best = row
+    for dy in range(1, r + 1):
+        best = torch.minimum(best, torch.minimum(padded[:, :, r + dy:r + dy + h], padded[:, :, r - dy:r - dy + h])
+                             + dy * dy)
+    return best.float().sqrt()
 
 
 #: cv2.distanceTransform(DIST_L2, 5)'s chamfer weights for steps (1, 0), (1, 1), (2, 1)

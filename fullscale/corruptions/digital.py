@@ -88,6 +88,21 @@ def pixelate(x: Tensor, c: float, g: torch.Generator) -> Tensor:
     return _box_resize(_box_resize(x, int(h * c), int(w * c)), h, w)
 
 
+def _box_mask(n_in: int, n_out: int) -> Tensor:
+    """PIL's BOX taps (Resample.c ``precompute_coeffs``, in its double arithmetic): a 0/1 matrix
+    (n_out, n_in) marking the input pixels whose centres fall in the box of width max(scale, 1)
+    around output centre (i + 0.5) scale."""
+    scale = n_in / n_out
+    support = 0.5 * max(scale, 1.0)
+    centre = (torch.arange(n_out, dtype=torch.float64) + 0.5) * scale
+    pixel = torch.arange(n_in, dtype=torch.float64)
+    t = (pixel[None, :] - centre[:, None] + 0.5) / max(scale, 1.0)
+    lo = torch.clamp(torch.floor(centre - support + 0.5), min=0)
+    hi = torch.clamp(torch.floor(centre + support + 0.5), max=n_in)
+    inside = (pixel[None, :] >= lo[:, None]) & (pixel[None, :] < hi[:, None])
+    return ((t > -0.5) & (t <= 0.5) & inside).double()
+
+
 def _box_resize(x: Tensor, out_h: int, out_w: int) -> Tensor:
     """PIL's ``resize(..., BOX)`` of an 8-bit image (Resample.c): output pixel i averages the
     input pixels whose centres fall in the box of width max(scale, 1) around (i + 0.5) scale.
@@ -95,15 +110,7 @@ def _box_resize(x: Tensor, out_h: int, out_w: int) -> Tensor:
     22-bit fixed-point weights round the same way: a box mean of k levels is a multiple of 1 / k,
     a tie only when exact."""
     def weights(n_in: int, n_out: int) -> Tensor:
-        scale = n_in / n_out
-        support = 0.5 * max(scale, 1.0)
-        centre = (torch.arange(n_out, dtype=torch.float64) + 0.5) * scale
-        pixel = torch.arange(n_in, dtype=torch.float64)
-        t = (pixel[None, :] - centre[:, None] + 0.5) / max(scale, 1.0)
-        lo = torch.clamp(torch.floor(centre - support + 0.5), min=0)
-        hi = torch.clamp(torch.floor(centre + support + 0.5), max=n_in)
-        inside = (pixel[None, :] >= lo[:, None]) & (pixel[None, :] < hi[:, None])
-        m = ((t > -0.5) & (t <= 0.5) & inside).double()
+        m = _box_mask(n_in, n_out)
         return (m / m.sum(1, keepdim=True)).to(device=x.device, dtype=x.dtype)
 
     levels = torch.round(x * 255)
@@ -121,17 +128,54 @@ def jpeg_compression(x: Tensor, c: int, g: torch.Generator) -> Tensor:
 
 
 def pil_per_image(images_u8: Tensor, name: str, c: Any) -> Tensor:
-    """JPEG and pixelate on the CPU: PIL's C code one image at a time, uint8 in and out — the
-    reference itself, and faster there than any tensor version (pixelate's batched version,
-    bit-identical, runs on accelerators)."""
-    out = []
-    for img in images_u8.permute(0, 2, 3, 1).numpy():
-        pil = Image.fromarray(img)
-        if name == "jpeg_compression":
-            buffer = io.BytesIO()
-            pil.save(buffer, "JPEG", quality=c)
-            out.append(np.asarray(Image.open(buffer)))
-        else:
-            w, h = pil.size
-            out.append(np.asarray(pil.resize((int(w * c), int(h * c)), Image.BOX).resize((w, h), Image.BOX)))
-    return torch.from_numpy(np.stack(out)).permute(0, 3, 1, 2)
+    """JPEG and pixelate on the CPU, uint8 (N, 3, H, W) in and out, bit-identical with the
+    reference's PIL calls and faster than them (``noisymix bench corruptions``): the planes go to
+    PIL without a transposition (``Image.merge`` of three zero-copy planes), the JPEG is decoded
+    by libjpeg straight into the output array, and pixelate's upsampling (a BOX filter with a
+    box narrower than a pixel copies one source pixel) is a gather.  The result is a
+    channels-last strided view for JPEG, contiguous for pixelate."""
+    if name == "jpeg_compression":
+        return _jpeg_pil(images_u8, int(c))
+    if name == "pixelate":
+        return _pixelate_pil(images_u8, float(c))
+    raise ValueError(f"pil_per_image: no PIL path for {name!r}; expected jpeg_compression or pixelate")
+
+
+def _rgb_image(planes: np.ndarray) -> Image.Image:
+    """One PIL RGB image from a contiguous (3, H, W) uint8 array (no transposition)."""
+    h, w = planes.shape[1:]
+    return Image.merge("RGB", [Image.frombuffer("L", (w, h), p, "raw", "L", 0, 1) for p in planes])
+
+
+def _jpeg_pil(images_u8: Tensor, quality: int) -> Tensor:
+    """``Image.save(JPEG, quality)`` then libjpeg's decoder (rawmode RGB, as ``Image.open`` sets
+    it for a 3-component baseline file) writing into a shared RGBX buffer: ``Image.open`` +
+    ``np.asarray`` decode the same bytes the same way, through a slower Python path and a copy."""
+    n, _, h, w = images_u8.shape
+    planes = images_u8.contiguous().numpy()
+    out = np.empty((n, h, w, 4), dtype=np.uint8)
+    for i in range(n):
+        buffer = io.BytesIO()
+        _rgb_image(planes[i]).save(buffer, "JPEG", quality=quality)
+        target = Image.frombuffer("RGBX", (w, h), out[i], "raw", "RGBX", 0, 1)  # shares out[i]
+        decoder = Image._getdecoder("RGBX", "jpeg", ("RGB", ""))
+        decoder.setimage(target.im, (0, 0, w, h))
+        decoder.decode(buffer.getvalue())
+    return torch.from_numpy(out)[..., :3].permute(0, 3, 1, 2)
+
+
+def _pixelate_pil(images_u8: Tensor, c: float) -> Tensor:
+    """PIL's BOX downsizing per image; the BOX upsizing back (each output pixel one source pixel,
+    ``_box_mask`` has one tap per row) as two gathers over the batch."""
+    h, w = images_u8.shape[2:]
+    small_w, small_h = int(w * c), int(h * c)
+    up_w, up_h = _box_mask(small_w, w), _box_mask(small_h, h)
+    planes = images_u8.contiguous().numpy()
+    if small_w >= w or small_h >= h or up_w.sum(1).max() != 1 or up_h.sum(1).max() != 1:
+        out = [np.asarray(_rgb_image(p).resize((small_w, small_h), Image.BOX).resize((w, h), Image.BOX))
+               for p in planes]
+        return torch.from_numpy(np.stack(out)).permute(0, 3, 1, 2)
+    small = np.stack([np.asarray(_rgb_image(p).resize((small_w, small_h), Image.BOX)) for p in planes])
+    small = np.ascontiguousarray(small.transpose(0, 3, 1, 2))
+    across = np.take(small, up_w.argmax(1).numpy(), axis=3)
+    return torch.from_numpy(np.take(across, up_h.argmax(1).numpy(), axis=2))

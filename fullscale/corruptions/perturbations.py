@@ -24,10 +24,6 @@ from torch import Tensor
 
 from fullscale.corruptions._draws import to_u8
 from fullscale.corruptions._filters import (
-    canny_cv2,
-    chamfer_distance,
-    conv2d_same,
-    equalize_hist_cv2,
     gaussian_blur,
     hsv_to_rgb,
     motion_blur,
@@ -35,6 +31,7 @@ from fullscale.corruptions._filters import (
     warp,
     zoom_about_centre,
 )
+from fullscale.corruptions.weather import water
 
 __all__ = ["AFFINE_CENTRES", "EMPTY_SPATTER", "FRAMES", "PERTURBATIONS",
            "perturbation_sequence"]
@@ -186,29 +183,6 @@ def _snow(x: Tensor, g: torch.Generator) -> list[Tensor]:
     return frames
 
 
-def _box3(x: Tensor) -> Tensor:
-    """cv2.blur(x, (3, 3)): 3x3 mean, border reflect-101."""
-    return F.avg_pool2d(F.pad(x, (1, 1, 1, 1), mode="reflect"), 3, stride=1)
-
-
-def _water(liquid: Tensor, intensity: float) -> Tensor:
-    """make_cifar_p.py's water drops from a liquid layer (N, 1, H, W), (N, 3, H, W), stage by stage
-    with OpenCV's own rules: Canny 50/150 of the 8-bit layer, the 5x5 chamfer distance to its
-    edges (cv2.DIST_L2, 5) capped at 20, 3x3 mean truncated to 8 bits, histogram equalisation,
-    the emboss filter saturated to 8 bits, a 3x3 mean of that 8-bit image (rounded to 8 bits, as
-    cv2.blur keeps the depth), times the layer, normalised per image, in pale turquoise.  The
-    exact Euclidean distance and an unrounded last mean give about 4 % less water per frame."""
-    u8 = torch.floor((liquid * 255).clamp(0, 255))
-    dist = torch.floor(_box3(chamfer_distance(canny_cv2(u8, 50, 150), 20.0)))  # .astype(np.uint8)
-    dist = equalize_hist_cv2(dist)
-    ker = torch.tensor([[-2.0, -1, 0], [-1, 1, 1], [0, 1, 2]], device=liquid.device)
-    dist = torch.round(conv2d_same(dist, ker)).clamp(0, 255)  # CV_8U saturates
-    m = u8 * torch.round(_box3(dist))
-    m = m / m.amax(dim=(2, 3), keepdim=True).clamp_min(1e-12) * intensity
-    colour = torch.tensor([175, 238, 238], device=liquid.device, dtype=liquid.dtype).view(1, 3, 1, 1) / 255
-    return m * colour
-
-
 #: what a spatter frame is where its water layer is empty (no liquid left in the 8-bit layer, or
 #: none where the edge map is non-zero): make_cifar_p.py then divides 0 by 0 and np.uint8 turns
 #: the NaN frame into zeros, so the released files hold an all-black frame ("black", about 7 % of
@@ -225,7 +199,7 @@ def _spatter(x: Tensor, g: torch.Generator, empty: str = "black") -> list[Tensor
     liquid = torch.where(liquid < 0.7, torch.zeros_like(liquid), liquid)
     frames = []
     for _ in range(31):
-        drops = _water(liquid, 0.6)
+        drops = water(liquid, 0.6, distance="chamfer")  # make_cifar_p.py's OpenCV steps
         frame = x + drops
         if empty == "black":
             # water() is m / max(m) times a non-zero colour: all zero exactly when max(m) = 0

@@ -255,6 +255,24 @@ def test_batched_pixelate_is_bit_exact_with_pil(params, size, n):
         assert _diff(ours, ref) == (0.0, 0.0), severity
 
 
+@pytest.mark.parametrize("name", ["pixelate", "jpeg_compression"])
+@pytest.mark.parametrize("params", ["cifar", "imagenet"])
+@pytest.mark.parametrize("h,w", [(32, 32), (224, 224), (45, 70)])
+def test_cpu_pixelate_and_jpeg_are_bit_identical_with_pil(name, params, h, w):
+    """``corrupt`` on the CPU (PIL per image without transpositions, the JPEG decoded into a
+    shared buffer, pixelate's upsizing as a gather) against the reference's own PIL calls."""
+    g = torch.Generator().manual_seed(h * w)
+    x = torch.nn.functional.interpolate(torch.rand(3, 3, h // 4, w // 4, generator=g), size=(h, w), mode="bilinear")
+    x = (x * 255).round().to(torch.uint8)
+    reference = R.pixelate if name == "pixelate" else R.jpeg
+    for severity in range(1, 6):
+        c = SPECS[name].row(params, severity)
+        ours = corrupt(x, name, severity, generator=torch.Generator(), params=params)
+        ref = np.stack([reference(im, c) for im in x.permute(0, 2, 3, 1).contiguous().numpy()])
+        assert ours.shape == x.shape and ours.dtype == torch.uint8
+        assert np.array_equal(ours.permute(0, 2, 3, 1).numpy(), ref), (name, params, severity)
+
+
 def _reference_loop_on_indices(h: int, w: int, delta: int, offsets: np.ndarray) -> np.ndarray:
     """The reference's pixel loop, its line verbatim, on an (H, W, 3) image whose pixel k holds
     (k, k, k): what ends up at each position is the index of its source pixel."""

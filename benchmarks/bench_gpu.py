@@ -1,0 +1,446 @@
+"""``noisymix bench gpu --out DIR``: every GPU figure of the toolkit in one command, within a
+time budget (default 9 minutes: one command on a lent H100 may run 10), written as
+``DIR/gpu.json`` + ``DIR/gpu.md`` (small files), each figure beside its target and whether it is met.
+
+Figures (each a call of the existing benchmark code, sizes scaled by the budget):
+
+* ``augmix_32`` / ``augmix_224``: batched AugMix, clean + 2 views, source images/s (target at
+  32x32: >= 100,000 on one H100);
+* ``cifar10c_generation``: 15 corruptions x 5 severities of CIFAR-sized images, projected to
+  10,000 images (target < 60 s); ``cifar10c_evaluation``: one PreActResNet-18 on a -C set in
+  the standard layout, projected to 750,000 images (target < 60 s);
+* ``cifar10p_generation``: the 20 released -P sets' perturbations, projected to 10,000 images;
+* ``step_*``: the PreActResNet-18 CIFAR step, NoisyMix (3 views + mixing + JSD) vs plain on the
+  same three views, bf16 / fp32, channels_last / contiguous, eager / ``torch.compile`` (with the
+  recompiles after warm-up counted), projected 200-epoch time (targets: ratio <= 1.25, 200
+  epochs <= 20 min); ``step_resnet50_224``: the same at 224x224 with peak memory;
+* ``digits_precision``: the same digits training in bf16 and fp32, ``--seeds`` seeds each, mean
+  clean and Digits-C accuracy (target: within 1 point; the public code trains in fp32);
+* the figures of other benchmarks registered in ``benchmarks.cli.BENCHMARKS`` under
+  ``OPTIONAL_BENCHMARKS``' names (ImageNet loader, transfer step, PuzzleMix step), where they exist;
+  skipped cleanly where they do not;
+* then ``pytest -m gpu`` (the CUDA tests), its counts and log (``DIR/gpu_tests.log``).
+
+Also recorded: device, driver, torch / CUDA / cuDNN versions, provenance (git state, load
+average).  A figure that fails records its one-line error; the others still run.
+
+``--device cpu --quick`` runs everything tiny on the CPU (a test does, in under a minute), so
+that the first GPU run is a measurement, not debugging.
+
+On the lent GPU machine (no internet; its own Python and CUDA torch): run from the checkout with
+``PYTHONPATH=.`` (no install, nothing pins the CPU torch), e.g.
+``PYTHONPATH=. python -m app.cli bench gpu --out $OUT``.  Packages it lacks (scipy, pillow,
+pytest, hypothesis, ...) can travel as a wheel folder made here with ``pip download -d wheels
+--only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 NAME`` and be
+installed there with ``pip install --no-index --find-links wheels NAME``; a figure whose module
+is missing says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from infra.io import write_json, write_text
+from infra.provenance import provenance
+
+#: this module writes its own files into the ``--out`` folder (the front door must not)
+WRITES_OUT_DIR = True
+
+#: figures other benchmarks provide, looked up by name in ``benchmarks.cli.BENCHMARKS``
+OPTIONAL_BENCHMARKS = {"imagenet_loader": "imagenet-loader", "transfer_step": "transfer-step",
+                       "puzzlemix_step": "puzzlemix-step"}
+
+#: share of the figures' budget each one plans for (rescaled over those that run)
+WEIGHTS = {"augmix_32": 1, "augmix_224": 1, "cifar10c_generation": 3, "cifar10c_evaluation": 2,
+           "cifar10p_generation": 2, "step_bf16_channels_last": 2, "step_fp32_channels_last": 2,
+           "step_bf16_contiguous": 2, "step_bf16_channels_last_compiled": 5, "step_fp32_channels_last_compiled": 4,
+           "step_resnet50_224": 3, "digits_precision": 6, "imagenet_loader": 1, "transfer_step": 1,
+           "puzzlemix_step": 1}
+
+
+#: seconds a figure needs whatever its size (compilation, start-up): not started with less left
+LEAST_SECONDS = {"step_bf16_channels_last_compiled": 90, "step_fp32_channels_last_compiled": 90,
+                 "digits_precision": 30, "step_resnet50_224": 20}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--budget", type=float, default=540.0, help="seconds for everything (default 9 min)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (the CPU smoke run)")
+    parser.add_argument("--only", default=None, help="comma-separated figure names (default: all)")
+    parser.add_argument("--seeds", type=int, default=None, help="digits seeds per precision (default 3; 1 quick)")
+    parser.add_argument("--tests", default=None,
+                        help="pytest paths for the -m gpu run (default: tests; quick: tests/gpu); 'none' skips")
+    parser.add_argument("--tests-seconds", type=float, default=150.0, help="budget kept for the CUDA tests")
+
+
+class _Ctx:
+    """What every figure needs: device, quick flag, the current size scale."""
+
+    def __init__(self, device: torch.device, quick: bool, seeds: int) -> None:
+        self.device, self.quick, self.seeds = device, quick, seeds
+        self.cuda = device.type == "cuda"
+        self.scale = 1.0
+
+    def n(self, full: int, quick: int, least: int = 1) -> int:
+        """A size: ``quick`` in quick mode, else ``full`` times the scale (at least ``least``)."""
+        return quick if self.quick else max(least, int(full * self.scale))
+
+    def sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+
+
+def _met(value: float | None, target: float, below: bool) -> bool | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return value <= target if below else value >= target
+
+
+# ---- figures ------------------------------------------------------------------------------------
+
+def _augmix(ctx: _Ctx, size: int) -> dict:
+    from benchmarks._timing import best_seconds
+    from fullscale.augment import AugMixConfig, augmix, to_float
+    from noisymix.random import generator_for
+
+    n = ctx.n(8192 if size == 32 else 512, 32 if size == 32 else 4)
+    g = generator_for(0, ctx.device)
+    x = torch.randint(0, 256, (n, 3, size, size), dtype=torch.uint8, generator=g, device=ctx.device)
+    cfg = AugMixConfig()
+
+    def views() -> None:
+        to_float(x), augmix(x, cfg, generator=g), augmix(x, cfg, generator=g)
+
+    rate = n / best_seconds(views, device=str(ctx.device), repeats=3 if not ctx.quick else 1)
+    target = 100_000 if size == 32 else None
+    return {"value": round(rate, 1), "unit": "source images/s (clean + 2 views)", "images": n,
+            "target": f">= {target:,}" if target else None,
+            "met": _met(rate, target, below=False) if target and ctx.cuda else None}
+
+
+def _cifar10c_generation(ctx: _Ctx) -> dict:
+    from benchmarks.bench_corruptions import _cifar10c
+    from fullscale.vocabulary import CORRUPTIONS
+
+    n = ctx.n(10_000, 8, least=100)
+    names = ",".join(CORRUPTIONS[:3]) if ctx.quick else None
+    r = _cifar10c(argparse.Namespace(images=n, corruptions=names, chunk=10_000, device=str(ctx.device)))
+    per = len(r["per_corruption_seconds"])
+    projected = r["seconds"] * 10_000 / n * 15 / per
+    return {"value": round(projected, 1), "unit": "s for 10,000 x 15 x 5 (projected)", "images": n,
+            "measured_s": r["seconds"], "corruptions": per, "per_corruption_s": r["per_corruption_seconds"],
+            "target": "< 60", "met": _met(projected, 60, below=True) if ctx.cuda else None}
+
+
+def _cifar10c_evaluation(ctx: _Ctx) -> dict:
+    from benchmarks import bench_evaluate
+
+    n = ctx.n(2000, 16, least=500)  # per severity block: 15 x 5 blocks on disk (0.46 GB at 2000)
+    r = bench_evaluate.run(argparse.Namespace(device=str(ctx.device), images=n, corruptions=15,
+                                              width=8 if ctx.quick else 64, batch=16 if ctx.quick else 1000))
+    value = r["suite_projected_cifar10c_s"]
+    return {"value": value, "unit": "s for 750,000 images, PreActResNet-18 (projected)", "images_per_block": n,
+            "model_only_projected_s": r["model_projected_cifar10c_s"], "width": r["width"],
+            "target": "< 60", "met": _met(value, 60, below=True) if ctx.cuda else None}
+
+
+def _cifar10p_generation(ctx: _Ctx) -> dict:
+    from fullscale.corruptions.perturbations import PERTURBATIONS, perturbation_sequence
+    from noisymix.random import generator_for
+
+    n = ctx.n(1000, 2, least=50)
+    names = list(PERTURBATIONS)[:2] if ctx.quick else list(PERTURBATIONS)
+    g = generator_for(0, ctx.device)
+    x = torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8, generator=g, device=ctx.device)
+    ctx.sync()
+    start = time.perf_counter()
+    for name in names:
+        perturbation_sequence(x, name, generator=g).cpu()
+    ctx.sync()
+    seconds = time.perf_counter() - start
+    projected = seconds * 10_000 / n * len(PERTURBATIONS) / len(names)
+    return {"value": round(projected, 1), "unit": f"s for 10,000 images x {len(PERTURBATIONS)} -P sets (projected)",
+            "images": n, "sets": len(names), "measured_s": round(seconds, 2), "target": None, "met": None}
+
+
+def _step(ctx: _Ctx, precision: str, memory_format: str, compiled: bool, model: str = "preactresnet18") -> dict:
+    from benchmarks import bench_train_step
+
+    resnet50 = model == "resnet50"
+    if resnet50:
+        batch, size = ctx.n(64, 2, least=8), (64 if ctx.quick else 224)
+    else:
+        batch, size = ctx.n(128, 4, least=32), 32
+    args = argparse.Namespace(
+        device=str(ctx.device), batch=batch, width=4 if ctx.quick else None, size=size, model=model,
+        steps=1 if ctx.quick else max(3, int(20 * ctx.scale)), repeats=1 if ctx.quick else 3,
+        warmup=(2 if compiled else 1) if ctx.quick else (3 if compiled else 5), compile=compiled, threads=0,
+        precision=precision,
+        memory_format=memory_format, compile_backend="eager" if (compiled and not ctx.cuda) else "inductor")
+    r = bench_train_step.run(args)
+    out = {"value": r["ratio"], "unit": "NoisyMix step / plain step (same 3 views)", "target": "<= 1.25",
+           "met": _met(r["ratio"], 1.25, below=True) if ctx.cuda else None,
+           **{k: r[k] for k in ("noisymix_step_s", "plain_step_s", "views_only_s", "batch", "image_size", "bf16",
+                                "channels_last", "compile", "noisymix_source_images_per_s", "peak_memory_gib")
+              if k in r}}
+    for k in ("recompiles_after_warmup", "compile_backend"):
+        if k in r:
+            out[k] = r[k]
+    if not resnet50:
+        minutes = r["projected_200_epochs_cifar_min"]
+        out["projected_200_epochs_min"] = minutes
+        out["projected_target"] = "<= 20 min"
+        out["projected_met"] = _met(minutes, 20, below=True) if ctx.cuda else None
+    return out
+
+
+def _digits_precision(ctx: _Ctx) -> dict:
+    """The same digits run in bf16 autocast and in fp32, seeds 0.. each: mean clean and Digits-C
+    accuracy (15 corruptions x 5 severities of the digits test set, made once on the device)."""
+    from fullscale.cli_train import resolve_config
+    from fullscale.corruptions import CORRUPTIONS, corrupt
+    from fullscale.data import load_dataset
+    from fullscale.evaluation import logits_of
+    from fullscale.runs import load_run_model
+    from fullscale.train import train
+    from noisymix.random import generator_for
+
+    test = load_dataset("digits", "test")
+    images, labels = test.images, test.labels
+    names = CORRUPTIONS[:2] if ctx.quick else CORRUPTIONS
+    severities = (1,) if ctx.quick else (1, 2, 3, 4, 5)
+    sets = []
+    for k, name in enumerate(names):
+        for s in severities:
+            sets.append(corrupt(images.to(ctx.device), name, s, generator=generator_for(100 * k + s, ctx.device)).cpu())
+    corrupted = torch.cat(sets)
+    corrupted_labels = labels.repeat(len(sets))
+    overrides = (["width=4", "epochs=1", "train_subset=64", "batch_size=32"] if ctx.quick
+                 else ["width=16", f"epochs={max(2, int(15 * ctx.scale))}", "batch_size=128"])
+    rows: dict[str, list[dict]] = {"bf16": [], "fp32": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(ctx.seeds):
+            for precision in ("bf16", "fp32"):
+                amp = "true" if precision == "bf16" else "false"
+                cfg = resolve_config("noisymix", ["dataset=digits", f"seed={seed}", f"amp={amp}",
+                                                  f"device={ctx.device.type}", *overrides])
+                run_dir = Path(tmp) / f"{precision}-{seed}"
+                start = time.perf_counter()
+                train(cfg, run_dir)
+                seconds = time.perf_counter() - start
+                model, _ = load_run_model(run_dir, device=ctx.device)
+                clean = (logits_of(model, images, ctx.device).argmax(1) == labels).float().mean().item()
+                c = (logits_of(model, corrupted, ctx.device).argmax(1) == corrupted_labels).float().mean().item()
+                rows[precision].append({"seed": seed, "clean": round(100 * clean, 2), "digits_c": round(100 * c, 2),
+                                        "train_s": round(seconds, 1)})
+
+    def mean(precision: str, key: str) -> float:
+        return round(sum(r[key] for r in rows[precision]) / len(rows[precision]), 2)
+
+    gap_clean = round(abs(mean("bf16", "clean") - mean("fp32", "clean")), 2)
+    gap_c = round(abs(mean("bf16", "digits_c") - mean("fp32", "digits_c")), 2)
+    worst = max(gap_clean, gap_c)
+    return {"value": worst, "unit": "points: bf16 vs fp32 mean accuracy, the larger gap of clean and Digits-C",
+            "target": "<= 1", "met": _met(worst, 1.0, below=True) if ctx.cuda else None,
+            "clean_gap": gap_clean, "digits_c_gap": gap_c, "runs": rows, "overrides": overrides,
+            "digits_c_images": len(corrupted_labels),
+            "note": "bf16 autocast is a CUDA setting: on the CPU both runs train in fp32"}
+
+
+def _optional(ctx: _Ctx, key: str) -> dict:
+    from benchmarks.cli import BENCHMARKS
+
+    name = OPTIONAL_BENCHMARKS[key]
+    if name not in BENCHMARKS:
+        return {"skipped": f"no `noisymix bench {name}` in this checkout"}
+    if ctx.quick:
+        return {"skipped": f"`noisymix bench {name}` exists; not run in --quick"}
+    module = importlib.import_module(BENCHMARKS[name])
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--device", default=str(ctx.device))
+    module.add_arguments(parser)
+    return {"result": module.run(parser.parse_args([]))}
+
+
+def _figures(ctx: _Ctx) -> dict[str, Callable[[], dict]]:
+    # in order of importance: what runs late is what a short budget shrinks or skips (torch.compile
+    # costs a minute or more of compilation per figure, whatever the size)
+    figures: dict[str, Callable[[], dict]] = {
+        "augmix_32": lambda: _augmix(ctx, 32),
+        "augmix_224": lambda: _augmix(ctx, 224),
+        "cifar10c_generation": lambda: _cifar10c_generation(ctx),
+        "cifar10c_evaluation": lambda: _cifar10c_evaluation(ctx),
+        "step_bf16_channels_last": lambda: _step(ctx, "bf16", "channels_last", False),
+        "step_fp32_channels_last": lambda: _step(ctx, "fp32", "channels_last", False),
+        "step_bf16_contiguous": lambda: _step(ctx, "bf16", "contiguous", False),
+        "step_resnet50_224": lambda: _step(ctx, "bf16", "channels_last", False, model="resnet50"),
+        "digits_precision": lambda: _digits_precision(ctx),
+        "cifar10p_generation": lambda: _cifar10p_generation(ctx),
+        "step_bf16_channels_last_compiled": lambda: _step(ctx, "bf16", "channels_last", True),
+        "step_fp32_channels_last_compiled": lambda: _step(ctx, "fp32", "channels_last", True),
+    }
+    for key in OPTIONAL_BENCHMARKS:
+        figures[key] = lambda k=key: _optional(ctx, k)
+    return figures
+
+
+# ---- environment and tests ----------------------------------------------------------------------
+
+def environment(device: torch.device) -> dict[str, Any]:
+    """Device, driver and library versions, and which optional packages import."""
+    info: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__,
+                            "cuda": torch.version.cuda, "device": str(device), "torch_threads": torch.get_num_threads()}
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update(gpu=props.name, gpu_memory_gib=round(props.total_memory / 2**30, 1),
+                    capability=f"{props.major}.{props.minor}", cudnn=torch.backends.cudnn.version())
+        if shutil.which("nvidia-smi"):
+            try:
+                done = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                      capture_output=True, text=True, timeout=30)
+                info["driver"] = done.stdout.strip().splitlines()[0] if done.returncode == 0 else None
+            except (OSError, subprocess.SubprocessError, IndexError):
+                info["driver"] = None
+    else:
+        info["cpu"] = platform.processor() or platform.machine()
+    packages = {}
+    for name in ("numpy", "scipy", "PIL", "pytest", "hypothesis", "sklearn", "tqdm", "triton"):
+        try:
+            module = importlib.import_module(name)
+            packages[name] = getattr(module, "__version__", "present")
+        except ImportError:
+            packages[name] = None
+    info["packages"] = packages
+    return info
+
+
+def _run_tests(paths: list[str], out: Path, seconds: float) -> dict[str, Any]:
+    """``pytest -m gpu PATHS``: counts from its summary line, the log in ``out/gpu_tests.log``."""
+    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+               *paths]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=max(10.0, seconds), env=env)
+        log, rc = done.stdout + done.stderr, done.returncode
+    except subprocess.TimeoutExpired as error:
+        log, rc = f"{error.stdout or ''}{error.stderr or ''}\ntimed out after {seconds:.0f} s", None
+    write_text(out / "gpu_tests.log", log if isinstance(log, str) else log.decode(errors="replace"))
+    counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|skipped|deselected|errors?)", str(log)[-2000:])}
+    return {"command": " ".join(command[1:]), "returncode": rc, "seconds": round(time.perf_counter() - start, 1),
+            "counts": counts, "ok": rc in (0, 5) and not counts.get("failed") and not counts.get("error")}
+
+
+# ---- the run ------------------------------------------------------------------------------------
+
+def run(args: argparse.Namespace) -> dict:
+    if not args.out:
+        raise ValueError("noisymix bench gpu needs --out DIR (it writes gpu.json, gpu.md and gpu_tests.log there)")
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device here; for the CPU smoke run use --device cpu --quick")
+    if device.type != "cuda" and not args.quick:
+        raise ValueError(f"--device {device}: the full sizes are for a GPU; add --quick for the CPU smoke run")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    ctx = _Ctx(device, args.quick, args.seeds or (1 if args.quick else 3))
+    figures = _figures(ctx)
+    wanted = [f.strip() for f in args.only.split(",")] if args.only else list(figures)
+    unknown = sorted(set(wanted) - set(figures))
+    if unknown:
+        raise ValueError(f"--only: unknown figure(s) {', '.join(unknown)}; known: {', '.join(figures)}")
+    test_paths = None if args.tests == "none" else (args.tests or ("tests/gpu" if args.quick else "tests")).split(",")
+    reserve = args.tests_seconds if test_paths and not args.quick else 0.0
+    budget = max(1.0, args.budget - reserve)
+    total_weight = sum(WEIGHTS.get(name, 1) for name in wanted)
+    results: dict[str, dict] = {}
+    planned_end = 0.0
+    for name in wanted:
+        planned = budget * WEIGHTS.get(name, 1) / total_weight
+        planned_end += planned
+        elapsed = time.perf_counter() - started
+        if elapsed > budget - LEAST_SECONDS.get(name, 5):
+            results[name] = {"skipped": f"time budget: {budget - elapsed:.0f} s of {budget:.0f} s left, "
+                                        f"needs {LEAST_SECONDS.get(name, 5)} s"}
+            continue
+        start = time.perf_counter()
+        try:
+            record = figures[name]()
+        except Exception as error:  # one figure's failure is a result, not the end of the run
+            record = {"error": f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"}
+        seconds = time.perf_counter() - start
+        record = {**record, "seconds": round(seconds, 1), "scale": round(ctx.scale, 3)}
+        results[name] = record
+        print(f"[bench gpu] {name}: {record.get('value', record.get('skipped', record.get('error')))} "
+              f"({seconds:.1f} s)", file=sys.stderr, flush=True)
+        # behind plan: smaller sizes for the figures still to come
+        behind = (time.perf_counter() - started) / max(planned_end, 1e-9)
+        if not args.quick and behind > 1.0:
+            ctx.scale = max(0.05, ctx.scale / behind)
+    tests = None
+    if test_paths:
+        left = args.budget - (time.perf_counter() - started)
+        tests = _run_tests(test_paths, out, left if not args.quick else 120.0)
+    result = {"benchmark": "gpu", "quick": args.quick, "budget_s": args.budget,
+              "wall_s": round(time.perf_counter() - started, 1), "environment": environment(device),
+              "figures": results, "gpu_tests": tests, "provenance": provenance()}
+    write_json(out / "gpu.json", result)
+    write_text(out / "gpu.md", markdown(result))
+    return result
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "met" if value else "**not met**"
+    return f"{value:,}" if isinstance(value, int | float) else str(value)
+
+
+def markdown(result: dict) -> str:
+    """The figures as a table: value, unit, target, met; then the environment and the tests."""
+    env = result["environment"]
+    lines = [f"# `noisymix bench gpu` ({'quick, ' if result['quick'] else ''}{env.get('gpu', env['device'])})", "",
+             f"torch {env['torch']} (CUDA {env.get('cuda')}, cuDNN {env.get('cudnn')}), driver {env.get('driver')}, "
+             f"Python {env['python']}; wall {result['wall_s']} s of a {result['budget_s']:.0f} s budget; "
+             f"load average {result['provenance'].get('load_average')}; commit {result['provenance'].get('commit')}",
+             "", "| figure | value | unit | target | status | seconds |", "|---|---|---|---|---|---|"]
+    for name, r in result["figures"].items():
+        if "value" in r:
+            status = _fmt(r.get("met")) if r.get("met") is not None else "–"
+            lines.append(f"| {name} | {_fmt(r['value'])} | {r.get('unit', '')} | {r.get('target') or '–'} | "
+                         f"{status} | {r.get('seconds')} |")
+            if r.get("recompiles_after_warmup") is not None:
+                lines.append(f"| {name}: recompiles after warm-up | {r['recompiles_after_warmup']} | graphs "
+                             f"({r.get('compile_backend')}) | 0 | {_fmt(r['recompiles_after_warmup'] == 0)} | |")
+            if "projected_200_epochs_min" in r:
+                lines.append(f"| {name}: 200 epochs | {r['projected_200_epochs_min']} | min (projected) | "
+                             f"{r['projected_target']} | {_fmt(r.get('projected_met'))} | |")
+        else:
+            why = r.get("skipped") or r.get("error") or json.dumps(r.get("result"))[:200]
+            lines.append(f"| {name} | – | {why} | – | {'error' if 'error' in r else 'skipped'} | "
+                         f"{r.get('seconds', '')} |")
+    tests = result.get("gpu_tests")
+    if tests:
+        lines += ["", f"CUDA tests (`{tests['command']}`): {tests['counts']} in {tests['seconds']} s, "
+                  f"{'ok' if tests['ok'] else '**failed**'} (log: gpu_tests.log)"]
+    return "\n".join(lines) + "\n"

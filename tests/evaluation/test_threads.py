@@ -1,0 +1,29 @@
+"""``noisymix evaluate``'s thread default: one torch thread on the CPU (the -C/-P suites are many
+small ops; spinning OpenMP threads collapse on a busy machine), torch's default elsewhere."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fullscale.cli_evaluate as cli_evaluate
+from app.cli import main
+
+
+@pytest.mark.parametrize("extra,device,expected", [([], "cpu", 1), (["--threads", "2"], "cpu", 2),
+                                                    ([], "cuda", None)])
+def test_evaluate_thread_default(monkeypatch, tmp_path, extra, device, expected):
+    seen = {}
+
+    def fake_evaluate(run_dir, suite, **kwargs):
+        seen["threads"] = torch.get_num_threads()
+        return {"summary": {}}
+
+    monkeypatch.setattr(cli_evaluate, "evaluate", fake_evaluate)
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        assert main(["evaluate", str(tmp_path), "--suite", "clean", "--device", device, *extra]) == 0
+    finally:
+        torch.set_num_threads(before)
+    assert seen["threads"] == (3 if expected is None else expected)
