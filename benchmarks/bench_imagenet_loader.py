@@ -1,0 +1,92 @@
+"""``noisymix bench imagenet-loader``: train-time decode + random-resized-crop + flip, images/s on
+one core, our worker path against the per-image PIL pipeline of the public code, same files, same run.
+
+The reference is the public ``imagenet.py`` train transform (google-research/augmix, erichson/NoisyMix:
+torchvision ``ImageFolder`` loader + ``RandomResizedCrop(224)`` + ``RandomHorizontalFlip()`` +
+``ToTensor()`` + ``Normalize``), rewritten here without torchvision: PIL open, ``convert("RGB")``,
+``crop(box).resize(224, BILINEAR)``, flip, float tensor / 255, normalised.  Both sides draw the
+same crop boxes (``crop_box`` from the same per-sample seed), so they do the same work per file.
+
+Ours: ``fullscale.data.imagenet.decode_train`` for every decoder of ``DECODERS`` (full-size PIL,
+PIL draft, simplejpeg when installed), returning uint8 (3, 224, 224) (float conversion and
+normalisation happen batched on the device).  Files: ``--files`` JPEGs of about 500x375 at
+quality 90 cut from the real sample photos of scikit-learn / scikit-image.  The sides run
+alternately ``--repeats`` times in this one process; the best of each is reported, with the
+load average (the machine may be shared) and the cores one would need to feed
+``--target`` images/s (per-core rate, assuming linear scaling over worker processes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+
+from fullscale.data.imagenet import DECODERS, TrainCrop, crop_box, decode_train, sample_seed
+from fullscale.data.imagenet_fixture import write_photo_jpegs
+
+_MEAN = torch.tensor([0.485, 0.456, 0.406])[:, None, None]
+_STD = torch.tensor([0.229, 0.224, 0.225])[:, None, None]
+
+
+def _reference(path: Path, seed: int, size: int) -> torch.Tensor:
+    """The public per-image pipeline (PIL + torchvision-equivalent transforms), one file."""
+    g = torch.Generator().manual_seed(seed)
+    with Image.open(path) as f:
+        image = f.convert("RGB")
+    top, left, h, w = crop_box(image.size[0], image.size[1], (0.08, 1.0), (3 / 4, 4 / 3), g)
+    image = image.crop((left, top, left + w, top + h)).resize((size, size), Image.Resampling.BILINEAR)
+    if float(torch.rand((), generator=g)) < 0.5:
+        image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    tensor = torch.from_numpy(np.array(image, dtype=np.uint8)).permute(2, 0, 1).contiguous()
+    return tensor.float().div(255).sub_(_MEAN).div_(_STD)
+
+
+def _rate(fn, paths: list[Path]) -> float:
+    start = time.perf_counter()
+    for i, path in enumerate(paths):
+        fn(path, sample_seed(0, 0, i))
+    return len(paths) / (time.perf_counter() - start)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--files", type=int, default=100, help="number of ~500x375 q90 JPEGs")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--target", type=float, default=2750.0,
+                        help="images/s a ResNet-50 step consumes (one H100, bf16: ~2,500-3,000)")
+
+
+def run(args: argparse.Namespace) -> dict:
+    torch.set_num_threads(1)  # one worker core: a DataLoader worker decodes one image at a time
+    decoders = [d for d in DECODERS if d != "simplejpeg" or importlib.util.find_spec("simplejpeg")]
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_photo_jpegs(tmp, args.files, seed=0)
+        sides = {"reference (public PIL pipeline)": lambda p, s: _reference(p, s, args.size)}
+        for d in decoders:
+            crop = TrainCrop(size=args.size, decoder=d)
+            sides[f"ours ({d})"] = lambda p, s, crop=crop: decode_train(p, crop, s)
+        for fn in sides.values():  # warm-up: file cache, imports
+            _rate(fn, paths[:10])
+        best = dict.fromkeys(sides, 0.0)
+        for _ in range(args.repeats):
+            for name, fn in sides.items():
+                best[name] = max(best[name], _rate(fn, paths))
+    reference = best["reference (public PIL pipeline)"]
+    fastest = max((n for n in best if n.startswith("ours")), key=best.get)
+    return {
+        "images_per_s_per_core": {n: round(v, 1) for n, v in best.items()},
+        "ratio_vs_reference": {n: round(v / reference, 2) for n, v in best.items() if n.startswith("ours")},
+        "fastest": fastest,
+        "cores_to_feed_target": {n: round(args.target / v, 1) for n, v in best.items()},
+        "target_images_per_s": args.target,
+        "files": args.files, "repeats": args.repeats, "size": args.size,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
