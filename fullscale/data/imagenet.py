@@ -15,8 +15,8 @@ be ``fullscale.data.wnids.imagenet_wnids()``.
 Train transform (public ``imagenet.py`` of google-research/augmix and erichson/NoisyMix:
 ``RandomResizedCrop(224)`` then ``RandomHorizontalFlip()``): torchvision's crop-box rule
 (``crop_box``: scale 0.08–1 of the area, log-uniform aspect ratio 3/4–4/3, 10 attempts, then the
-centre-crop fallback), a bilinear (antialiased, PIL) resize of the box to ``size``, a flip with
-probability 1/2.  Unlike torchvision, the randomness of sample ``i`` in epoch ``e`` comes from a
+centre-crop fallback), a bilinear antialiased resize of the box to ``size`` (``resize_crop``), a
+flip with probability 1/2.  Unlike torchvision, the randomness of sample ``i`` in epoch ``e`` comes from a
 generator seeded by a hash of ``(seed, e, i)`` (``sample_seed``), never from a worker's RNG: an
 epoch's crops are the same for any number of workers or ranks, and a run resumed mid-epoch sees
 the same crops.
@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import importlib.util
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from PIL import Image, UnidentifiedImageError
 from torch.utils.data import DataLoader, Dataset, Sampler
 
@@ -53,7 +55,7 @@ from fullscale.data.folders import IMAGE_SUFFIXES, Preprocess, decode
 from fullscale.data.wnids import imagenet_wnids
 
 __all__ = ["DECODERS", "BadFiles", "Batch", "ImageNetFiles", "RunSampler", "TrainCrop", "crop_box",
-           "decode_train", "read_imagenet", "sample_seed", "train_loader", "val_loader"]
+           "decode_train", "read_imagenet", "resize_crop", "sample_seed", "train_loader", "val_loader"]
 
 DECODERS = ("pil", "pil-draft", "simplejpeg")
 _DECODE_ERRORS = (OSError, UnidentifiedImageError, ValueError, SyntaxError, Image.DecompressionBombError)
@@ -217,22 +219,28 @@ def crop_box(width: int, height: int, scale: tuple[float, float], ratio: tuple[f
 class TrainCrop:
     """The train transform: ``size`` output side; torchvision's ``scale``/``ratio``; ``flip`` prob;
     ``decoder``: "pil" (full size), "pil-draft" (PIL DCT-scaled), "simplejpeg" (libjpeg-turbo,
-    DCT-scaled; non-JPEG and CMYK files fall back to PIL)."""
+    DCT-scaled; non-JPEG and CMYK files fall back to PIL), "auto": simplejpeg where installed (the
+    optional extra ``imagenet``; ~1.5x faster per core than PIL, benchmarks/RESULTS.md), else
+    pil-draft.  Pillow's wheels decode with libjpeg-turbo too: the two gave identical crops on
+    the bundled photos, so "auto" does not make a run depend on what is installed."""
 
     size: int = 224
     scale: tuple[float, float] = (0.08, 1.0)
     ratio: tuple[float, float] = (3 / 4, 4 / 3)
     flip: float = 0.5
-    decoder: str = "pil-draft"
+    decoder: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.decoder == "auto":
+            has_simplejpeg = importlib.util.find_spec("simplejpeg") is not None
+            object.__setattr__(self, "decoder", "simplejpeg" if has_simplejpeg else "pil-draft")
         if self.size < 1:
             raise ValueError(f"crop size must be >= 1, got {self.size}")
         if not (0 < self.scale[0] <= self.scale[1] <= 1) or not (0 < self.ratio[0] <= self.ratio[1]):
             raise ValueError(f"need 0 < scale[0] <= scale[1] <= 1 and 0 < ratio[0] <= ratio[1], "
                              f"got {self.scale}, {self.ratio}")
         if self.decoder not in DECODERS:
-            raise ValueError(f"unknown decoder {self.decoder!r}; known: {', '.join(DECODERS)}")
+            raise ValueError(f"unknown decoder {self.decoder!r}; known: auto, {', '.join(DECODERS)}")
         if self.decoder == "simplejpeg":
             _simplejpeg()
 
@@ -260,8 +268,8 @@ def _draft_factor(box_h: int, box_w: int, size: int) -> int:
     return s
 
 
-def _pil_reduced(path: Path, box: Any, size: int, draft: bool) -> tuple[Image.Image, float, float, tuple]:
-    """(RGB image, x factor, y factor, crop box): the file decoded at 1/s size when ``draft`` (JPEG
+def _pil_reduced(path: Path, box: Any, size: int, draft: bool) -> tuple[np.ndarray, float, tuple]:
+    """(RGB uint8 (H', W', 3), factor, crop box): the file decoded at 1/s size when ``draft`` (JPEG
     only).  ``box`` maps (width, height) -> (top, left, h, w); it is called once the header is read,
     so the box is drawn on the full-size dimensions whatever the decoder."""
     with Image.open(path) as image:
@@ -274,11 +282,11 @@ def _pil_reduced(path: Path, box: Any, size: int, draft: bool) -> tuple[Image.Im
             # an edge pixel); draft() returns None when it cannot scale (e.g. a progressive file).
             if s > 1 and image.draft("RGB", (width // s, height // s)) is not None:
                 factor = 1.0 / s
-        rgb = image.convert("RGB")
-    return rgb, factor, factor, (top, left, h, w)
+        array = np.array(image.convert("RGB"))  # writable (torch.from_numpy warns on read-only)
+    return array, factor, (top, left, h, w)
 
 
-def _simplejpeg_reduced(path: Path, box: Any, size: int) -> tuple[Image.Image, float, float, tuple]:
+def _simplejpeg_reduced(path: Path, box: Any, size: int) -> tuple[np.ndarray, float, tuple]:
     sj = _simplejpeg()
     data = path.read_bytes()
     try:
@@ -295,7 +303,22 @@ def _simplejpeg_reduced(path: Path, box: Any, size: int) -> tuple[Image.Image, f
                            strict=True)
     # libjpeg-turbo's 1/s output is ceil(W / s) wide and maps pixel x to x / s
     factor = 1.0 / s if array.shape[1] == math.ceil(width / s) else array.shape[1] / width
-    return Image.fromarray(array), factor, factor, (top, left, h, w)
+    return array, factor, (top, left, h, w)
+
+
+def resize_crop(array: np.ndarray, box: tuple[int, int, int, int], factor: float, size: int) -> torch.Tensor:
+    """uint8 (3, size, size): the full-size ``box`` (top, left, h, w) of an image decoded at
+    ``factor`` x full size, resized bilinearly with antialiasing.  At full size: torch's
+    ``interpolate(antialias=True)`` (made to agree with PIL's ``BILINEAR`` resize; on uint8 ~3x
+    faster than going through PIL).  On a reduced image the box has fractional coordinates, which
+    only PIL's ``resize(box=...)`` takes (rounding them to whole pixels costs ~5 dB)."""
+    top, left, h, w = box
+    if factor != 1.0:
+        region = (left * factor, top * factor, (left + w) * factor, (top + h) * factor)
+        out = np.asarray(Image.fromarray(array).resize((size, size), Image.Resampling.BILINEAR, box=region))
+        return torch.from_numpy(out.copy()).permute(2, 0, 1)
+    region = torch.from_numpy(array[top:top + h, left:left + w]).permute(2, 0, 1)[None]
+    return F.interpolate(region, size=(size, size), mode="bilinear", align_corners=False, antialias=True)[0]
 
 
 def decode_train(path: Path, crop: TrainCrop, seed: int) -> torch.Tensor:
@@ -309,17 +332,15 @@ def decode_train(path: Path, crop: TrainCrop, seed: int) -> torch.Tensor:
 
     try:
         if crop.decoder == "simplejpeg":
-            image, fx, fy, (top, left, h, w) = _simplejpeg_reduced(path, box, crop.size)
+            array, factor, region = _simplejpeg_reduced(path, box, crop.size)
         else:
-            image, fx, fy, (top, left, h, w) = _pil_reduced(path, box, crop.size, crop.decoder == "pil-draft")
-        region = (left * fx, top * fy, (left + w) * fx, (top + h) * fy)
-        out = image.resize((crop.size, crop.size), Image.Resampling.BILINEAR, box=region)
-        if float(torch.rand((), generator=g)) < crop.flip:
-            out = out.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
-        array = np.asarray(out)
+            array, factor, region = _pil_reduced(path, box, crop.size, crop.decoder == "pil-draft")
     except _DECODE_ERRORS as error:
         raise ValueError(f"{path}: not a decodable image ({error})") from None
-    return torch.from_numpy(array.copy()).permute(2, 0, 1)
+    out = resize_crop(array, region, factor, crop.size)
+    if float(torch.rand((), generator=g)) < crop.flip:
+        out = out.flip(-1)
+    return out.contiguous()
 
 
 # ---- datasets, sampler, batches -----------------------------------------------------------------

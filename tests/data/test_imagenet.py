@@ -205,3 +205,46 @@ def test_val_loader_is_resize_and_centre_crop_in_file_order(tree):
         ref = np.asarray(image.convert("RGB").resize((49, 37), Image.Resampling.BILINEAR))
     top, left = round((37 - 32) / 2), round((49 - 32) / 2)
     assert torch.equal(images[0], torch.from_numpy(ref[top:top + 32, left:left + 32].copy()).permute(2, 0, 1))
+
+
+def test_train_crop_equals_the_public_pil_transform(tmp_path):
+    """decoder "pil" against the public pipeline written out with PIL: the same box from the same
+    seed, ``crop(box).resize(BILINEAR)``, then the flip; torch's antialiased resize differs from
+    PIL's by rounding only."""
+    paths = []
+    for k, photo in enumerate(sample_photos()):
+        paths.append(tmp_path / f"{k}.JPEG")
+        Image.fromarray(photo).save(paths[-1], quality=90)
+    flips = 0
+    for k, path in enumerate(paths):
+        for i in range(6):
+            seed = sample_seed(3, k, i)
+            g = torch.Generator().manual_seed(seed)
+            with Image.open(path) as f:
+                image = f.convert("RGB")
+            top, left, h, w = crop_box(image.size[0], image.size[1], (0.08, 1.0), (3 / 4, 4 / 3), g)
+            ref = image.crop((left, top, left + w, top + h)).resize((64, 64), Image.Resampling.BILINEAR)
+            if float(torch.rand((), generator=g)) < 0.5:
+                ref, flips = ref.transpose(Image.Transpose.FLIP_LEFT_RIGHT), flips + 1
+            ours = decode_train(path, TrainCrop(size=64, decoder="pil"), seed)
+            expected = torch.from_numpy(np.array(ref)).permute(2, 0, 1)
+            assert (ours.int() - expected.int()).abs().float().mean() < 0.05
+            assert _psnr(ours, expected) > 50
+    assert 0 < flips < 6 * len(paths)
+
+
+def test_simplejpeg_gives_the_crops_of_pil(tree, tmp_path):
+    """decoder="auto" picks simplejpeg where installed: it must not change what a run computes."""
+    pytest.importorskip("simplejpeg")
+    paths = []
+    for k, photo in enumerate(sample_photos()):
+        paths.append(tmp_path / f"{k}.JPEG")
+        Image.fromarray(photo).save(paths[-1], quality=90)
+    paths += [tree / "train" / imagenet_wnids()[0] / name for kind, name in AWKWARD.items() if kind != "truncated"]
+    for size in (64, 224):
+        for i, path in enumerate(paths):
+            seed = sample_seed(0, 1, i)
+            assert torch.equal(decode_train(path, TrainCrop(size=size, decoder="simplejpeg"), seed),
+                               decode_train(path, TrainCrop(size=size, decoder="pil-draft"), seed)), path
+    with pytest.raises(ValueError, match=AWKWARD["truncated"]):
+        decode_train(tree / "train" / imagenet_wnids()[0] / AWKWARD["truncated"], TrainCrop(decoder="simplejpeg"), 1)
