@@ -40,6 +40,7 @@ import csv
 import hashlib
 import importlib.util
 import math
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +55,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 from fullscale.data.folders import IMAGE_SUFFIXES, Preprocess, decode
 from fullscale.data.wnids import imagenet_wnids
 
-__all__ = ["DECODERS", "BadFiles", "Batch", "ImageNetFiles", "RunSampler", "TrainCrop", "crop_box",
+__all__ = ["DECODERS", "BadFiles", "Batch", "ImageNetFiles", "RunSampler", "StreamingImageNet", "TrainCrop", "crop_box",
            "decode_train", "read_imagenet", "resize_crop", "sample_seed", "train_loader", "val_loader"]
 
 DECODERS = ("pil", "pil-draft", "simplejpeg")
@@ -481,3 +482,61 @@ class BadFiles:
                              f"max_bad_fraction={self.max_fraction}): {', '.join(self.paths[:20])}"
                              + (" ..." if self.count > 20 else ""))
 
+
+
+class StreamingImageNet:
+    """The training set of ``root/train`` for the trainer, streamed: the same four answers as the
+    trainer's in-memory set (``num_classes``, ``len``, ``steps_per_epoch``, ``batches``) plus
+    ``epoch``/``start_step`` (mid-epoch resume), the data-wait time of the last epoch and the
+    bad-file count.
+
+    Every rank reads ``batch_size // world`` images per step from its shard (``RunSampler``); the
+    order and the crops depend on (seed, epoch, index) only, never on ``order_g``, the number of
+    workers or a resume.  Batches arrive as uint8 crops in pinned memory and are copied to
+    ``device`` without blocking; the float conversion and everything after happen there."""
+
+    def __init__(self, root: str | Path, *, seed: int, crop: TrainCrop, workers: int, device: torch.device,
+                 world: int = 1, max_bad_fraction: float = 0.001, prefetch: int = 4) -> None:
+        self.files = read_imagenet(root, "train")
+        self.world = world
+        self.seed, self.crop, self.workers, self.device, self.prefetch = seed, crop, workers, device, prefetch
+        self.bad = BadFiles(len(self.files), max_bad_fraction)
+        self.wait_seconds = 0.0
+        self.source = str(self.files.root)
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.files.classes)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    @staticmethod
+    def _per_rank(batch_size: int, world: int) -> int:
+        if batch_size % world:
+            raise ValueError(f"batch_size={batch_size} must be a multiple of the {world} processes")
+        return batch_size // world
+
+    def steps_per_epoch(self, batch_size: int) -> int:
+        return (len(self) // self.world) // self._per_rank(batch_size, self.world)
+
+    def batches(self, order_g: torch.Generator, batch_size: int, process: Any, *, epoch: int = 0,
+                start_step: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Epoch ``epoch``'s batches of this rank from step ``start_step``: uint8 (B, 3, S, S) and
+        labels on the device (B < batch_size / world when a file of the batch could not be read)."""
+        del order_g  # the order is a function of (seed, epoch): see epoch_permutation
+        sampler = RunSampler(len(self), self._per_rank(batch_size, process.world), self.seed, epoch + 1,
+                             rank=process.rank, world=process.world, start_epoch=epoch, start_step=start_step)
+        loader = train_loader(self.files, self.crop, sampler, workers=self.workers, seed=self.seed,
+                              pin=self.device.type == "cuda", prefetch=self.prefetch)
+        self.wait_seconds = 0.0
+        iterator = iter(loader)
+        while True:
+            start = time.perf_counter()
+            batch = next(iterator, None)
+            self.wait_seconds += time.perf_counter() - start
+            if batch is None:
+                return
+            self.bad.add(batch.bad)
+            yield (batch.images.to(self.device, non_blocking=True),
+                   batch.labels.to(self.device, non_blocking=True))
