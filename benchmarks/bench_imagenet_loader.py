@@ -16,13 +16,15 @@ alternately ``--repeats`` times in this one process; the best of each is reporte
 CPU second of the process (``time.process_time``: what one worker core delivers, and less
 disturbed by other jobs on a shared machine than wall time, also reported), with the load average
 and the cores one would need to feed ``--target`` images/s (per-core rate, assuming linear
-scaling over worker processes).
+scaling over worker processes).  Then the private memory of 2 DataLoader workers after 5 and
+after ``--memory-batches`` batches of 25 (it must not grow with the batches read).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 import tempfile
 import time
@@ -32,7 +34,16 @@ import numpy as np
 import torch
 from PIL import Image
 
-from fullscale.data.imagenet import DECODERS, TrainCrop, crop_box, decode_train, sample_seed
+from fullscale.data.imagenet import (
+    DECODERS,
+    RunSampler,
+    TrainCrop,
+    crop_box,
+    decode_train,
+    read_imagenet,
+    sample_seed,
+    train_loader,
+)
 from fullscale.data.imagenet_fixture import write_photo_jpegs
 
 _MEAN = torch.tensor([0.485, 0.456, 0.406])[:, None, None]
@@ -60,10 +71,37 @@ def _rate(fn, paths: list[Path]) -> tuple[float, float]:
     return len(paths) / (time.process_time() - cpu), len(paths) / (time.perf_counter() - wall)
 
 
+def _private_mb(pid: int) -> float:
+    """Private dirty memory of a process in MB (Linux ``smaps_rollup``): what a worker holds of its own."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Private_Dirty:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _worker_memory(folder: Path, batches: int) -> dict:
+    """Private memory of 2 loader workers after the 5th and the last of ``batches`` batches of 25."""
+    files = read_imagenet(folder, "train")
+    sampler = RunSampler(len(files), 25, 0, math.ceil(batches * 25 / len(files)) + 1)
+    iterator = iter(train_loader(files, TrainCrop(), sampler, workers=2, seed=0, prefetch=2))
+    early = late = None
+    for i, _ in enumerate(iterator):
+        if i == 4:
+            early = [round(_private_mb(w.pid), 1) for w in iterator._workers]
+        if i == batches - 1:
+            late = [round(_private_mb(w.pid), 1) for w in iterator._workers]
+            break
+    del iterator
+    return {"batches": batches, "images": batches * 25, "private_mb_after_5_batches": early,
+            "private_mb_at_the_end": late}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--files", type=int, default=100, help="number of ~500x375 q90 JPEGs")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--memory-batches", type=int, default=128,
+                        help="batches of 25 for the worker-memory check (2 workers; 0: skip; Linux only)")
     parser.add_argument("--target", type=float, default=2750.0,
                         help="images/s a ResNet-50 step consumes (one H100, bf16: ~2,500-3,000)")
 
@@ -72,7 +110,7 @@ def run(args: argparse.Namespace) -> dict:
     torch.set_num_threads(1)  # one worker core: a DataLoader worker decodes one image at a time
     decoders = [d for d in DECODERS if d != "simplejpeg" or importlib.util.find_spec("simplejpeg")]
     with tempfile.TemporaryDirectory() as tmp:
-        paths = write_photo_jpegs(tmp, args.files, seed=0)
+        paths = write_photo_jpegs(Path(tmp) / "train" / "n01440764", args.files, seed=0)
         sides = {"reference (public PIL pipeline)": lambda p, s: _reference(p, s, args.size)}
         for d in decoders:
             crop = TrainCrop(size=args.size, decoder=d)
@@ -84,6 +122,8 @@ def run(args: argparse.Namespace) -> dict:
             for name, fn in sides.items():
                 cpu, wall = _rate(fn, paths)
                 best[name], best_wall[name] = max(best[name], cpu), max(best_wall[name], wall)
+        memory = (_worker_memory(Path(tmp), args.memory_batches)
+                  if args.memory_batches > 4 and Path("/proc/self/smaps_rollup").exists() else None)
     reference = best["reference (public PIL pipeline)"]
     fastest = max((n for n in best if n.startswith("ours")), key=best.get)
     return {
@@ -94,5 +134,6 @@ def run(args: argparse.Namespace) -> dict:
         "cores_to_feed_target": {n: round(args.target / v, 1) for n, v in best.items()},
         "target_images_per_s": args.target,
         "files": args.files, "repeats": args.repeats, "size": args.size,
+        "worker_memory": memory,
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }

@@ -392,11 +392,19 @@ class Batch:
 
 
 def _collate(items: list[tuple[torch.Tensor | None, int, str | None]]) -> Batch:
-    good = [(x, y) for x, y, _ in items if x is not None]
+    crops = [x for x, _, _ in items if x is not None]
+    labels = torch.tensor([y for x, y, _ in items if x is not None], dtype=torch.long)
     bad = [p for _, _, p in items if p is not None]
-    if not good:
-        return Batch(torch.empty(0, 3, 0, 0, dtype=torch.uint8), torch.empty(0, dtype=torch.long), bad)
-    return Batch(torch.stack([x for x, _ in good]), torch.tensor([y for _, y in good], dtype=torch.long), bad)
+    if not crops:
+        return Batch(torch.empty(0, 3, 0, 0, dtype=torch.uint8), labels, bad)
+    out = None
+    if torch.utils.data.get_worker_info() is not None:
+        # In a worker, stack straight into shared memory (as torch's default_collate does): a
+        # heap-allocated batch is copied to shared memory to cross the queue, and those heap
+        # buffers were measured to stay resident (+130 KB per image and worker, unbounded).
+        storage = crops[0].untyped_storage()._new_shared(len(crops) * crops[0].nbytes)
+        out = crops[0].new(storage).view(len(crops), *crops[0].shape)
+    return Batch(torch.stack(crops, out=out), labels, bad)
 
 
 def epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
