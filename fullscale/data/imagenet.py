@@ -52,11 +52,12 @@ import torch.nn.functional as F
 from PIL import Image, UnidentifiedImageError
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from fullscale.data.folders import IMAGE_SUFFIXES, Preprocess, decode
+from fullscale.data.folders import IMAGE_SUFFIXES, FolderSet, Preprocess, decode, read_class_folders
 from fullscale.data.wnids import imagenet_wnids
 
-__all__ = ["DECODERS", "BadFiles", "Batch", "ImageNetFiles", "RunSampler", "StreamingImageNet", "TrainCrop", "crop_box",
-           "decode_train", "read_imagenet", "resize_crop", "sample_seed", "train_loader", "val_loader"]
+__all__ = ["DECODERS", "BadFiles", "Batch", "ImageNetFiles", "RunSampler", "StreamingImageNet", "TrainCrop",
+           "crop_box", "decode_train", "read_imagenet", "read_val_folder", "resize_crop", "sample_seed",
+           "train_loader", "val_loader"]
 
 DECODERS = ("pil", "pil-draft", "simplejpeg")
 _DECODE_ERRORS = (OSError, UnidentifiedImageError, ValueError, SyntaxError, Image.DecompressionBombError)
@@ -174,6 +175,23 @@ def read_imagenet(root: str | Path, split: str) -> ImageNetFiles:
     index = {wnid: i for i, wnid in enumerate(classes)}
     samples = tuple((path, index[wnid]) for wnid in sorted(listing) for path in listing[wnid])
     return ImageNetFiles(split_dir, samples, classes)
+
+
+def read_val_folder(root: str | Path, classes: Sequence[str], preprocess: Preprocess | None = None) -> FolderSet:
+    """ImageNet's validation images for evaluation, in either layout: class folders
+    ``root/<wnid>/*.JPEG`` (``read_class_folders``), or the flat ``root/*.JPEG`` labelled by
+    ``LOC_val_solution.csv`` (in ``root`` or up to three folders above); labels index ``classes``."""
+    root, preprocess = Path(root), preprocess or Preprocess()
+    if not root.is_dir() or any(p.is_dir() for p in root.iterdir()) or not _images_in(root):
+        return read_class_folders(root, classes, preprocess)
+    index = {wnid: i for i, wnid in enumerate(classes)}
+    listing = _flat_val(root, root)
+    unknown = sorted(set(listing) - set(index))
+    if unknown:
+        raise ValueError(f"{root}: wnids {unknown[:5]} of LOC_val_solution.csv are not among the "
+                         f"{len(classes)} classes")
+    samples = sorted((path, index[wnid]) for wnid, paths in listing.items() for path in paths)
+    return FolderSet(root, samples, preprocess)
 
 
 # ---- per-sample randomness and the crop box -----------------------------------------------------

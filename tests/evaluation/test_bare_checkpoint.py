@@ -82,3 +82,22 @@ def test_model_without_out_is_an_error(bare, capsys):
     root, _ = bare
     assert main(["evaluate", str(root / "resnet50.pth"), "--model", "resnet50", "--suite", "clean"]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_flat_val_with_solution_csv_gives_the_same_accuracy(bare, tmp_path):
+    root, _ = bare
+    val = root / "imagenet" / "val"
+    flat = tmp_path / "ILSVRC" / "val"
+    flat.mkdir(parents=True)
+    rows = ["ImageId,PredictionString"]
+    for path in sorted(val.rglob("*.JPEG")):
+        (flat / path.name).write_bytes(path.read_bytes())
+        rows.append(f"{path.stem},{path.parent.name} 0 0 10 10")
+    (tmp_path / "LOC_val_solution.csv").write_text("\n".join(rows) + "\n")
+    accuracies = []
+    for data_root, out in ((val, tmp_path / "a"), (flat, tmp_path / "b")):
+        assert main(["evaluate", str(root / "resnet50.pth"), "--model", "resnet50", "--out", str(out),
+                     "--suite", "clean", "--data-root", str(data_root), "--resize", "37", "--crop", "32",
+                     "--workers", "0", "--device", "cpu"]) == 0
+        accuracies.append(json.loads((out / "eval" / "clean.json").read_text())["summary"]["accuracy"])
+    assert accuracies[0] == accuracies[1] >= 0.5
