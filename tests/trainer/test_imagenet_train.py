@@ -87,3 +87,49 @@ def test_too_many_bad_files_stop_the_run_with_their_names(tree, tmp_path, capsys
     assert main(["train", "--preset", "imagenet-resnet50-baseline", "--out", str(tmp_path / "r"), *args]) == 2
     err = capsys.readouterr().err
     assert AWKWARD["truncated"] in err and "max_bad_fraction" in err
+
+
+def test_in_memory_data_resumes_mid_epoch_too(tmp_path, monkeypatch):
+    """checkpoint_every on an in-memory set: the epoch's order is redrawn from the order generator
+    saved as it was when the epoch began, so the resumed run equals the straight one."""
+    cfg = resolve_config("noisymix", ["dataset=digits", "width=4", "epochs=2", "batch_size=16", "train_subset=64",
+                                      "checkpoint_every=3"])
+    train(cfg, tmp_path / "straight")
+    straight = load_state_dict(tmp_path / "straight" / "final.pt")
+
+    import fullscale.train as trainer
+    original = trainer.save_torch
+
+    def save_then_crash(path, obj):  # dies after the checkpoint of global step 6 (epoch 1, step 2)
+        original(path, obj)
+        if path.name == "checkpoint.pt" and (obj["epoch"], obj["step"]) == (1, 2):
+            raise KeyboardInterrupt
+    monkeypatch.setattr(trainer, "save_torch", save_then_crash)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, tmp_path / "resumed")
+    monkeypatch.setattr(trainer, "save_torch", original)
+    train(cfg, tmp_path / "resumed", resume=True)
+    resumed = load_state_dict(tmp_path / "resumed" / "final.pt")
+    for key in straight:
+        assert torch.equal(straight[key], resumed[key]), key
+
+
+def test_torchrun_two_processes_shard_the_files(tree, tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable))
+    if torchrun is None:
+        pytest.skip("torchrun not installed")
+    out = tmp_path / "run"
+    sets = [*SMALL, f"data_root={tree}", "batch_size=4", "epochs=1"]
+    cmd = [torchrun, "--standalone", "--nproc_per_node", "2", "-m", "app.cli", "train", "--preset",
+           "imagenet-resnet50-noisymix", "--out", str(out), *[a for kv in sets for a in ("--set", kv)]]
+    env = {**os.environ, "NOISYMIX_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300, env=env)
+    (entry,) = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    # 44 files, 22 per rank in batches of 2: every file read once by one rank, the bad one counted once
+    assert entry["bad_files"] == 1
+    assert json.loads((out / "config.json").read_text())["run"]["world_size"] == 2
