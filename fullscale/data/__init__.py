@@ -5,8 +5,8 @@ In memory (whole sets as uint8 tensors, ``ImageSet``): CIFAR-10/100 pickle batch
 registry ``load_dataset`` (``registry``).  Streamed and bounded in memory: memory-mapped -C/-P
 ``.npy`` sets (``npy_sets``), ImageNet-style class folders (``folders``), ImageNet-P videos
 (``videos``), the ImageNet class identities (``wnids``), and ImageNet training streamed from its
-JPEG folders with per-sample random crops (``imagenet``; test trees: ``imagenet_fixture``).  ``write_cifar_fixture`` writes
-tiny directories in the real CIFAR format for tests.
+JPEG folders with per-sample random crops (``imagenet``; test trees: ``imagenet_fixture``).
+``write_cifar_fixture`` writes tiny directories in the real CIFAR format for tests.
 """
 
 from fullscale.data.cifar import read_cifar, write_cifar_fixture
