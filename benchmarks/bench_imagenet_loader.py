@@ -17,7 +17,9 @@ CPU second of the process (``time.process_time``: what one worker core delivers,
 disturbed by other jobs on a shared machine than wall time, also reported), with the load average
 and the cores one would need to feed ``--target`` images/s (per-core rate, assuming linear
 scaling over worker processes).  Then the private memory of 2 DataLoader workers after 5 and
-after ``--memory-batches`` batches of 25 (it must not grow with the batches read).
+after ``--memory-batches`` batches of 25 (it must not grow with the batches read), and with
+``--loader-workers N`` the wall images/s of the whole loader (N processes, batches of 256; on a
+machine with N free cores, the figure to set against the ~2,750 img/s a ResNet-50 step takes).
 """
 
 from __future__ import annotations
@@ -96,12 +98,32 @@ def _worker_memory(folder: Path, batches: int) -> dict:
             "private_mb_at_the_end": late}
 
 
+def _loader_rate(folder: Path, workers: int, batches: int) -> dict:
+    """Wall images/s of the whole train loader (``workers`` processes, batches of 256, or of all
+    the files if fewer) over ``batches`` batches after 2 warm-up ones: what training is fed."""
+    files = read_imagenet(folder, "train")
+    size = min(256, len(files))
+    sampler = RunSampler(len(files), size, 0, math.ceil((batches + 2) / (len(files) // size)))
+    iterator = iter(train_loader(files, TrainCrop(), sampler, workers=workers, seed=0))
+    for _ in range(2):
+        next(iterator)
+    start = time.perf_counter()
+    images = sum(len(next(iterator).labels) for _ in range(batches))
+    seconds = time.perf_counter() - start
+    del iterator
+    return {"workers": workers, "batches": batches, "batch_size": size, "images_per_s": round(images / seconds, 1)}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--files", type=int, default=100, help="number of ~500x375 q90 JPEGs")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--memory-batches", type=int, default=128,
                         help="batches of 25 for the worker-memory check (2 workers; 0: skip; Linux only)")
+    parser.add_argument("--loader-workers", type=int, default=0,
+                        help="also measure the whole train loader with this many worker processes (0: skip)")
+    parser.add_argument("--loader-batches", type=int, default=20,
+                        help="batches (of 256, or of --files if fewer) for --loader-workers")
     parser.add_argument("--target", type=float, default=2750.0,
                         help="images/s a ResNet-50 step consumes (one H100, bf16: ~2,500-3,000)")
 
@@ -124,6 +146,7 @@ def run(args: argparse.Namespace) -> dict:
                 best[name], best_wall[name] = max(best[name], cpu), max(best_wall[name], wall)
         memory = (_worker_memory(Path(tmp), args.memory_batches)
                   if args.memory_batches > 4 and Path("/proc/self/smaps_rollup").exists() else None)
+        loader = _loader_rate(Path(tmp), args.loader_workers, args.loader_batches) if args.loader_workers else None
     reference = best["reference (public PIL pipeline)"]
     fastest = max((n for n in best if n.startswith("ours")), key=best.get)
     return {
@@ -135,5 +158,6 @@ def run(args: argparse.Namespace) -> dict:
         "target_images_per_s": args.target,
         "files": args.files, "repeats": args.repeats, "size": args.size,
         "worker_memory": memory,
+        "loader": loader,
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }

@@ -248,3 +248,19 @@ def test_simplejpeg_gives_the_crops_of_pil(tree, tmp_path):
                                decode_train(path, TrainCrop(size=size, decoder="pil-draft"), seed)), path
     with pytest.raises(ValueError, match=AWKWARD["truncated"]):
         decode_train(tree / "train" / imagenet_wnids()[0] / AWKWARD["truncated"], TrainCrop(decoder="simplejpeg"), 1)
+
+
+def test_loader_benchmark_reports_consistent_ratios():
+    import argparse
+
+    from benchmarks import bench_imagenet_loader
+
+    parser = argparse.ArgumentParser()
+    bench_imagenet_loader.add_arguments(parser)
+    result = bench_imagenet_loader.run(parser.parse_args(["--files", "6", "--repeats", "1", "--memory-batches", "0"]))
+    rates = result["images_per_s_per_core"]
+    reference = rates["reference (public PIL pipeline)"]
+    for name, ratio in result["ratio_vs_reference"].items():
+        assert ratio == pytest.approx(rates[name] / reference, abs=0.01)
+        assert result["cores_to_feed_target"][name] == pytest.approx(2750 / rates[name], abs=0.1)
+    assert {"ours (pil)", "ours (pil-draft)"} <= set(result["ratio_vs_reference"])
