@@ -564,5 +564,7 @@ class StreamingImageNet:
             if batch is None:
                 return
             self.bad.add(batch.bad)
+            if not len(batch.labels):  # a step cannot run on no images (and under DDP must not be skipped)
+                raise ValueError(f"a whole batch of epoch {epoch} could not be decoded: {', '.join(batch.bad[:5])}")
             yield (batch.images.to(self.device, non_blocking=True),
                    batch.labels.to(self.device, non_blocking=True))

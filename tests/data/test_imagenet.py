@@ -264,3 +264,20 @@ def test_loader_benchmark_reports_consistent_ratios():
         assert ratio == pytest.approx(rates[name] / reference, abs=0.01)
         assert result["cores_to_feed_target"][name] == pytest.approx(2750 / rates[name], abs=0.1)
     assert {"ours (pil)", "ours (pil-draft)"} <= set(result["ratio_vs_reference"])
+
+
+def test_a_batch_of_only_bad_files_is_an_error_naming_them(tmp_path):
+    from fullscale.data.imagenet import StreamingImageNet
+
+    tree = write_imagenet_tree(tmp_path, n_train=1, n_val=1)
+    for path in (tree / "train").rglob("*.JPEG"):
+        path.write_bytes(b"not a jpeg")
+    data = StreamingImageNet(tree, seed=0, crop=TrainCrop(size=16), workers=0, device=torch.device("cpu"),
+                             max_bad_fraction=1.0)
+
+    class Process:
+        rank, world = 0, 1
+
+    with pytest.raises(ValueError, match=r"whole batch of epoch 0.*_train_0000\.JPEG"):
+        list(data.batches(None, 10, Process()))
+    assert data.bad.count == 10
