@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, str] = {
     "corruptions": "benchmarks.bench_corruptions",
     "evaluate": "benchmarks.bench_evaluate",
     "gpu": "benchmarks.bench_gpu",
+    "imagenet-loader": "benchmarks.bench_imagenet_loader",
     "toy": "benchmarks.bench_toy",
     "train-step": "benchmarks.bench_train_step",
     "verify": "benchmarks.bench_verify",

@@ -1,5 +1,7 @@
 """``noisymix evaluate RUN --suite SUITE [--data-root DIR] [--checkpoint FILE]`` -> ``RUN/eval/SUITE.json``
-(docs/results-schema.md).
+(docs/results-schema.md).  A bare checkpoint without a run directory (a torchvision-format state
+dict, as public ImageNet checkpoints are distributed): ``noisymix evaluate FILE --model resnet50
+--out DIR --suite SUITE`` -> ``DIR/eval/SUITE.json`` (a 1000-class ImageNet model).
 
 The model is rebuilt from ``RUN/config.json`` with ``RUN/final.pt`` (or ``--checkpoint``, any
 ``state_dict``, loaded with ``weights_only=True``).  clean / calibration / fgsm use the run's own
@@ -21,7 +23,7 @@ import torch
 
 from fullscale.data import Preprocess
 from fullscale.evaluation import FGSM_EPSILONS, RESUMABLE, SUITES, Context, EvalOptions, run_suite
-from fullscale.runs import load_run_model
+from fullscale.runs import load_bare_model, load_run_model
 from fullscale.vocabulary import P_WEATHER_CHOICES
 from infra.config import add_set_argument, apply_overrides
 from infra.io import read_json, sha256_file, write_json
@@ -32,7 +34,11 @@ __all__ = ["add_arguments", "evaluate", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", metavar="RUN", help="a run directory of `noisymix train` (config.json, final.pt)")
+    parser.add_argument("run_dir", metavar="RUN", help="a run directory of `noisymix train` (config.json, final.pt); "
+                        "with --model: a bare state_dict file")
+    parser.add_argument("--model", default=None,
+                        help="evaluate RUN as a bare state_dict of this 1000-class model (e.g. resnet50); needs --out")
+    parser.add_argument("--out", default=None, help="with --model: the directory for eval/SUITE.json")
     parser.add_argument("--suite", required=True, choices=sorted(SUITES))
     parser.add_argument("--data-root", default=None,
                         help="the -C/-P/-R set; for clean/calibration/fgsm the dataset (default: the run's)")
@@ -66,8 +72,10 @@ def _epsilons(text: str) -> tuple[float, ...]:
 
 
 def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, checkpoint: str | None = None,
-             device: str = "cpu", options: EvalOptions | None = None) -> dict:
-    """Evaluate the run on ``suite`` and write (and return) ``RUN/eval/SUITE.json``."""
+             device: str = "cpu", options: EvalOptions | None = None, model: str | None = None,
+             out: str | Path | None = None) -> dict:
+    """Evaluate the run on ``suite`` and write (and return) ``RUN/eval/SUITE.json``; with ``model``,
+    ``run_dir`` (or ``checkpoint``) is a bare state dict and the result goes to ``out/eval/SUITE.json``."""
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; available: {', '.join(SUITES)}")
     options = options or EvalOptions()
@@ -78,10 +86,17 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
     except (RuntimeError, AssertionError) as error:
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ValueError(f"--device {device!r} is not usable here ({detail[:160]}); use cpu or cuda[:N]") from None
-    model, config = load_run_model(run_dir, checkpoint, dev)
+    if model is not None:
+        if out is None:
+            raise ValueError("--model (a bare checkpoint) needs --out DIR for the results")
+        weights = Path(checkpoint) if checkpoint else run_dir
+        net, config = load_bare_model(weights, model, device=dev)
+        run_dir = Path(out)
+    else:
+        net, config = load_run_model(run_dir, checkpoint, dev)
+        weights = Path(checkpoint) if checkpoint else run_dir / "final.pt"
     if dev.type == "cuda":
-        model = model.to(memory_format=torch.channels_last)
-    weights = Path(checkpoint) if checkpoint else run_dir / "final.pt"
+        net = net.to(memory_format=torch.channels_last)
     digest = sha256_file(weights)
     target = run_dir / "eval" / f"{suite}.json"
     record = {"suite": suite, "run": str(run_dir), "checkpoint": {"path": str(weights), "sha256": digest},
@@ -99,7 +114,7 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
         done[name] = entry
         write_json(target, {**record, "results": done, "created": _now(), "seconds": time.perf_counter() - started})
 
-    ctx = Context(model, dev, config, Path(data_root) if data_root else None, options, dict(done), on_result,
+    ctx = Context(net, dev, config, Path(data_root) if data_root else None, options, dict(done), on_result,
                   _clean_accuracy(run_dir, digest) if suite != "clean" else None)
     results, summary, files = run_suite(suite, ctx)
     root = data_root or config.get("data_root") or f"built-in {config.get('dataset')}"
@@ -125,6 +140,8 @@ def _now() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out and not args.model:
+        raise ValueError("--out is for a bare checkpoint (with --model); a run's results go to RUN/eval/")
     if args.threads is None and resolve_threads(None) is None and str(args.device).startswith("cpu"):
         # one torch thread on the CPU by default (the outer --threads context restores the count):
         # the -C/-P suites are many small ops, and spinning OpenMP threads collapse on a busy machine
@@ -136,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
                           partial=args.partial)
     options = apply_overrides(options, args.overrides)
     record = evaluate(args.run_dir, args.suite, data_root=args.data_root, checkpoint=args.checkpoint,
-                      device=args.device, options=options)
+                      device=args.device, options=options, model=args.model, out=args.out)
     summary = {k: v for k, v in record["summary"].items() if not isinstance(v, dict | list)}
-    print(f"{args.suite}: {summary} -> {Path(args.run_dir) / 'eval' / (args.suite + '.json')}")
+    where = Path(args.out if args.model else args.run_dir)
+    print(f"{args.suite}: {summary} -> {where / 'eval' / (args.suite + '.json')}")
     return 0

@@ -48,6 +48,15 @@ class TrainConfig:
     # Under torchrun on CUDA: batch statistics over the whole batch (torch.nn.SyncBatchNorm);
     # one process already normalises over its whole batch, so it changes nothing there.
     sync_bn: bool = False
+    # dataset=imagenet (data_root: the ImageNet root, train/<wnid>/*.JPEG), streamed from disk
+    # (fullscale.data.imagenet): the RandomResizedCrop side, decoding processes per rank, the
+    # JPEG decoder, the fraction of unreadable files that stops the run, and (any dataset) the
+    # steps between mid-epoch checkpoints (0: at epoch ends only; an ImageNet epoch is long).
+    image_size: int = 224
+    workers: int = 8
+    decoder: str = "auto"
+    max_bad_fraction: float = 0.001
+    checkpoint_every: int = 0
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size"):
@@ -57,6 +66,11 @@ class TrainConfig:
             raise ValueError(f"need 0 <= lr_min <= lr and lr > 0, got lr={self.lr}, lr_min={self.lr_min}")
         if self.width < 0 or self.train_subset < 0 or self.heldout < 0:
             raise ValueError("width, train_subset and heldout must be >= 0")
+        if self.image_size < 1 or self.workers < 0 or self.checkpoint_every < 0:
+            raise ValueError(f"need image_size >= 1, workers >= 0, checkpoint_every >= 0, got {self.image_size}, "
+                             f"{self.workers}, {self.checkpoint_every}")
+        if not 0 <= self.max_bad_fraction <= 1:
+            raise ValueError(f"max_bad_fraction must be in [0, 1], got {self.max_bad_fraction}")
         if self.ddp_draws not in ("shared", "per_rank"):
             raise ValueError(f"ddp_draws must be 'shared' or 'per_rank', got {self.ddp_draws!r}")
 

@@ -34,6 +34,7 @@ from fullscale.data import (
     read_p_set,
     read_video_folders,
 )
+from fullscale.data.imagenet import read_val_folder
 from fullscale.metrics import (
     accuracy,
     aurra,
@@ -186,8 +187,8 @@ def _test_data(ctx: Context) -> _TestData:
     dataset, bs = ctx.config.get("dataset"), ctx.options.batch_size
     if dataset == "imagenet":
         _need_imagenet(ctx)
-        data = read_class_folders(_need_root(ctx, "the ImageNet validation class folders"), imagenet_wnids(),
-                                  ctx.options.preprocess)
+        data = read_val_folder(_need_root(ctx, "the ImageNet validation images (class folders, or flat with "
+                                          "LOC_val_solution.csv)"), imagenet_wnids(), ctx.options.preprocess)
         return _TestData(lambda: data.batches(bs, ctx.options.workers), len(data), str(data.root),
                          [_folder_record(data)])
     if dataset not in DATASETS:

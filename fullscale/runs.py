@@ -11,7 +11,7 @@ from torch import nn
 from fullscale.models import create_model
 from infra.io import load_state_dict, read_json
 
-__all__ = ["append_metrics", "load_run_model", "read_metrics", "split_run_record"]
+__all__ = ["append_metrics", "load_bare_model", "load_run_model", "read_metrics", "split_run_record"]
 
 #: keys of the run part, in the flat ``config.json`` of runs made before ``{config, run}``
 _FLAT_RUN_KEYS = ("num_classes", "model_kwargs", "versions", "device", "train_images", "data_source", "world_size")
@@ -60,6 +60,40 @@ def load_run_model(run_dir: str | Path, checkpoint: str | Path | None = None,
         raise ValueError(f"{weights} does not fit {config['model']} "
                          f"{run.get('model_kwargs', {})}: {str(error).splitlines()[0]}") from None
     return model.to(device).eval(), {**config, **run}
+
+
+def load_bare_model(weights: str | Path, model: str, num_classes: int = 1000,
+                    device: str | torch.device = "cpu") -> tuple[nn.Module, dict]:
+    """A model ``model`` (e.g. ``resnet50``, torchvision keys) with the weights of a bare state
+    dict file, as public checkpoints are distributed (a ``module.`` prefix of ``DataParallel`` is
+    dropped); eval mode on ``device``; and the config an ImageNet run would have.  Keys that do not
+    match give one error listing the missing and the unexpected ones."""
+    weights = Path(weights)
+    if not weights.is_file():
+        raise FileNotFoundError(f"{weights} not found (a state_dict file for --model {model})")
+    state = load_state_dict(weights)
+    for key in ("state_dict", "model"):  # common wrappers: {"state_dict": ...}, our checkpoint.pt
+        if isinstance(state, dict) and isinstance(state.get(key), dict):
+            state = state[key]
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                              for k, v in state.items()):
+        raise ValueError(f"{weights} is not a state_dict (names -> tensors)")
+    if state and all(k.startswith("module.") for k in state):
+        state = {k[len("module."):]: v for k, v in state.items()}
+    net = create_model(model, num_classes)
+    expected = net.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise ValueError(f"{weights} does not fit {model}: missing keys {missing[:10]}"
+                         f"{' ...' if len(missing) > 10 else ''} ({len(missing)}); unexpected keys "
+                         f"{unexpected[:10]}{' ...' if len(unexpected) > 10 else ''} ({len(unexpected)})")
+    try:
+        net.load_state_dict(state)
+    except RuntimeError as error:  # shapes
+        raise ValueError(f"{weights} does not fit {model}: {str(error).splitlines()[-1].strip()}") from None
+    config = {"model": model, "num_classes": num_classes, "dataset": "imagenet", "data_root": None}
+    return net.to(device).eval(), config
 
 
 def read_metrics(run_dir: str | Path) -> list[dict]:

@@ -26,6 +26,16 @@ ends with an atomic ``checkpoint.pt`` (model, optimiser, scheduler, generator st
 the loss parts before the next checkpoint is written, so the last good one stays.  On CUDA the
 finiteness check reads the loss history every ``_CUDA_CHECK_EVERY`` steps (not every step,
 which would stall the GPU queue); on the CPU it runs before every update.
+
+``dataset=imagenet`` streams ``data_root/train/<wnid>/*.JPEG`` (``fullscale.data.imagenet``):
+DataLoader workers decode and crop (RandomResizedCrop ``image_size`` + flip, drawn per (seed,
+epoch, image)) and hand uint8 batches over in pinned memory; the views, AugMix, mixing and the
+normalisation happen on the device as for the in-memory sets (no second crop/flip there).  With
+``checkpoint_every=N`` a checkpoint is also written every N steps, mid-epoch, and ``resume``
+continues from that step exactly (the epoch's order comes from (seed, epoch), the in-memory
+sets' from the order generator saved as it was when the epoch began).  The metrics of an epoch
+add the data-wait fraction (time the step waited for its batch) and, streamed, the files that
+could not be decoded (``bad_files``); the progress bar shows images/s and the wait fraction.
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ import noisymix
 from fullscale.augment import augmix, random_crop_flip, to_float
 from fullscale.config import TrainConfig
 from fullscale.data import ImageSet, load_dataset
+from fullscale.data.imagenet import StreamingImageNet, TrainCrop
 from fullscale.hooks import install_stage_hooks, transform_stage
 from fullscale.methods import Method, get_method
 from fullscale.models import create_model
@@ -62,9 +73,13 @@ __all__ = ["NonFiniteLoss", "train"]
 
 _CUDA_CHECK_EVERY = 25
 # Config fields a resumed run may change: where and how fast it runs, not what it computes.
-_RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root"})
+_RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root", "workers", "decoder", "checkpoint_every",
+                                "max_bad_fraction"})
 # config keys added after runs were made, with the value that computes what those runs did
-_LATER_KEYS = {"ddp_draws": "shared", "sync_bn": False}
+_LATER_KEYS = {"ddp_draws": "shared", "sync_bn": False, "image_size": 224, "workers": 8, "decoder": "auto",
+               "max_bad_fraction": 0.001, "checkpoint_every": 0}
+# data sets streamed from disk, cropped and flipped by the loader (fullscale.data.imagenet)
+_STREAMED = ("imagenet",)
 # facts of the run part that a resumed run must share (the data it trains on)
 _RUN_FACTS = ("num_classes", "model_kwargs", "train_images", "data_source")
 
@@ -92,7 +107,8 @@ def _cosine(step: int, total: int, cfg: TrainConfig) -> float:
 
 
 def _views(x_u8: Tensor, method: Method, cfg: TrainConfig, g: torch.Generator) -> Tensor:
-    x_u8 = random_crop_flip(x_u8, generator=g, padding=cfg.crop_padding)
+    if cfg.dataset not in _STREAMED:  # streamed batches come cropped and flipped by the loader
+        x_u8 = random_crop_flip(x_u8, generator=g, padding=cfg.crop_padding)
     if not method.augmentations:
         return to_float(x_u8)
     if not method.jsd:
@@ -230,15 +246,27 @@ class InMemoryData:
     def steps_per_epoch(self, batch_size: int) -> int:
         return math.ceil(len(self) / batch_size)
 
-    def batches(self, order_g: torch.Generator, batch_size: int, process: _Process) -> Iterator[tuple[Tensor, Tensor]]:
+    def batches(self, order_g: torch.Generator, batch_size: int, process: _Process, *, epoch: int = 0,
+                start_step: int = 0) -> Iterator[tuple[Tensor, Tensor]]:
+        """The epoch's batches from ``start_step`` (the permutation is drawn whole either way)."""
+        del epoch  # the order comes from order_g
         perm = torch.randperm(len(self), generator=order_g, device=self.images.device)
-        for step in range(self.steps_per_epoch(batch_size)):
+        for step in range(start_step, self.steps_per_epoch(batch_size)):
             index = perm[step * batch_size:(step + 1) * batch_size][process.rank::process.world]
             yield self.images[index], self.labels[index]
 
 
-def _training_data(cfg: TrainConfig, device: torch.device) -> tuple[InMemoryData, ImageSet | None]:
-    """The training set on ``device`` and the held-out part (``heldout`` last images), if any."""
+def _training_data(cfg: TrainConfig, process: _Process) -> tuple[InMemoryData | StreamingImageNet, ImageSet | None]:
+    """The training set on the device and the held-out part (``heldout`` last images), if any."""
+    device = process.device
+    if cfg.dataset in _STREAMED:
+        if not cfg.data_root:
+            raise ValueError("dataset=imagenet needs data_root=DIR, the ImageNet root with train/<wnid>/*.JPEG")
+        if cfg.train_subset or cfg.heldout:
+            raise ValueError("train_subset and heldout are for in-memory data sets, not dataset=imagenet")
+        crop = TrainCrop(size=cfg.image_size, decoder=cfg.decoder)
+        return StreamingImageNet(cfg.data_root, seed=cfg.seed, crop=crop, workers=cfg.workers, device=device,
+                                 world=process.world, max_bad_fraction=cfg.max_bad_fraction), None
     data = load_dataset(cfg.dataset, "train", cfg.data_root or None)
     if cfg.train_subset:
         data = data.subset(torch.arange(min(cfg.train_subset, len(data))))
@@ -295,7 +323,7 @@ class _Generators:
         self.stage.set_state(state["stage_generator"].cpu())
 
 
-def _run_record(cfg: TrainConfig, data: InMemoryData, process: _Process) -> dict:
+def _run_record(cfg: TrainConfig, data: InMemoryData | StreamingImageNet, process: _Process) -> dict:
     """``config.json``: ``{"config": the TrainConfig, "run": the facts of this run}``; the config
     part reads back with ``config_from_dict(TrainConfig, record["config"])``."""
     device = process.device
@@ -307,8 +335,10 @@ def _run_record(cfg: TrainConfig, data: InMemoryData, process: _Process) -> dict
 
 
 def _restore(checkpoint: Path, core: nn.Module, optimizer: torch.optim.Optimizer,
-             scheduler: torch.optim.lr_scheduler.LRScheduler, generators: _Generators, device: torch.device) -> int:
-    """Load a resumable checkpoint into the run's objects; return the epochs it finished."""
+             scheduler: torch.optim.lr_scheduler.LRScheduler, generators: _Generators,
+             device: torch.device) -> tuple[int, int, Tensor | None]:
+    """Load a resumable checkpoint into the run's objects; return the epochs it finished, the
+    steps done of the next one and their loss history (mid-epoch checkpoints; else 0, None)."""
     state = load_state_dict(checkpoint, map_location=device)
     try:
         core.load_state_dict(state["model"])
@@ -318,7 +348,7 @@ def _restore(checkpoint: Path, core: nn.Module, optimizer: torch.optim.Optimizer
         torch.set_rng_state(state["torch_generator"].cpu())
         if device.type == "cuda" and "cuda_generator" in state:  # dropout on the GPU
             torch.cuda.set_rng_state(state["cuda_generator"].cpu(), device)
-        return int(state["epoch"])
+        return int(state["epoch"]), int(state.get("step", 0)), state.get("history")
     except (KeyError, TypeError, RuntimeError, ValueError, AttributeError, IndexError) as error:
         # a plain state dict (KeyError), another width (RuntimeError), a foreign file ...
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
@@ -328,9 +358,14 @@ def _restore(checkpoint: Path, core: nn.Module, optimizer: torch.optim.Optimizer
 
 def _save_checkpoint(checkpoint: Path, core: nn.Module, optimizer: torch.optim.Optimizer,
                      scheduler: torch.optim.lr_scheduler.LRScheduler, generators: _Generators, epoch: int,
-                     device: torch.device) -> None:
+                     device: torch.device, *, step: int = 0, order_state: Tensor | None = None,
+                     history: Tensor | None = None) -> None:
+    """``epoch`` epochs done and ``step`` steps of the next; mid-epoch (``step > 0``) the order
+    generator as it was when the epoch began (``order_state``) and the epoch's loss history."""
+    mid = {"order_generator": order_state, "history": history.cpu()} if step else {}
     save_torch(checkpoint, {"model": core.state_dict(), "optimizer": optimizer.state_dict(),
-                            "scheduler": scheduler.state_dict(), "epoch": epoch, **generators.state(),
+                            "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
+                            **generators.state(), **mid,
                             "torch_generator": torch.get_rng_state(),
                             **({"cuda_generator": torch.cuda.get_rng_state(device)}
                                if device.type == "cuda" else {})})
@@ -343,7 +378,7 @@ class _Loop:
     cfg: TrainConfig
     method: Method
     process: _Process
-    data: InMemoryData
+    data: InMemoryData | StreamingImageNet
     core: nn.Module
     model: nn.Module
     optimizer: torch.optim.Optimizer
@@ -352,19 +387,25 @@ class _Loop:
     checkpoint: Path
 
 
-def _train_epoch(loop: _Loop, epoch: int, bar: Any) -> dict:
-    """One epoch of steps; the metrics entry of the epoch (loss parts summed over all ranks)."""
+def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: Tensor | None = None) -> dict:
+    """One epoch of steps from ``start_step`` (``done``: the loss history of the steps before it);
+    the metrics entry of the epoch (loss parts summed over all ranks)."""
     cfg, device = loop.cfg, loop.process.device
     amp = cfg.amp and device.type == "cuda"
     check_every = 1 if device.type == "cpu" else _CUDA_CHECK_EVERY
-    steps_per_epoch, n = loop.data.steps_per_epoch(cfg.batch_size), len(loop.data)
+    steps_per_epoch = loop.data.steps_per_epoch(cfg.batch_size)
     loop.model.train()
     t0 = time.perf_counter()
     # per step: images, then loss, CE and JSD summed over them (kept on the device: no sync)
     history = torch.zeros(steps_per_epoch, 4, device=device)
-    checked = 0
-    batches = loop.data.batches(loop.generators.order, cfg.batch_size, loop.process)
-    for step, (x_u8, y) in enumerate(batches):
+    if done is not None:
+        history[:start_step] = done.to(device)
+    checked = start_step
+    order_state = loop.generators.order.get_state()  # before the epoch draws its permutation
+    batches = loop.data.batches(loop.generators.order, cfg.batch_size, loop.process, epoch=epoch,
+                                start_step=start_step)
+    waited = getattr(loop.data, "wait_seconds", None) is not None
+    for step, (x_u8, y) in enumerate(batches, start=start_step):
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
             parts = _loss(loop.model, loop.core, x_u8, y, loop.method, cfg, loop.data.num_classes,
                           loop.generators.aug, loop.generators.stage)
@@ -377,21 +418,40 @@ def _train_epoch(loop: _Loop, epoch: int, bar: Any) -> dict:
         loop.optimizer.step()
         loop.scheduler.step()
         bar.update(1)
+        if waited and (step + 1) % 20 == 0:
+            seconds = time.perf_counter() - t0
+            bar.set_postfix(img_s=f"{(step + 1 - start_step) * cfg.batch_size / seconds:.0f}",
+                            wait=f"{loop.data.wait_seconds / seconds:.0%}", refresh=False)
+        global_step = epoch * steps_per_epoch + step + 1
+        if cfg.checkpoint_every and global_step % cfg.checkpoint_every == 0 and step + 1 < steps_per_epoch:
+            checked = _check_finite(history, checked, step + 1, epoch, loop.checkpoint)
+            if loop.process.writer:
+                _check_weights(loop.core, f"at epoch {epoch + 1}, step {step + 1}", loop.checkpoint)
+                _save_checkpoint(loop.checkpoint, loop.core, loop.optimizer, loop.scheduler, loop.generators,
+                                 epoch, device, step=step + 1, order_state=order_state, history=history[:step + 1])
     _check_finite(history, checked, steps_per_epoch, epoch, loop.checkpoint)
-    sums = (history[:, :1] * history[:, 1:]).sum(0)
+    sums = torch.cat([history[:, :1].sum(0), (history[:, :1] * history[:, 1:]).sum(0)])
     if loop.process.world > 1:
         dist.all_reduce(sums)
+    n = float(sums[0])  # the images of the epoch (all of an in-memory set; streamed, less bad files)
     seconds = time.perf_counter() - t0
-    return {"epoch": epoch + 1, "loss": float(sums[0] / n), "cross_entropy": float(sums[1] / n),
-            "jsd": float(sums[2] / n), "lr": loop.optimizer.param_groups[0]["lr"],
-            "images_per_s": n / seconds, "seconds": seconds}
+    entry = {"epoch": epoch + 1, "loss": float(sums[1] / n), "cross_entropy": float(sums[2] / n),
+             "jsd": float(sums[3] / n), "lr": loop.optimizer.param_groups[0]["lr"],
+             "images_per_s": n * (steps_per_epoch - start_step) / steps_per_epoch / seconds, "seconds": seconds}
+    if waited:
+        bad = torch.tensor([loop.data.bad.count], device=device)
+        if loop.process.world > 1:
+            dist.all_reduce(bad)  # each file is read by one rank
+        entry["data_wait_fraction"] = loop.data.wait_seconds / seconds
+        entry["bad_files"] = int(bad)
+    return entry
 
 
 def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
     method = get_method(cfg.method)
     process = _process(cfg)
     device = process.device
-    data, heldout = _training_data(cfg, device)
+    data, heldout = _training_data(cfg, process)
     core, model = _models(cfg, data.num_classes, process)
     optimizer = torch.optim.SGD(core.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.nesterov,
                                 weight_decay=cfg.weight_decay)
@@ -401,11 +461,11 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
     generators = _Generators.create(cfg, process)
     record = _run_record(cfg, data, process)
 
-    start_epoch, metrics = 0, []
+    start_epoch, start_step, done, metrics = 0, 0, None, []
     checkpoint = out / "checkpoint.pt"
     if resume and checkpoint.exists():
         _check_same_config(out / "config.json", record)
-        start_epoch = _restore(checkpoint, core, optimizer, scheduler, generators, device)
+        start_epoch, start_step, done = _restore(checkpoint, core, optimizer, scheduler, generators, device)
         metrics = [m for m in read_metrics(out) if m["epoch"] <= start_epoch]
     elif (out / "final.pt").exists() or checkpoint.exists():
         raise ValueError(f"{out} already holds a run; use --resume to continue it, or another --out")
@@ -413,10 +473,11 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
         write_json(out / "config.json", record)
 
     loop = _Loop(cfg, method, process, data, core, model, optimizer, scheduler, generators, checkpoint)
-    bar = (progress(total=total, initial=start_epoch * steps_per_epoch, desc=f"train {cfg.preset}",
+    bar = (progress(total=total, initial=start_epoch * steps_per_epoch + start_step, desc=f"train {cfg.preset}",
                     unit="step") if process.writer else _SilentBar())
     for epoch in range(start_epoch, cfg.epochs):
-        entry = _train_epoch(loop, epoch, bar)
+        first = epoch == start_epoch
+        entry = _train_epoch(loop, epoch, bar, start_step if first else 0, done if first else None)
         if heldout is not None:
             entry["heldout_accuracy"] = _accuracy(core, heldout.images, heldout.labels)
         metrics.append(entry)
@@ -439,6 +500,9 @@ class _SilentBar:
     """The progress bar of ranks other than 0."""
 
     def update(self, _n: int) -> None:
+        pass
+
+    def set_postfix(self, **_kwargs: Any) -> None:
         pass
 
     def close(self) -> None:

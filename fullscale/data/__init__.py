@@ -4,8 +4,9 @@ In memory (whole sets as uint8 tensors, ``ImageSet``): CIFAR-10/100 pickle batch
 (``cifar``, read through a restricted unpickler), the built-in digits (``digits``), and the
 registry ``load_dataset`` (``registry``).  Streamed and bounded in memory: memory-mapped -C/-P
 ``.npy`` sets (``npy_sets``), ImageNet-style class folders (``folders``), ImageNet-P videos
-(``videos``), and the ImageNet class identities (``wnids``).  ``write_cifar_fixture`` writes
-tiny directories in the real CIFAR format for tests.
+(``videos``), the ImageNet class identities (``wnids``), and ImageNet training streamed from its
+JPEG folders with per-sample random crops (``imagenet``; test trees: ``imagenet_fixture``).
+``write_cifar_fixture`` writes tiny directories in the real CIFAR format for tests.
 """
 
 from fullscale.data.cifar import read_cifar, write_cifar_fixture
