@@ -23,7 +23,7 @@ The recipe is the public NoisyMix ``transfer_learning/`` code (built on MadryLab
   ``freeze_level`` 4.
 
 Data stays 32x32 uint8 on the device; the upsampling is batched per step
-(``random_resized_crop_flip`` for training views, the model's own ``TestResize`` for clean and
+(``random_resized_crop_flip`` for training views, the model's own ``EvalResize`` for clean and
 -C test images alike): no 224x224 copy of the data set exists.
 """
 
@@ -40,10 +40,22 @@ from fullscale.models.registry import IMAGENET_MEAN_STD, Normalize, register_mod
 from fullscale.models.resnet import ResNet
 from infra.io import load_state_dict
 
-__all__ = ["FREEZE_LEVELS", "SOURCE_SIZE", "TRANSFER_MEAN_STD", "TestResize", "apply_freeze",
-           "draw_resized_crop_boxes", "frozen_batchnorms", "interpolation_matrices", "load_source_backbone",
-           "random_resized_crop_flip", "resnet50_transfer", "set_train_mode", "test_resize_size",
-           "trainable_parameter_names"]
+__all__ = [
+    "FREEZE_LEVELS",
+    "SOURCE_SIZE",
+    "TRANSFER_MEAN_STD",
+    "EvalResize",
+    "apply_freeze",
+    "draw_resized_crop_boxes",
+    "eval_resize_size",
+    "frozen_batchnorms",
+    "interpolation_matrices",
+    "load_source_backbone",
+    "random_resized_crop_flip",
+    "resnet50_transfer",
+    "set_train_mode",
+    "trainable_parameter_names",
+]
 
 #: the CIFAR images' side; the transfer model upsamples inputs of this size with the test transform
 SOURCE_SIZE = 32
@@ -146,14 +158,14 @@ def random_resized_crop_flip(images_u8: Tensor, size: int, *, generator: torch.G
     return _resample(to_float(images_u8), rows, cols)
 
 
-def test_resize_size(image_size: int) -> int:
+def eval_resize_size(image_size: int) -> int:
     """The public test transform's resize side for ``image_size`` (256 for 224: Resize(256) +
     CenterCrop(224)); other sizes keep the 256 / 224 proportion."""
     return round(image_size * 256 / 224)
 
 
-class TestResize(nn.Module):
-    """``Resize(test_resize_size(s))`` + ``CenterCrop(s)`` of (N, 3, 32, 32) float images, batched
+class EvalResize(nn.Module):
+    """``Resize(eval_resize_size(s))`` + ``CenterCrop(s)`` of (N, 3, 32, 32) float images, batched
     (bilinear, half-pixel centres, clamped to the image: ``F.interpolate`` then the centre crop).
     Inputs already (s, s) pass unchanged: the trainer's views are made by
     ``random_resized_crop_flip``.  Any other size is refused (a -C set at another resolution)."""
@@ -161,7 +173,7 @@ class TestResize(nn.Module):
     def __init__(self, image_size: int, source_size: int = SOURCE_SIZE) -> None:
         super().__init__()
         self.image_size, self.source_size = image_size, source_size
-        resize = test_resize_size(image_size)
+        resize = eval_resize_size(image_size)
         offset = round((resize - image_size) / 2.0)  # torchvision CenterCrop's offset
         o = torch.arange(offset, offset + image_size, dtype=torch.float64) + 0.5
         src = (o * (source_size / resize) - 0.5).float()[None]
@@ -183,7 +195,7 @@ class TestResize(nn.Module):
 
 
 class TransferResNet(ResNet):
-    """torchvision's ResNet-50 (same state-dict keys) behind ``TestResize`` and the transfer
+    """torchvision's ResNet-50 (same state-dict keys) behind ``EvalResize`` and the transfer
     code's normalisation."""
 
     def __init__(self, num_classes: int, width: int, image_size: int, normalization: str) -> None:
@@ -192,7 +204,7 @@ class TransferResNet(ResNet):
         if image_size < SOURCE_SIZE:
             raise ValueError(f"image_size must be >= {SOURCE_SIZE} (the transfer code upsamples), got {image_size}")
         super().__init__((3, 4, 6, 3), num_classes, width)
-        self.resize = TestResize(image_size)
+        self.resize = EvalResize(image_size)
         self.normalize = Normalize(TRANSFER_MEAN_STD[normalization])
 
     def forward(self, x: Tensor) -> Tensor:
