@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, str] = {
     "evaluate": "benchmarks.bench_evaluate",
     "toy": "benchmarks.bench_toy",
     "train-step": "benchmarks.bench_train_step",
+    "transfer": "benchmarks.bench_transfer",
     "verify": "benchmarks.bench_verify",
 }
 

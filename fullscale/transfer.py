@@ -93,7 +93,8 @@ def interpolation_matrices(src: Tensor, lo: Tensor, hi: Tensor, length: int) -> 
 
 def _resample(x: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
     """(N, C, H, W) float -> (N, C, Sy, Sx): out[n, c] = rows[n] @ x[n, c] @ cols[n]^T."""
-    return torch.einsum("nyh,nchx->ncyx", rows, torch.einsum("nchw,nxw->nchx", x, cols))
+    # contiguous: einsum's (N, Sy, C, Sx) strides would send the first convolution down a slow path
+    return torch.einsum("nyh,nchx->ncyx", rows, torch.einsum("nchw,nxw->nchx", x, cols)).contiguous()
 
 
 def _crop_resize_coordinates(start: Tensor, extent: Tensor, size: int) -> Tensor:
@@ -188,7 +189,7 @@ class EvalResize(nn.Module):
             raise ValueError(f"the transfer model takes {self.source_size}x{self.source_size} CIFAR images (or "
                              f"{self.image_size}x{self.image_size} training views), got {size[0]}x{size[1]}")
         r = self.weights.to(x.dtype)
-        return torch.einsum("yh,nchw,xw->ncyx", r, x, r)
+        return torch.einsum("yh,nchw,xw->ncyx", r, x, r).contiguous()
 
 
 # --------------------------------------------------------------------------- the model
