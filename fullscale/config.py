@@ -48,6 +48,22 @@ class TrainConfig:
     # Under torchrun on CUDA: batch statistics over the whole batch (torch.nn.SyncBatchNorm);
     # one process already normalises over its whole batch, so it changes nothing there.
     sync_bn: bool = False
+    # Learning-rate schedule: "cosine" (per step, down to lr_min: the public CIFAR code) or "step"
+    # (lr x lr_gamma at each epoch of lr_milestones: robustness' StepLR of the transfer code).
+    lr_schedule: Literal["cosine", "step"] = "cosine"
+    lr_milestones: tuple[int, ...] = ()
+    lr_gamma: float = 0.1
+    # Transfer learning (fullscale.transfer, model=resnet50_transfer): the source ResNet-50 state
+    # dict (a run's final.pt or a torchvision-format file), the table row it stands for
+    # (fullscale.vocabulary.TRANSFER_ROWS: baseline, puzzlemix, mixup, autoaugment, augmix, noisymix),
+    # the public --freeze-level (-1: train everything; 4: only the classifier), whether frozen
+    # BatchNorm layers keep their statistics (the public code lets them update), and the side the
+    # 32x32 images are upsampled to.
+    source_weights: str = ""
+    source_row: str = ""
+    freeze_level: int = -1
+    freeze_bn_stats: bool = False
+    image_size: int = 224
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size"):
@@ -57,9 +73,29 @@ class TrainConfig:
             raise ValueError(f"need 0 <= lr_min <= lr and lr > 0, got lr={self.lr}, lr_min={self.lr_min}")
         if self.width < 0 or self.train_subset < 0 or self.heldout < 0:
             raise ValueError("width, train_subset and heldout must be >= 0")
+        if self.lr_schedule not in ("cosine", "step"):
+            raise ValueError(f"lr_schedule must be 'cosine' or 'step', got {self.lr_schedule!r}")
+        if list(self.lr_milestones) != sorted(set(self.lr_milestones)) or any(m < 1 for m in self.lr_milestones):
+            raise ValueError(f"lr_milestones must be increasing epochs >= 1, got {self.lr_milestones}")
+        if not 0 < self.lr_gamma <= 1:
+            raise ValueError(f"lr_gamma must be in (0, 1], got {self.lr_gamma}")
+        if self.freeze_level not in (-1, 1, 2, 3, 4):
+            raise ValueError(f"freeze_level must be -1 (train everything) or 1..4, got {self.freeze_level}")
+        if self.image_size < 32:
+            raise ValueError(f"image_size must be >= 32 (the 32x32 images are upsampled), got {self.image_size}")
+        # the fields that must agree with each other (a transfer run needs source_weights, ...) are
+        # checked when training starts (fullscale.transfer.check_config): overrides apply one at a time
         if self.ddp_draws not in ("shared", "per_rank"):
             raise ValueError(f"ddp_draws must be 'shared' or 'per_rank', got {self.ddp_draws!r}")
 
     @property
-    def model_kwargs(self) -> dict[str, int]:
-        return {"width": self.width} if self.width else {}
+    def transfer(self) -> bool:
+        """A fine-tuning run of ``fullscale.transfer``."""
+        return self.model == "resnet50_transfer"
+
+    @property
+    def model_kwargs(self) -> dict[str, int | str]:
+        kwargs: dict[str, int | str] = {"width": self.width} if self.width else {}
+        if self.transfer:  # upsampling side and the transfer code's normalisation of the data set
+            kwargs.update(image_size=self.image_size, normalization=self.dataset)
+        return kwargs

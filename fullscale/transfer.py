@@ -45,7 +45,7 @@ __all__ = [
     "SOURCE_SIZE",
     "TRANSFER_MEAN_STD",
     "EvalResize",
-    "apply_freeze",
+    "apply_freeze", "check_config",
     "draw_resized_crop_boxes",
     "eval_resize_size",
     "frozen_batchnorms",
@@ -53,7 +53,7 @@ __all__ = [
     "load_source_backbone",
     "random_resized_crop_flip",
     "resnet50_transfer",
-    "set_train_mode",
+    "set_train_mode", "step_lr_factor",
     "trainable_parameter_names",
 ]
 
@@ -274,6 +274,34 @@ def _listing(items: list[str], limit: int = 8) -> str:
         return "[]"
     more = f", ... ({len(items) - limit} more)" if len(items) > limit else ""
     return "[" + ", ".join(items[:limit]) + more + "]"
+
+
+# --------------------------------------------------------------------------- the run's config
+
+
+def check_config(cfg: object) -> None:
+    """The transfer fields of a ``TrainConfig`` that must agree (checked when training starts)."""
+    transfer = getattr(cfg, "model", "") == "resnet50_transfer"
+    if transfer:
+        if not cfg.source_weights:
+            raise ValueError("model=resnet50_transfer fine-tunes a source: set source_weights=PATH "
+                             "(a ResNet-50 state dict: a run's final.pt or a torchvision-format file)")
+        if cfg.dataset not in ("cifar10", "cifar100"):
+            raise ValueError(f"model=resnet50_transfer fine-tunes on cifar10 or cifar100, got dataset={cfg.dataset!r}")
+        if not Path(cfg.source_weights).is_file():
+            raise FileNotFoundError(f"source_weights={cfg.source_weights}: no such file")
+    elif cfg.source_weights or cfg.freeze_level != -1 or cfg.freeze_bn_stats or cfg.source_row:
+        raise ValueError("source_weights, source_row, freeze_level and freeze_bn_stats belong to transfer runs "
+                         f"(model=resnet50_transfer); this run's model is {getattr(cfg, 'model', '?')!r}")
+    if cfg.lr_schedule == "step" and not cfg.lr_milestones:
+        raise ValueError("lr_schedule=step needs lr_milestones=E1,E2,... (epochs where lr is multiplied by lr_gamma)")
+
+
+def step_lr_factor(step: int, steps_per_epoch: int, milestones: tuple[int, ...], gamma: float) -> float:
+    """robustness' ``StepLR`` (stepped once per epoch) as a per-step factor: lr x gamma^(number of
+    milestones reached by the current epoch); ``step_lr=50`` over 150 epochs is milestones 50, 100."""
+    epoch = step // steps_per_epoch
+    return gamma ** sum(epoch >= m for m in milestones)
 
 
 # --------------------------------------------------------------------------- freezing

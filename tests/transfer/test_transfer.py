@@ -273,3 +273,56 @@ def test_cifar_c_of_a_transfer_run_gives_the_three_numbers(tmp_path, source):
     (run / "eval" / "cifar10-c.json").unlink()
     assert main(["evaluate", str(run), "--suite", "cifar10-c", "--data-root", str(big)]) == 2
     assert not (run / "eval" / "cifar10-c.json").exists()
+
+
+# --------------------------------------------------------------------------- presets and config
+
+#: transfer_learning/parameters.csv of the public code, the cifar10 / cifar100 rows:
+#: (freeze_level, lr, weight_decay, batch_size, epochs, step_lr)
+PUBLIC_PARAMETERS = {-1: (0.001, 0.0005, 64, 150, 50), 4: (0.01, 0.0005, 64, 150, 50)}
+
+
+def test_presets_are_the_public_recipe():
+    from fullscale.cli_train import resolve_config
+    from fullscale.presets import PRESETS
+    from fullscale.vocabulary import TRANSFER_ROWS
+
+    for dataset in ("cifar10", "cifar100"):
+        for row in TRANSFER_ROWS.values():
+            for suffix, level in (("", -1), ("-frozen", 4)):
+                name = f"transfer-{dataset}-{row}{suffix}"
+                cfg = resolve_config(name, [f"source_weights=/src/{row}.pt"])
+                lr, wd, batch, epochs, step_lr = PUBLIC_PARAMETERS[level]
+                assert (cfg.lr, cfg.weight_decay, cfg.batch_size, cfg.epochs) == (lr, wd, batch, epochs), name
+                assert cfg.lr_schedule == "step" and cfg.lr_milestones == tuple(range(step_lr, epochs, step_lr))
+                assert cfg.lr_gamma == 0.1 and cfg.momentum == 0.9 and not cfg.nesterov  # robustness' SGD
+                assert cfg.freeze_level == level and not cfg.freeze_bn_stats and cfg.image_size == 224
+                assert (cfg.dataset, cfg.source_row, cfg.method) == (dataset, row, "baseline")
+                assert cfg.model_kwargs == {"image_size": 224, "normalization": dataset}
+                assert str(lr) in PRESETS[name].description and "150 epochs" in PRESETS[name].description
+
+
+def test_step_schedule_is_steplr_per_epoch():
+    from fullscale.transfer import step_lr_factor
+
+    steps = 10  # per epoch
+    factors = [step_lr_factor(s, steps, (50, 100), 0.1) for s in range(150 * steps)]
+    assert factors[0] == factors[50 * steps - 1] == 1.0
+    assert factors[50 * steps] == factors[100 * steps - 1] == pytest.approx(0.1)
+    assert factors[100 * steps] == factors[-1] == pytest.approx(0.01)
+
+
+def test_transfer_fields_must_agree(tmp_path):
+    from fullscale.config import TrainConfig
+    from fullscale.transfer import check_config
+
+    with pytest.raises(ValueError, match="source_weights=PATH"):
+        check_config(TrainConfig(model="resnet50_transfer"))
+    with pytest.raises(FileNotFoundError, match=r"nope\.pt"):
+        check_config(TrainConfig(model="resnet50_transfer", source_weights=str(tmp_path / "nope.pt")))
+    with pytest.raises(ValueError, match="belong to transfer runs"):
+        check_config(TrainConfig(freeze_level=4))
+    with pytest.raises(ValueError, match="lr_milestones"):
+        check_config(TrainConfig(lr_schedule="step"))
+    with pytest.raises(ValueError, match="freeze_level"):
+        TrainConfig(freeze_level=5)
