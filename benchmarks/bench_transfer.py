@@ -134,6 +134,9 @@ def run(args: argparse.Namespace) -> dict:
         for name, fn in (("ours", ours), ("naive", naive)):
             times[name] = min(times[name], _time(fn, device, steps))
     ours_s, naive_s = times["ours"], times["naive"]
+    # the upsampling alone (index + RandomResizedCrop + flip to size x size), best of 10 batches
+    transform_s = min(_time(lambda: random_resized_crop_flip(images_u8[batch_index()], size, generator=g), device, 1)
+                      for _ in range(10))
     ours_bytes = images_u8.numel() * images_u8.element_size()
     naive_bytes = upsampled.numel() * upsampled.element_size()
     per = {"ours": ours_bytes / subset, "naive": naive_bytes / subset}
@@ -142,6 +145,7 @@ def run(args: argparse.Namespace) -> dict:
         "steps": steps, "repeats": repeats, "warmup": args.warmup, "threads": torch.get_num_threads(),
         "images_per_s": {"ours_on_device_upsampling": batch / ours_s, "naive_preupsampled_copy": batch / naive_s},
         "speed_ratio_ours_over_naive": naive_s / ours_s,
+        "seconds_per_step": {"ours": ours_s, "naive": naive_s, "upsampling_alone": transform_s},
         "peak_memory_bytes": {"ours": ours_peak, "naive": naive_peak,
                               "what": "CUDA max_memory_allocated" if cuda else "process peak resident set (VmHWM)"},
         "memory_at_start_bytes": {"ours": ours_start, "naive": naive_start},
