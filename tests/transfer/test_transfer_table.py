@@ -46,3 +46,6 @@ def test_transfer_table_beside_the_paper(tmp_path):
     noisy = lines["NoisyMix (ours)"]
     assert noisy[1:4] == ["97.7", "—", "—"]  # the frozen CIFAR-10 run is not a row of this table
     assert noisy[8:10] == ["85.9", "85.0"] and noisy[12] == "60.2 / 34.5 / 68.8"  # (34.5 + 3 x 68.8) / 4 = 60.225
+    frozen = (out / "tables" / "results_transfer_frozen.md").read_text()
+    row = next(line for line in frozen.splitlines() if line.startswith("| NoisyMix"))
+    assert [c.strip() for c in row.strip("|").split("|")][2] == "90.0"  # the freeze_level 4 run, in its own table
