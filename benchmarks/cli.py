@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, str] = {
     "imagenet-loader": "benchmarks.bench_imagenet_loader",
     "toy": "benchmarks.bench_toy",
     "train-step": "benchmarks.bench_train_step",
+    "transfer": "benchmarks.bench_transfer",
     "verify": "benchmarks.bench_verify",
 }
 

@@ -20,6 +20,12 @@ class Run:
 
     @property
     def key(self) -> tuple[str, str, str]:
+        """(dataset, model, method); for a transfer run (``source_row`` set) (dataset, model, source
+        row), the model suffixed ``-freeze<k>`` when layers were frozen: its table row is its source."""
+        if self.config.get("source_row"):
+            level = self.config.get("freeze_level", -1)
+            model = self.config.get("model", "?") + (f"-freeze{level}" if level not in (-1, None) else "")
+            return (self.config.get("dataset", "?"), model, str(self.config["source_row"]))
         return (self.config.get("dataset", "?"), self.config.get("model", "?"), self.config.get("method", "?"))
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from figures.results import Run
-from fullscale.vocabulary import ABLATION_ROWS, CORRUPTIONS, METHOD_ROWS, P_COLUMNS
+from fullscale.vocabulary import ABLATION_ROWS, CORRUPTIONS, METHOD_ROWS, P_COLUMNS, TRANSFER_MODEL, TRANSFER_ROWS
 
 __all__ = ["COMPARISONS", "METHOD_ROWS", "Comparison", "Table", "build_tables", "paper_values", "seed_stats"]
 
@@ -251,7 +251,9 @@ def _method_order(method: str) -> tuple[int, str]:
 def build_tables(groups: dict) -> list[Table]:
     paper = paper_values()
     tables = _ours_table(groups) + [_compare(c, paper, groups) for c in COMPARISONS]
-    covered = {c.label for c in COMPARISONS}
+    tables.append(transfer_table(paper, groups))
+    tables.append(transfer_table(paper, groups, f"{TRANSFER_MODEL}-freeze4"))  # the fixed-feature variant
+    covered = {c.label for c in COMPARISONS} | {TRANSFER_LABEL}
     for label, table in paper.items():  # the rest of the paper, shown as printed (no runs of ours map there)
         if label in covered:
             continue
@@ -260,3 +262,53 @@ def build_tables(groups: dict) -> list[Table]:
         tables.append(Table(label.replace(":", "_"), f"{label} (paper values; no matching runs of ours)",
                             header, rows, {}))
     return tables
+
+
+TRANSFER_LABEL = "tab:results_transfer"
+_TRANSFER_PARTS = ("all", "noise", "other")
+
+
+def _transfer_metric(suite: str, part: str) -> Metric:
+    return _at(suite, "summary", "transfer", part)
+
+
+def transfer_table(paper: dict, groups: dict, model: str = TRANSFER_MODEL) -> Table:
+    """tab:results_transfer beside our fully fine-tuned ``model`` runs (rows: the source model,
+    ``source_row``).  Per target data set: clean accuracy (paper, ours, Δ) and the -C cell as the
+    paper prints it, all / noise / other (``fullscale.metrics.transfer_summary``: "all" is the mean
+    of the four group means), then ours the same way, Δ of "all", and our 15-corruption mean."""
+    table = paper[TRANSFER_LABEL]
+    header = ["Source model"]
+    for dataset in ("cifar10", "cifar100"):
+        name = dataset.upper().replace("CIFAR", "CIFAR-")
+        header += [f"{name} paper", "ours", "Δ", f"{name}-C paper (all / noise / other)", "ours (all / noise / other)",
+                   "Δ all", "ours 15-corruption mean"]
+    rows, numbers = [], {}
+    for row_name, cells in table["rows"]:
+        source = TRANSFER_ROWS.get(row_name)
+        row, numbers[row_name] = [row_name], {}
+        for i, dataset in enumerate(("cifar10", "cifar100")):
+            runs = groups.get((dataset, model, source), []) if source else []
+            clean = seed_stats([v for v in (_summary("clean", "accuracy")(r) for r in runs) if v is not None])
+            parts = {p: seed_stats([v for v in (_transfer_metric(f"{dataset}-c", p)(r) for r in runs) if v is not None])
+                     for p in (*_TRANSFER_PARTS, "mean_15")}
+            paper_clean, paper_c = cells[2 * i], cells[2 * i + 1]
+            numbers[row_name][dataset] = {"paper": paper_clean, "ours": clean}
+            numbers[row_name][f"{dataset}-c"] = {"paper": paper_c[0], "ours": parts["all"],
+                                                 "paper_noise": paper_c[1], "ours_noise": parts["noise"],
+                                                 "paper_other": paper_c[2], "ours_other": parts["other"]}
+            ours_c = ("—" if any(parts[p] is None for p in _TRANSFER_PARTS)
+                      else " / ".join(_fmt(parts[p], with_range=False) for p in _TRANSFER_PARTS))
+            row += [f"{paper_clean:.1f}", _fmt(clean), _delta(clean, paper_clean),
+                    _paper_text(paper_c), ours_c, _delta(parts["all"], paper_c[0]), _fmt(parts["mean_15"])]
+        rows.append(row)
+    frozen = model != TRANSFER_MODEL
+    how = ("only the classifier trained (freeze_level 4), not the paper's recipe for this table" if frozen
+           else "every layer trained")
+    title = (f"Transfer: ImageNet ResNet-50s fine-tuned on CIFAR-10/100 ({TRANSFER_LABEL}); ours: {model}, "
+             f"{how}; 'all' = mean of the four group means, as the paper")
+    return Table(TRANSFER_LABEL.replace("tab:", "") + ("_frozen" if frozen else ""), title, header, rows, numbers)
+
+
+def _delta(stats: dict | None, paper: float | None) -> str:
+    return "—" if stats is None or paper is None else f"{stats['mean'] - paper:+.1f}"

@@ -48,15 +48,30 @@ class TrainConfig:
     # Under torchrun on CUDA: batch statistics over the whole batch (torch.nn.SyncBatchNorm);
     # one process already normalises over its whole batch, so it changes nothing there.
     sync_bn: bool = False
-    # dataset=imagenet (data_root: the ImageNet root, train/<wnid>/*.JPEG), streamed from disk
-    # (fullscale.data.imagenet): the RandomResizedCrop side, decoding processes per rank, the
-    # JPEG decoder, the fraction of unreadable files that stops the run, and (any dataset) the
-    # steps between mid-epoch checkpoints (0: at epoch ends only; an ImageNet epoch is long).
+    # The training images' side: dataset=imagenet streams RandomResizedCrops of this side from disk
+    # (fullscale.data.imagenet); transfer runs upsample their 32x32 images to it on the device.
     image_size: int = 224
+    # dataset=imagenet (data_root: the ImageNet root, train/<wnid>/*.JPEG): decoding processes per
+    # rank, the JPEG decoder, the fraction of unreadable files that stops the run, and (any dataset)
+    # the steps between mid-epoch checkpoints (0: at epoch ends only; an ImageNet epoch is long).
     workers: int = 8
     decoder: str = "auto"
     max_bad_fraction: float = 0.001
     checkpoint_every: int = 0
+    # Learning-rate schedule: "cosine" (per step, down to lr_min: the public CIFAR code) or "step"
+    # (lr x lr_gamma at each epoch of lr_milestones: robustness' StepLR of the transfer code).
+    lr_schedule: Literal["cosine", "step"] = "cosine"
+    lr_milestones: tuple[int, ...] = ()
+    lr_gamma: float = 0.1
+    # Transfer learning (fullscale.transfer, model=resnet50_transfer): the source ResNet-50 state
+    # dict (a run's final.pt or a torchvision-format file), the table row it stands for
+    # (fullscale.vocabulary.TRANSFER_ROWS: baseline, puzzlemix, mixup, autoaugment, augmix, noisymix),
+    # the public --freeze-level (-1: train everything; 4: only the classifier), whether frozen
+    # BatchNorm layers keep their statistics (the public code lets them update).
+    source_weights: str = ""
+    source_row: str = ""
+    freeze_level: int = -1
+    freeze_bn_stats: bool = False
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size"):
@@ -71,9 +86,27 @@ class TrainConfig:
                              f"{self.workers}, {self.checkpoint_every}")
         if not 0 <= self.max_bad_fraction <= 1:
             raise ValueError(f"max_bad_fraction must be in [0, 1], got {self.max_bad_fraction}")
+        if self.lr_schedule not in ("cosine", "step"):
+            raise ValueError(f"lr_schedule must be 'cosine' or 'step', got {self.lr_schedule!r}")
+        if list(self.lr_milestones) != sorted(set(self.lr_milestones)) or any(m < 1 for m in self.lr_milestones):
+            raise ValueError(f"lr_milestones must be increasing epochs >= 1, got {self.lr_milestones}")
+        if not 0 < self.lr_gamma <= 1:
+            raise ValueError(f"lr_gamma must be in (0, 1], got {self.lr_gamma}")
+        if self.freeze_level not in (-1, 1, 2, 3, 4):
+            raise ValueError(f"freeze_level must be -1 (train everything) or 1..4, got {self.freeze_level}")
+        # the fields that must agree with each other (a transfer run needs source_weights, ...) are
+        # checked when training starts (fullscale.transfer.check_config): overrides apply one at a time
         if self.ddp_draws not in ("shared", "per_rank"):
             raise ValueError(f"ddp_draws must be 'shared' or 'per_rank', got {self.ddp_draws!r}")
 
     @property
-    def model_kwargs(self) -> dict[str, int]:
-        return {"width": self.width} if self.width else {}
+    def transfer(self) -> bool:
+        """A fine-tuning run of ``fullscale.transfer``."""
+        return self.model == "resnet50_transfer"
+
+    @property
+    def model_kwargs(self) -> dict[str, int | str]:
+        kwargs: dict[str, int | str] = {"width": self.width} if self.width else {}
+        if self.transfer:  # upsampling side and the transfer code's normalisation of the data set
+            kwargs.update(image_size=self.image_size, normalization=self.dataset)
+        return kwargs

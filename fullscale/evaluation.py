@@ -46,6 +46,7 @@ from fullscale.metrics import (
     mean_corruption_error,
     read_alexnet_flip_table,
     rms_calibration_error,
+    transfer_summary,
 )
 from fullscale.vocabulary import (
     CATEGORIES,
@@ -296,11 +297,27 @@ def _c_summary(ctx: Context, results: dict, names: tuple[str, ...], missing: lis
         summary["missing_corruptions"] = missing
     if ctx.clean_accuracy is not None:
         summary["clean_accuracy"] = ctx.clean_accuracy
+    if all(c in standard for c in CORRUPTIONS):  # tab:results_transfer's all / noise / other
+        summary["transfer"] = transfer_summary(standard)
     if imagenet and all(c in results for c in CORRUPTIONS):
         # mCE is normalised by AlexNet's ImageNet-C errors: defined for ImageNet-C only
         summary.update(mean_corruption_error({c: [results[c][str(s)]["accuracy"] for s in range(1, 6)]
                                               for c in CORRUPTIONS}, ctx.clean_accuracy))
     return summary
+
+
+#: the side of the images of the in-memory data sets (their -C sets must match it)
+_DATASET_SIZE = {"cifar10": 32, "cifar100": 32, "digits": 32}
+
+
+def _check_resolution(ctx: Context, size: tuple[int, int], root: Path) -> None:
+    """A -C set at another resolution than the run's data set is refused: its images would not be
+    preprocessed as the clean test images are (e.g. a transfer model takes 32 x 32 CIFAR images and
+    upsamples them itself; a pre-upsampled -C set would skip its test transform)."""
+    expected = _DATASET_SIZE.get(str(ctx.config.get("dataset")))
+    if expected is not None and tuple(size) != (expected, expected):
+        raise ValueError(f"{root}: the -C images are {size[0]}x{size[1]}, the run's {ctx.config.get('dataset')} "
+                         f"images {expected}x{expected}; use the -C set at the data set's own resolution")
 
 
 def corrupted_npy(ctx: Context) -> Results:
@@ -309,6 +326,7 @@ def corrupted_npy(ctx: Context) -> Results:
     names, missing = _c_names(ctx, lambda n: (root / f"{n}.npy").is_file())
     data = read_c_set(root, names)
     _check_labels(data.labels, ctx.num_classes, root / "labels.npy")
+    _check_resolution(ctx, data.image_size, root)
     results, files = {n: e for n, e in ctx.done.items() if n in names}, [_file_record(root / "labels.npy", data.count)]
     for name in progress(names, desc="corruptions", unit="corruption"):
         files.append(_file_record(data.path(name), 5 * data.count))

@@ -19,7 +19,7 @@ from fullscale.vocabulary import ALEXNET_CLEAN_ERR, ALEXNET_ERR, CATEGORIES, COR
 
 __all__ = ["ALEXNET_CLEAN_ERR", "ALEXNET_ERR", "accuracy", "aurra", "corruption_summary",
            "expected_calibration_error", "flip_probability", "flip_summary", "is_noise_sequence",
-           "mean_corruption_error", "read_alexnet_flip_table", "rms_calibration_error"]
+           "mean_corruption_error", "read_alexnet_flip_table", "rms_calibration_error", "transfer_summary"]
 
 
 def accuracy(predictions: np.ndarray, labels: np.ndarray) -> float:
@@ -46,6 +46,27 @@ def corruption_summary(per_corruption: Mapping[str, float]) -> dict:
         if present:
             summary["per_category"][category] = float(np.mean(present))
     return summary
+
+
+def transfer_summary(per_corruption: Mapping[str, float]) -> dict[str, float]:
+    """tab:results_transfer's three -C numbers, as the paper computes them (all from the group
+    means of ``CATEGORIES``, each the mean of its corruptions' accuracies):
+
+    - ``all`` = mean of the four group means (noise, blur, weather, digital), not the mean of the 15
+      corruptions: its Baseline row, 77.1 = (48.8 + 3 x 86.5) / 4, where the 15-corruption mean would
+      be (3 x 48.8 + 12 x 86.5) / 15 = 79.0;
+    - ``noise`` = the noise group's mean;
+    - ``other`` = mean of the blur, weather and digital group means;
+    - ``mean_15`` = the plain mean of the 15 corruptions, reported beside them.
+
+    All 15 corruptions are required."""
+    missing = [c for c in CORRUPTIONS if c not in per_corruption]
+    if missing:
+        raise ValueError(f"the transfer table's -C numbers need all 15 corruptions; missing {missing}")
+    groups = {cat: float(np.mean([per_corruption[m] for m in members])) for cat, members in CATEGORIES.items()}
+    others = [groups[cat] for cat in CATEGORIES if cat != "noise"]
+    return {"all": float(np.mean(list(groups.values()))), "noise": groups["noise"], "other": float(np.mean(others)),
+            "mean_15": float(np.mean([per_corruption[c] for c in CORRUPTIONS]))}
 
 
 def mean_corruption_error(accuracies: Mapping[str, Sequence[float]], clean_accuracy: float | None = None,

@@ -18,6 +18,13 @@ JSD weight 12 and the clamped JSD estimate (``jsd_variant=augmix``) of the publi
 Mixup mixes at a point drawn from all of ``model.stages`` as the public code (its paper draws from
 the input and the first two stages). CutMix is applied to every batch (its paper's CIFAR runs
 apply it with probability 0.5; the config has no field for that yet).
+
+``transfer-<cifar10|cifar100>-<row>[-frozen]`` for tab:results_transfer (rows:
+``fullscale.vocabulary.TRANSFER_ROWS``): an ImageNet ResNet-50 given as ``--set source_weights=PATH``
+fine-tuned by the public transfer code's recipe (``fullscale.transfer``; its ``parameters.csv``):
+every layer trained at lr 0.001, or ``-frozen`` (``freeze_level`` 4: only the classifier) at lr
+0.01.  The paper's clean accuracies (97-98 % on CIFAR-10) are those of full fine-tuning, so the
+plain names are its rows.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import dataclasses
 from typing import Any
 
 from fullscale.methods import METHODS, NOT_IMPLEMENTED
+from fullscale.vocabulary import TRANSFER_MODEL, TRANSFER_ROWS
 
 __all__ = ["PRESETS", "preset_overrides"]
 
@@ -64,6 +72,11 @@ def _all_presets() -> dict[str, Preset]:
         presets[f"ablation-{switches}"] = _preset(f"ablation-{switches}", method, "cifar100", "wrn28_4", note)
         name = f"ablation-wrn28_2-{switches}"
         presets[name] = _preset(name, method, "cifar100", "wrn28_2", note.replace(")", "; WRN-28-2, not the paper's)"))
+    for dataset in ("cifar10", "cifar100"):
+        for row in TRANSFER_ROWS.values():
+            for frozen in (False, True):
+                preset = _transfer_preset(dataset, row, frozen)
+                presets[preset.name] = preset
     return presets
 
 
@@ -93,6 +106,30 @@ def _imagenet_presets() -> dict[str, Preset]:
         note = f" (tab:results_imagenet; the public imagenet.py recipe{own}{assumed})"
         presets[name] = Preset(name, f"{METHODS[method].title} on imagenet with resnet50{note}", overrides)
     return presets
+
+
+#: the public transfer code's recipe (transfer_learning/parameters.csv, cifar10 / cifar100 rows, and
+#: robustness' defaults): SGD momentum 0.9 without Nesterov, weight decay 5e-4, batch 64, 150 epochs,
+#: lr x 0.1 at epochs 50 and 100 (``--step-lr 50``), CIFAR upsampled to 224
+TRANSFER_RECIPE: dict[str, Any] = {
+    "method": "baseline", "model": TRANSFER_MODEL, "momentum": 0.9, "nesterov": False, "weight_decay": 5e-4,
+    "batch_size": 64, "epochs": 150, "lr_schedule": "step", "lr_milestones": "50,100", "lr_gamma": 0.1,
+    "image_size": 224,
+}
+
+
+def _transfer_preset(dataset: str, row: str, frozen: bool) -> Preset:
+    name = f"transfer-{dataset}-{row}" + ("-frozen" if frozen else "")
+    lr, level = (0.01, 4) if frozen else (0.001, -1)
+    overrides = {**TRANSFER_RECIPE, "dataset": dataset, "source_row": row, "freeze_level": level, "lr": lr}
+    what = "fixed features (freeze_level 4: only the classifier trains; BatchNorm statistics still update, " \
+        "as the public code)" if frozen else "every layer trained"
+    description = (f"tab:results_transfer, {row} row: the {row} ImageNet ResNet-50 (--set source_weights=PATH) "
+                   f"fine-tuned on {dataset}, {what}; lr {lr}, SGD momentum 0.9 (no Nesterov), weight decay 5e-4, "
+                   f"batch 64, 150 epochs, lr x 0.1 at epochs 50 and 100; 32x32 images upsampled to 224 on the device "
+                   f"(RandomResizedCrop(224) + flip; test: Resize(256) + CenterCrop(224)), normalised with the "
+                   f"{dataset} statistics (the public transfer_learning code)")
+    return Preset(name, description, overrides)
 
 
 PRESETS: dict[str, Preset] = {**_all_presets(), **_imagenet_presets()}

@@ -16,7 +16,10 @@ The training set lives on the device as uint8 (N, 3, H, W); batches are slices o
 
 Steps 1-3 draw from the run's device generator in exactly this order (tests replay it).
 
-Per-step cosine learning rate down to ``lr_min`` (the public ``get_lr``), SGD Nesterov; bf16
+Per-step cosine learning rate down to ``lr_min`` (the public ``get_lr``; ``lr_schedule=step``:
+robustness' StepLR at ``lr_milestones``), SGD Nesterov; transfer runs (``model=resnet50_transfer``,
+``fullscale.transfer``) start from ``source_weights``, freeze ``freeze_level`` and make their views
+with RandomResizedCrop + flip upsampled on the device; bf16
 autocast and channels_last on CUDA; DDP under ``torchrun`` (rank 0 alone writes; by default,
 ``ddp_draws=shared``, every rank uses the same lambda and transform point in a step, as one
 process on the whole batch would, while crops, AugMix views, partners and noise stay per rank;
@@ -62,6 +65,14 @@ from fullscale.hooks import install_stage_hooks, transform_stage
 from fullscale.methods import Method, get_method
 from fullscale.models import create_model
 from fullscale.runs import append_metrics, read_metrics, split_run_record
+from fullscale.transfer import (
+    apply_freeze,
+    check_config,
+    load_source_backbone,
+    random_resized_crop_flip,
+    set_train_mode,
+    step_lr_factor,
+)
 from infra.config import config_to_dict
 from infra.io import directory_lock, load_state_dict, read_json, save_torch, write_json
 from infra.progress import progress
@@ -77,7 +88,8 @@ _RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root", "workers", "de
                                 "max_bad_fraction"})
 # config keys added after runs were made, with the value that computes what those runs did
 _LATER_KEYS = {"ddp_draws": "shared", "sync_bn": False, "image_size": 224, "workers": 8, "decoder": "auto",
-               "max_bad_fraction": 0.001, "checkpoint_every": 0}
+               "max_bad_fraction": 0.001, "checkpoint_every": 0, "lr_schedule": "cosine", "lr_milestones": [],
+               "lr_gamma": 0.1, "source_weights": "", "source_row": "", "freeze_level": -1, "freeze_bn_stats": False}
 # data sets streamed from disk, cropped and flipped by the loader (fullscale.data.imagenet)
 _STREAMED = ("imagenet",)
 # facts of the run part that a resumed run must share (the data it trains on)
@@ -106,7 +118,15 @@ def _cosine(step: int, total: int, cfg: TrainConfig) -> float:
     return (cfg.lr_min + (cfg.lr - cfg.lr_min) * 0.5 * (1 + math.cos(step / total * math.pi))) / cfg.lr
 
 
+def _lr_factor(step: int, total: int, steps_per_epoch: int, cfg: TrainConfig) -> float:
+    if cfg.lr_schedule == "step":
+        return step_lr_factor(step, steps_per_epoch, cfg.lr_milestones, cfg.lr_gamma)
+    return _cosine(step, total, cfg)
+
+
 def _views(x_u8: Tensor, method: Method, cfg: TrainConfig, g: torch.Generator) -> Tensor:
+    if cfg.transfer:  # the public transfer code's training view, upsampled to image_size on the device
+        return random_resized_crop_flip(x_u8, cfg.image_size, generator=g)
     if cfg.dataset not in _STREAMED:  # streamed batches come cropped and flipped by the loader
         x_u8 = random_crop_flip(x_u8, generator=g, padding=cfg.crop_padding)
     if not method.augmentations:
@@ -283,6 +303,9 @@ def _models(cfg: TrainConfig, num_classes: int, process: _Process) -> tuple[nn.M
     """``(core, model)``: the network, and what the step calls (DDP and/or compiled around it)."""
     device = process.device
     core = create_model(cfg.model, num_classes, **cfg.model_kwargs).to(device)
+    if cfg.transfer:  # the source's weights, a fresh classifier, frozen layers (before DDP sees them)
+        load_source_backbone(core, cfg.source_weights)
+        apply_freeze(core, cfg.freeze_level)
     core = _sync_batchnorm(core, cfg, process.world, device)
     if device.type == "cuda":
         core = core.to(memory_format=torch.channels_last)
@@ -394,7 +417,7 @@ def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: T
     amp = cfg.amp and device.type == "cuda"
     check_every = 1 if device.type == "cpu" else _CUDA_CHECK_EVERY
     steps_per_epoch = loop.data.steps_per_epoch(cfg.batch_size)
-    loop.model.train()
+    set_train_mode(loop.model, freeze_bn_stats=cfg.freeze_bn_stats)
     t0 = time.perf_counter()
     # per step: images, then loss, CE and JSD summed over them (kept on the device: no sync)
     history = torch.zeros(steps_per_epoch, 4, device=device)
@@ -449,6 +472,10 @@ def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: T
 
 def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
     method = get_method(cfg.method)
+    check_config(cfg)
+    if cfg.transfer and method.augmentations:
+        raise ValueError(f"transfer runs take methods without AugMix views (the public recipe: baseline); "
+                         f"got method={cfg.method}")
     process = _process(cfg)
     device = process.device
     data, heldout = _training_data(cfg, process)
@@ -457,7 +484,7 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
                                 weight_decay=cfg.weight_decay)
     steps_per_epoch = data.steps_per_epoch(cfg.batch_size)
     total = cfg.epochs * steps_per_epoch
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _cosine(s, total, cfg))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, total, steps_per_epoch, cfg))
     generators = _Generators.create(cfg, process)
     record = _run_record(cfg, data, process)
 

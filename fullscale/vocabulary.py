@@ -22,6 +22,8 @@ __all__ = [
     "NOISE_CORRUPTIONS",
     "P_COLUMNS",
     "P_WEATHER_CHOICES",
+    "TRANSFER_MODEL",
+    "TRANSFER_ROWS",
     "category_of",
 ]
 
@@ -68,6 +70,15 @@ ABLATION_ROWS: dict[str, str] = {
     "A-NJ": "augmix_noise_jsd", "A--J": "augmix_jsd", "AFN-": "augmix_nfm", "AF-J": "augmix_manifold_jsd",
     "AFNJ": "noisymix",
 }
+
+#: tab:results_transfer's rows (the ImageNet ResNet-50 each target model was fine-tuned from) ->
+#: our name of the source (a run config's ``source_row``, the presets' ``transfer-<data>-<row>``)
+TRANSFER_ROWS: dict[str, str] = {
+    "Baseline": "baseline", "PuzzleMix": "puzzlemix", "Mixup": "mixup", "AutoAugment": "autoaugment",
+    "AugMix": "augmix", "NoisyMix (ours)": "noisymix",
+}
+#: the model name of fine-tuned transfer runs (fullscale.transfer)
+TRANSFER_MODEL = "resnet50_transfer"
 
 
 def category_of(name: str) -> str:

@@ -67,6 +67,12 @@ class CorruptedSet:
     def path(self, name: str) -> Path:
         return self.root / f"{name}.npy"
 
+    @property
+    def image_size(self) -> tuple[int, int]:
+        """(H, W) of the images (every file of the set has the same shape)."""
+        shape = _load(self.path(self.names[0])).shape
+        return int(shape[1]), int(shape[2])
+
     def images(self, name: str, severity: int) -> torch.Tensor:
         """uint8 (N, 3, H, W) of ``name`` at ``severity`` 1..5: one block of the memory map."""
         if name not in self.names or not 1 <= severity <= SEVERITIES:
