@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, str] = {
     "augmix": "benchmarks.bench_augmix",
     "corruptions": "benchmarks.bench_corruptions",
     "evaluate": "benchmarks.bench_evaluate",
+    "puzzlemix": "benchmarks.bench_puzzlemix",
     "toy": "benchmarks.bench_toy",
     "train-step": "benchmarks.bench_train_step",
     "verify": "benchmarks.bench_verify",
