@@ -41,7 +41,7 @@ def test_ablation_switches_match_the_methods():
 
 def test_unknown_preset_and_key_name_the_valid_ones():
     with pytest.raises(ValueError, match="list-presets"):
-        resolve_config("puzzlemix", [])
+        resolve_config("puzzle-mix", [])
     with pytest.raises(ValueError, match="valid keys"):
         resolve_config("baseline", ["learning_rate=0.1"])
 
@@ -196,7 +196,7 @@ def test_cli_lists_presets_and_refuses_unknown_keys(tmp_path, capsys):
     assert "ablation-AFNJ" in listing and "cifar100-wrn28_4-noisymix" in listing
     assert main(["train", "--preset", "baseline", "--out", str(tmp_path / "r"), "--set", "lrate=1"]) == 2
     assert "valid keys" in capsys.readouterr().err
-    assert main(["train", "--preset", "puzzle_mix", "--out", str(tmp_path / "r")]) == 2
+    assert main(["train", "--preset", "augmax", "--out", str(tmp_path / "r")]) == 2
     assert "not implemented" in capsys.readouterr().err
 
 
