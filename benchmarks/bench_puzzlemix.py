@@ -21,15 +21,17 @@ import importlib
 import multiprocessing
 import os
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from benchmarks._timing import best_seconds
 from benchmarks.bench_train_step import _seconds_per_call
 from fullscale.models import create_model
-from fullscale.puzzlemix import PuzzleMixConfig, puzzlemix_batch
+from fullscale.puzzlemix import PuzzleMixConfig, block_costs, puzzlemix_batch, saliency, solve_masks
 from infra.provenance import provenance
 from noisymix.mixing import MixConfig, MixDraw, draw_mix, mix_targets, soft_cross_entropy
 
@@ -115,9 +117,26 @@ def run(args: argparse.Namespace) -> dict:
         "plain_step_s": round(plain, 4), "puzzlemix_step_s": round(ours, 4), "ratio": round(ours / plain, 3),
         "target_ratio": 2.3,
     }
+    out["graph_cut"] = _graph_cut_threads(core, x, y, cfg, g)
     if args.public_code:
         out.update(_public(args, core, opt, x, y, device, timing, plain))
     return out
+
+
+def _graph_cut_threads(core, x, y, cfg: PuzzleMixConfig, g: torch.Generator) -> dict:
+    """The batch's graph cuts alone, in one thread and in the pool: whether pyGCO releases the GIL
+    (its C library is called through ctypes, which does)."""
+    sal, _, _ = saliency(core, x, y)
+    perm = torch.randperm(len(x), generator=g, device=g.device)
+    threads = cfg.workers or min(8, os.cpu_count() or 1)
+    timings = {}
+    for n in (8, 16):
+        problem = block_costs(x, sal, perm, 0.5, n, cfg)[:3]
+        one = best_seconds(partial(solve_masks, *problem, workers=1), device="cpu", repeats=3)
+        pool = best_seconds(partial(solve_masks, *problem, workers=threads), device="cpu", repeats=3)
+        timings[f"blocks_{n}"] = {"one_thread_s": round(one, 4), f"{threads}_threads_s": round(pool, 4),
+                                  "speedup": round(one / pool, 2)}
+    return timings
 
 
 def _public(args, core, opt, x, y, device, timing, plain) -> dict:

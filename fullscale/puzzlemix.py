@@ -44,8 +44,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from noisymix.mixing import MixDraw
+
 __all__ = ["PuzzleMixConfig", "PuzzleMixResult", "adversarial_noise", "adversarial_start", "block_costs",
-           "mask_transport", "puzzle_mix", "puzzlemix_batch", "saliency", "solve_masks", "transport_blocks"]
+           "mask_transport", "puzzle_mix", "puzzlemix_batch", "puzzlemix_step",
+           "saliency", "solve_masks", "transport_blocks"]
 
 
 @dataclass(frozen=True)
@@ -393,6 +396,15 @@ def puzzlemix_batch(model: nn.Module, x: Tensor, y: Tensor, perm: Tensor, lam: f
     result = puzzle_mix(x, sal, perm, lam, cfg, generator=generator, fill=mean,
                         noise=noise if adversarial else None, sides=sides)
     return result, clean
+
+
+def puzzlemix_step(model: nn.Module, x: Tensor, y: Tensor, draw: MixDraw, cfg: PuzzleMixConfig, *,
+                   generator: torch.Generator) -> tuple[Tensor, MixDraw, Tensor | None]:
+    """The trainer's hook: ``puzzlemix_batch`` with the step's partners and lambda; returns the
+    mixed images (``x``'s dtype), the draw with each pair's label weight (per-sample lambda = the
+    mask's mean) and the clean loss term (or None)."""
+    result, clean = puzzlemix_batch(model, x, y, draw.perm, float(draw.lam), cfg, generator=generator)
+    return result.images.to(x.dtype), MixDraw(perm=draw.perm, lam=result.weights), clean
 
 
 def _normalisation(model: nn.Module) -> tuple[Tensor | float, Tensor | None]:
