@@ -37,17 +37,19 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from noisymix.mixing import MixDraw
+from noisymix.loss import LossParts
+from noisymix.mixing import MixDraw, soft_cross_entropy
 
 __all__ = ["PuzzleMixConfig", "PuzzleMixResult", "adversarial_noise", "adversarial_start", "block_costs",
-           "mask_transport", "puzzle_mix", "puzzlemix_batch", "puzzlemix_step",
+           "mask_transport", "puzzle_mix", "puzzlemix_batch", "puzzlemix_loss",
+           "puzzlemix_step",
            "saliency", "solve_masks", "transport_blocks"]
 
 
@@ -72,6 +74,10 @@ class PuzzleMixConfig:
     # loss (the code's clean input regularisation, there next to a BCE on softmax averaged over classes)
     clean_lam: float = 0.0
     workers: int = 0  # graph-cut threads; 0: min(8, CPUs) (the code's --mp 8 processes)
+    # the step's loss: "ce", the soft-target cross-entropy every method of this trainer uses, or
+    # "bce_softmax", the public code's BCE on softmax outputs averaged over classes (its clean term
+    # then 2 clean_lam CE / K as there); its recipe pairs that loss with weight decay 1e-4
+    loss: Literal["ce", "bce_softmax"] = "ce"
 
     def __post_init__(self) -> None:
         if not self.block_nums or any(b < 1 for b in self.block_nums):
@@ -84,6 +90,8 @@ class PuzzleMixConfig:
             raise ValueError(f"puzzlemix.adv_p must lie in [0, 1], got {self.adv_p}")
         if self.workers < 0 or self.clean_lam < 0 or self.adv_eps < 0:
             raise ValueError("puzzlemix.workers, clean_lam and adv_eps must be >= 0")
+        if self.loss not in ("ce", "bce_softmax"):
+            raise ValueError(f"puzzlemix.loss must be 'ce' or 'bce_softmax', got {self.loss!r}")
 
 
 @dataclass(frozen=True)
@@ -405,6 +413,23 @@ def puzzlemix_step(model: nn.Module, x: Tensor, y: Tensor, draw: MixDraw, cfg: P
     mask's mean) and the clean loss term (or None)."""
     result, clean = puzzlemix_batch(model, x, y, draw.perm, float(draw.lam), cfg, generator=generator)
     return result.images.to(x.dtype), MixDraw(perm=draw.perm, lam=result.weights), clean
+
+
+def puzzlemix_loss(logits: Tensor, soft_targets: Tensor, clean: Tensor | None, cfg: PuzzleMixConfig) -> LossParts:
+    """The step's loss on the mixed batch (``cfg.loss``) plus the clean term; ``jsd`` is 0.
+
+    ``bce_softmax`` is written out (log-probabilities clamped at -100 as torch's BCE) rather than
+    ``F.binary_cross_entropy``, which refuses to run under autocast."""
+    logits = logits.float()
+    if cfg.loss == "bce_softmax":
+        log_p = F.log_softmax(logits, -1).clamp_min(-100)
+        log_not_p = torch.log1p(-log_p.exp()).clamp_min(-100)
+        mixed = -(soft_targets * log_p + (1 - soft_targets) * log_not_p).mean()
+        clean = clean / logits.shape[-1] if clean is not None else None
+    else:
+        mixed = soft_cross_entropy(logits, soft_targets)
+    total = mixed if clean is None else mixed + clean
+    return LossParts(total=total, cross_entropy=mixed, jsd=mixed.new_zeros(()))
 
 
 def _normalisation(model: nn.Module) -> tuple[Tensor | float, Tensor | None]:

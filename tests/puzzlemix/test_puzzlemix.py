@@ -22,6 +22,7 @@ from fullscale.puzzlemix import (
     mask_transport,
     puzzle_mix,
     puzzlemix_batch,
+    puzzlemix_loss,
     saliency,
     solve_masks,
     transport_blocks,
@@ -212,3 +213,16 @@ def test_missing_library_names_the_extra(monkeypatch):
 def test_bad_config_is_refused(bad):
     with pytest.raises(ValueError, match="puzzlemix"):
         PuzzleMixConfig(**bad)
+
+
+def test_bce_softmax_loss_is_torchs_bce_on_softmax_and_ce_the_soft_cross_entropy():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(6, 10, generator=g) * 3
+    targets = torch.softmax(torch.randn(6, 10, generator=g), -1)
+    clean = torch.tensor(2.0)
+    bce = puzzlemix_loss(logits, targets, clean, PuzzleMixConfig(loss="bce_softmax"))
+    expected = torch.nn.functional.binary_cross_entropy(torch.softmax(logits, -1), targets)
+    torch.testing.assert_close(bce.cross_entropy, expected)
+    torch.testing.assert_close(bce.total, expected + clean / 10)  # the code's 2 clean_lam CE / K
+    ce = puzzlemix_loss(logits, targets, None, PuzzleMixConfig())
+    torch.testing.assert_close(ce.total, -(targets * torch.log_softmax(logits, -1)).sum(-1).mean())
