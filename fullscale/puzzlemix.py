@@ -33,6 +33,7 @@ The graph cut needs ``pip install noisymix[puzzlemix]`` (gco-wrapper); it is imp
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -292,22 +293,38 @@ def _cost_matrix(width: int, device: str) -> Tensor:
 def mask_transport(mask: Tensor, sal_blocks: Tensor, eps: float) -> Tensor:
     """The code's transport plan (B, n^2, n^2), 0/1: plan[b, i, j] = 1 moves block i to j.
 
-    ``n`` rounds: each source block picks its cheapest destination; among those that picked a
-    destination the cheapest claimant keeps it (an argmin over all rows of plan * cost, so a
-    destination whose claimants all cost more than 0 goes to nobody); each loser's cost of its
-    pick grows by 1.  The plan of the last round: every row and column holds at most one 1."""
+    ``n`` rounds on cost ``eps * |i - j|^2 / (n - 1)^2 - saliency_i * [mask_j > 0]``: each source
+    block picks its cheapest destination; each destination goes to the first row of least value
+    in the code's ``(plan * cost).min(-2)``, where rows that did not pick it count 0 -- so a
+    destination whose claimants all cost more than 0 goes to nobody, and one whose best claimant
+    costs exactly 0 goes to it only if no non-claimant comes first; each loser's cost of its pick
+    grows by 1.  The plan of the last round: every row and column holds at most one 1.
+
+    The same rounds as the code's, computed per row and column (O(n^2) per round after the
+    row minimum) rather than on dense (n^2, n^2) plans."""
     n = mask.shape[-1]
+    cells = n * n
     cost_matrix = _cost_matrix(n, str(mask.device)).unsqueeze(0)
     z = (mask > 0).float()
-    cost = eps * cost_matrix - sal_blocks.reshape(-1, n**2, 1) * z.reshape(-1, 1, n**2)
-    plan_win = torch.zeros_like(cost)
+    cost = eps * cost_matrix - sal_blocks.reshape(-1, cells, 1) * z.reshape(-1, 1, cells)
+    batch, device = cost.shape[0], cost.device
+    rows = torch.arange(cells, device=device).expand(batch, cells)
+    none = torch.full((batch, cells), cells, device=device)
     for _ in range(n):
-        row_best = cost.min(-1)[1]
-        plan = torch.zeros_like(cost).scatter_(-1, row_best.unsqueeze(-1), 1)
-        col_best = (plan * cost).min(-2)[1]
-        plan_win = torch.zeros_like(cost).scatter_(-2, col_best.unsqueeze(-2), 1) * plan
-        cost += (1 - plan_win) * plan
-    return plan_win
+        value, pick = cost.min(-1)  # (B, rows): each row's cheapest column
+        claim_min = torch.full((batch, cells), math.inf, device=device).scatter_reduce(1, pick, value, "amin")
+        claims = torch.zeros(batch, cells, dtype=torch.long, device=device).scatter_add_(1, pick, torch.ones_like(pick))
+        # the least value in each column of plan * cost: non-claimants add a 0
+        least = torch.where(claims < cells, claim_min.clamp_max(0), claim_min)
+        first = none.scatter_reduce(1, pick, torch.where(value == least.gather(1, pick), rows, none), "amin")
+        # the first row not claiming column j: 0, unless j is row 0's pick: the length of the
+        # leading run of rows that picked it (cells when every row did)
+        run = (pick == pick[:, :1]).long().cumprod(1).sum(1, keepdim=True)
+        first_other = torch.zeros_like(pick).scatter_(1, pick[:, :1], run)
+        taken = (first < cells) & ((least < 0) | (first < first_other))
+        wins = taken.gather(1, pick) & (first.gather(1, pick) == rows)
+        cost.scatter_add_(2, pick.unsqueeze(-1), (~wins).to(cost.dtype).unsqueeze(-1))
+    return torch.zeros_like(cost).scatter_(2, pick.unsqueeze(-1), wins.to(cost.dtype).unsqueeze(-1))
 
 
 def transport_blocks(images: Tensor, plan: Tensor, block_num: int, fill: Tensor | float = 0.0) -> Tensor:
