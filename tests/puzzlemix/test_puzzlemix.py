@@ -3,8 +3,11 @@ public code's formulation (``puzzlemix_reference``, the reference definition).""
 
 from __future__ import annotations
 
+import importlib
 import itertools
+import os
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -226,3 +229,23 @@ def test_bce_softmax_loss_is_torchs_bce_on_softmax_and_ce_the_soft_cross_entropy
     torch.testing.assert_close(bce.total, expected + clean / 10)  # the code's 2 clean_lam CE / K
     ce = puzzlemix_loss(logits, targets, None, PuzzleMixConfig())
     torch.testing.assert_close(ce.total, -(targets * torch.log_softmax(logits, -1)).sum(-1).mean())
+
+
+@pytest.mark.skipif(not os.environ.get("PUZZLEMIX_PUBLIC_CODE"),
+                    reason="set PUZZLEMIX_PUBLIC_CODE to a folder holding the public PuzzleMix mixup.py")
+@pytest.mark.parametrize("block_num", [2, 4, 8, 16])
+def test_equal_to_the_public_code_itself(block_num, monkeypatch):
+    """Side by side with the public code's own ``mixup_graph`` (not shipped; CPU, its recipe)."""
+    monkeypatch.syspath_prepend(os.environ["PUZZLEMIX_PUBLIC_CODE"])
+    public = importlib.import_module("mixup")
+    for seed in range(3):
+        x, sal, perm = _batch(1000 * block_num + seed, b=16)
+        lam = 0.1 + 0.25 * seed
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out, ratio = public.mixup_graph((x - MEAN) / STD, sal, perm.numpy(), block_num=block_num, alpha=lam,
+                                            beta=1.2, gamma=0.5, eta=0.2, neigh_size=4, n_labels=3, mean=MEAN,
+                                            std=STD, transport=True, t_eps=0.8, t_size=4, device="cpu")
+        ours = puzzle_mix(x, sal, perm, lam, PuzzleMixConfig(), block_num=block_num, fill=MEAN)
+        torch.testing.assert_close(ours.weights, ratio, rtol=0, atol=0)
+        torch.testing.assert_close(ours.images, out * STD + MEAN, rtol=0, atol=1e-6)
