@@ -1,14 +1,14 @@
 """``noisymix bench puzzlemix``: the cost of a Puzzle Mix step over a plain step, same model and batch.
 
-Side by side in one process, on the same PreActResNet-18 and batch: (a) our Puzzle Mix step
-(``fullscale.puzzlemix.puzzlemix_batch``: the saliency pass -- an extra forward and input
-backward of the clean loss --, the block energy, the graph cuts in a thread pool, transport,
-mixing -- then forward, soft-target CE, backward, SGD), (b) a plain forward/backward/SGD step on
+Side by side in one process, on the same PreActResNet-18 and batch: (a) the trainer's Puzzle Mix step
+(``fullscale.train._loss`` with the ``puzzlemix`` preset: crop/flip, the draw, the saliency pass
+-- an extra forward and input backward of the clean loss --, the block energy, the graph cuts in
+a thread pool, transport, mixing, then forward, soft-target CE; backward, SGD), (b) a plain forward/backward/SGD step on
 the batch, and, with ``--public-code DIR`` (a directory holding the public code's ``mixup.py``,
 github.com/snu-mllab/PuzzleMix, not shipped here), (c) the public code's step as its ``main.py``
 runs it (saliency, ``mixup_graph`` with a process pool of ``--public-mp`` workers, BCE on softmax),
 and its ratio to the same plain step.  The saliency pass alone costs about 2/3 of a plain step,
-so the floor is about 1.7x; target <= 2.3x and no slower than the public code's ratio.
+so the floor is about 1.6-2x; target <= 2.3x and no slower than the public code's ratio.
 
 On CUDA: PreActResNet-18 width 64, batch 128 (the paper's); on the CPU width 64, batch 32.
 Recipe: 3 labels, beta 1.2, gamma 0.5, eta 0.2, neighbourhood 4, transport at 4 pixels, eps 0.8.
@@ -32,10 +32,12 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks._timing import best_seconds
+from fullscale.cli_train import resolve_config
+from fullscale.methods import METHODS
 from fullscale.models import create_model
-from fullscale.puzzlemix import PuzzleMixConfig, block_costs, puzzlemix_batch, saliency, solve_masks
+from fullscale.puzzlemix import PuzzleMixConfig, block_costs, saliency, solve_masks
+from fullscale.train import _loss
 from infra.provenance import provenance
-from noisymix.mixing import MixConfig, MixDraw, draw_mix, mix_targets, soft_cross_entropy
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -87,23 +89,25 @@ def run(args: argparse.Namespace) -> dict:
     g = torch.Generator(device=device).manual_seed(0)
     x = torch.rand(batch, 3, 32, 32, device=device, generator=g)
     y = torch.randint(0, 10, (batch,), device=device, generator=g)
-    cfg = PuzzleMixConfig(workers=args.workers)
-    blocks: list[int] = []
+    x_u8 = (x * 255).round().to(torch.uint8)
+    train_cfg = resolve_config("puzzlemix", [f"width={args.width}", f"puzzlemix.workers={args.workers}"])
+    cfg = train_cfg.puzzlemix
+    stage_g = torch.Generator().manual_seed(1)
+    if cuda:
+        core = core.to(memory_format=torch.channels_last)
 
     def plain_step() -> None:
-        loss = F.cross_entropy(core(x), y)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda):
+            loss = F.cross_entropy(core(x).float(), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
 
-    def puzzlemix_step() -> None:
-        draw = draw_mix(batch, MixConfig(alpha=1.0), generator=g)
-        result, _ = puzzlemix_batch(core, x, y, draw.perm, float(draw.lam), cfg, generator=g)
-        blocks.append(result.block_num)
-        targets = mix_targets(y, MixDraw(perm=draw.perm, lam=result.weights), 10)
-        loss = soft_cross_entropy(core(result.images), targets)
+    def puzzlemix_step() -> None:  # the trainer's step: crop/flip, draw, saliency, masks, mix, loss
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda):
+            parts = _loss(core, core, x_u8, y, METHODS["puzzlemix"], train_cfg, 10, g, stage_g)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        parts.total.backward()
         opt.step()
 
     steps_to_time = {"plain": plain_step, "puzzlemix": puzzlemix_step}
@@ -124,7 +128,7 @@ def run(args: argparse.Namespace) -> dict:
         "torch_threads": torch.get_num_threads(), "cpus": os.cpu_count(), "load_average": list(os.getloadavg()),
         "batch": batch, "width": args.width, "steps": steps, "repeats": args.repeats, "warmup": args.warmup,
         "graph_cut_threads": cfg.workers or min(8, os.cpu_count() or 1),
-        "block_nums_drawn": sorted(set(blocks)),
+        "bf16": cuda,
         "plain_step_s": round(plain, 4), "puzzlemix_step_s": round(ours, 4), "ratio": round(ours / plain, 3),
         "target_ratio": 2.3,
     }
