@@ -14,7 +14,9 @@ in [0, 1] (our models normalise inside), their saliency (B, W, W), partners ``pe
    / n^2``, label cost (l - l')^2 / (L-1)^2 on edges, all scaled by ``1000 n^2`` and truncated to
    int32 as the code does, then solved per image with alpha-beta swap (pyGCO's
    ``cut_grid_graph(..., algorithm="swap")``, the library the code uses), the batch in a thread
-   pool (pyGCO calls its C library through ctypes, which releases the GIL);
+   pool (pyGCO calls its C library through ctypes, which releases the GIL during the swap, about
+   half of a cut's time; on a 2-core VM the pool measured ~1x, the cuts being 1-4 % of a CPU step:
+   ``noisymix bench puzzlemix``, benchmarks/RESULTS.md);
 4. transport (``transport=True``): at ``t_size``-pixel blocks, each image's salient blocks move to
    where the mask keeps it, by the code's greedy assignment: ``n`` rounds of "every block picks its
    cheapest destination, each destination keeps its cheapest claimant, the others' claimed cost
