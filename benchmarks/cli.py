@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, str] = {
     "evaluate": "benchmarks.bench_evaluate",
     "gpu": "benchmarks.bench_gpu",
     "imagenet-loader": "benchmarks.bench_imagenet_loader",
+    "puzzlemix": "benchmarks.bench_puzzlemix",
     "toy": "benchmarks.bench_toy",
     "train-step": "benchmarks.bench_train_step",
     "transfer": "benchmarks.bench_transfer",

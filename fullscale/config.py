@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fullscale.augment import AugMixConfig
+from fullscale.puzzlemix import PuzzleMixConfig
 from noisymix.loss import PUBLIC_CODE_JSD_WEIGHT
 from noisymix.mixing import MixConfig
 
@@ -33,6 +34,7 @@ class TrainConfig:
     seed: int = 0
     mix: MixConfig = field(default_factory=lambda: MixConfig(alpha=0.0))
     augmix: AugMixConfig = field(default_factory=AugMixConfig)
+    puzzlemix: PuzzleMixConfig = field(default_factory=PuzzleMixConfig)  # method=puzzlemix only
     jsd_weight: float = PUBLIC_CODE_JSD_WEIGHT
     jsd_variant: Literal["exact", "augmix"] = "exact"
     crop_padding: int = 4

@@ -6,7 +6,8 @@ kind of mixing.  A method says WHAT a step does; ``fullscale.train`` does it wit
 * jsd: three views (clean, AugMix, AugMix) and the Jensen-Shannon stability loss, CE on the clean
   view only (as the public AugMix/NoisyMix code);
 * mixing: ``none``, ``input`` (Mixup), ``manifold`` (mix at a stage drawn uniformly from the
-  model's ``stages``, Manifold Mixup / NFM), or ``cutmix``;
+  model's ``stages``, Manifold Mixup / NFM), ``cutmix``, or ``puzzlemix`` (``fullscale.puzzlemix``:
+  saliency from an extra clean forward/backward, an optimal mask per pair, transport);
 * noise: multiplicative and additive noise of M_{lambda,xi} at the mixing point.
 
 Noise without feature mixing (the "noise injections" rows of tab:ablation) is M_{1,xi}: lambda
@@ -20,7 +21,9 @@ from here): Mixup / CutMix alpha = 1 (their papers' CIFAR settings); Manifold Mi
 (its paper's CIFAR setting); NFM alpha = 1, sigma_add = 0.4, sigma_mult = 0.2 (NFM paper);
 NoisyMix alpha = 1, sigma_add = 0.5, sigma_mult = 0.5, sparse level 0.65 (the public NoisyMix
 README's CIFAR recipe), the ablation rows taking the ingredients they keep from it; every JSD
-method the public code's clamped JSD estimate (``jsd_variant=augmix``).
+method the public code's clamped JSD estimate (``jsd_variant=augmix``); Puzzle Mix alpha = 1, 3
+labels, beta 1.2, gamma 0.5, eta 0.2, neighbourhood 4, transport at 4 pixels with eps 0.8 (the
+public PuzzleMix README's CIFAR commands; its adversarial variant: ``puzzlemix.adv_p=0.1``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,11 @@ _NFM_NOISE = (("mix.noise.add", 0.4), ("mix.noise.mult", 0.2))
 # the public NoisyMix README's CIFAR recipe
 _NOISYMIX_NOISE = (("mix.noise.add", 0.5), ("mix.noise.mult", 0.5), ("mix.noise.sparse", 0.65))
 
-Mixing = Literal["none", "input", "manifold", "cutmix"]
+Mixing = Literal["none", "input", "manifold", "cutmix", "puzzlemix"]
+# the public PuzzleMix README's CIFAR recipe (PreActResNet-18 commands)
+_PUZZLEMIX = (("mix.alpha", 1.0), ("puzzlemix.n_labels", 3), ("puzzlemix.beta", 1.2), ("puzzlemix.gamma", 0.5),
+              ("puzzlemix.eta", 0.2), ("puzzlemix.neigh_size", 4), ("puzzlemix.transport", True),
+              ("puzzlemix.t_eps", 0.8), ("puzzlemix.t_size", 4))
 
 
 @dataclass(frozen=True)
@@ -57,8 +64,8 @@ class Method:
     def __post_init__(self) -> None:
         if self.jsd and not self.augmentations:
             raise ValueError(f"{self.name}: the JSD loss needs the AugMix views (augmentations)")
-        if self.mixing == "cutmix" and (self.noise or self.jsd):
-            raise ValueError(f"{self.name}: CutMix is combined with neither noise nor JSD")
+        if self.mixing in ("cutmix", "puzzlemix") and (self.noise or self.jsd or self.augmentations):
+            raise ValueError(f"{self.name}: {self.mixing} is combined with neither AugMix, noise nor JSD")
 
     @property
     def views(self) -> int:
@@ -86,6 +93,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("mixup", "Mixup", mixing="input", strengths=(("mix.alpha", 1.0),)),
     Method("manifold_mixup", "Manifold Mixup", mixing="manifold", strengths=(("mix.alpha", 2.0),)),
     Method("cutmix", "CutMix", mixing="cutmix", strengths=(("mix.alpha", 1.0),)),
+    Method("puzzlemix", "Puzzle Mix", mixing="puzzlemix", strengths=_PUZZLEMIX),
     Method("noise", "Noise injections", noise=True, strengths=(("mix.alpha", 0.0), *_NFM_NOISE)),
     Method("nfm", "NFM", mixing="manifold", noise=True, strengths=(("mix.alpha", 1.0), *_NFM_NOISE)),
     Method("augmix", "AugMix (no JSD)", augmentations=True),
@@ -101,7 +109,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
 )}
 
 #: Rows of the paper we do not implement, said rather than silently missing.
-NOT_IMPLEMENTED = {"puzzle_mix": "Puzzle Mix (needs saliency transport; out of scope)"}
+NOT_IMPLEMENTED = {"augmax": "AugMax (adversarial AugMix compositions; out of scope)"}
 
 
 def get_method(name: str) -> Method:

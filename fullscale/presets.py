@@ -38,7 +38,7 @@ from fullscale.vocabulary import TRANSFER_MODEL, TRANSFER_ROWS
 __all__ = ["PRESETS", "preset_overrides"]
 
 _TABLE_MODELS = ("preactresnet18", "wrn28_2", "wrn28_4")
-_TABLE_METHODS = ("baseline", "mixup", "manifold_mixup", "cutmix", "nfm", "augmix_jsd", "noisymix")
+_TABLE_METHODS = ("baseline", "mixup", "manifold_mixup", "cutmix", "puzzlemix", "nfm", "augmix_jsd", "noisymix")
 # tab:ablation rows as (augmentations, feature mixing, noise, JSD) -> method
 _ABLATION = {
     "----": "baseline", "--N-": "noise", "-F--": "manifold_mixup", "-FN-": "nfm", "A---": "augmix",

@@ -7,7 +7,10 @@ The training set lives on the device as uint8 (N, 3, H, W); batches are slices o
 1. crop + flip the batch; build the views: the image (Baseline, mixing methods), one AugMix
    view (AugMix without JSD), or clean + two AugMix views (JSD methods);
 2. draw the partners and lambda once (``noisymix.draw_mix``; one lambda per batch, as the public
-   code; lambda = 1 without mixing), then CutMix's box (CutMix only), then the transform point
+   code; lambda = 1 without mixing), then CutMix's box (CutMix only) or Puzzle Mix's masks
+   (Puzzle Mix only: a saliency forward/backward of the clean loss on the unwrapped model, the
+   block count, the graph cuts, transport; ``fullscale.puzzlemix.puzzlemix_step``; the label
+   weight of each pair is its mask's mean), then the transform point
    k uniformly from ``model.stages`` (``input`` only for Mixup) on a CPU generator, so that
    choosing it never waits for the GPU;
 3. forward with M_{lambda,xi} applied at stage k (``noisymix.noisy_feature_mixup``, same
@@ -64,6 +67,7 @@ from fullscale.data.imagenet import StreamingImageNet, TrainCrop
 from fullscale.hooks import install_stage_hooks, transform_stage
 from fullscale.methods import Method, get_method
 from fullscale.models import create_model
+from fullscale.puzzlemix import PuzzleMixConfig, puzzlemix_loss, puzzlemix_step
 from fullscale.runs import append_metrics, read_metrics, split_run_record
 from fullscale.transfer import (
     apply_freeze,
@@ -89,7 +93,8 @@ _RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root", "workers", "de
 # config keys added after runs were made, with the value that computes what those runs did
 _LATER_KEYS = {"ddp_draws": "shared", "sync_bn": False, "image_size": 224, "workers": 8, "decoder": "auto",
                "max_bad_fraction": 0.001, "checkpoint_every": 0, "lr_schedule": "cosine", "lr_milestones": [],
-               "lr_gamma": 0.1, "source_weights": "", "source_row": "", "freeze_level": -1, "freeze_bn_stats": False}
+               "lr_gamma": 0.1, "source_weights": "", "source_row": "", "freeze_level": -1, "freeze_bn_stats": False,
+               "puzzlemix": config_to_dict(PuzzleMixConfig())}
 # data sets streamed from disk, cropped and flipped by the loader (fullscale.data.imagenet)
 _STREAMED = ("imagenet",)
 # facts of the run part that a resumed run must share (the data it trains on)
@@ -176,6 +181,10 @@ def _loss(model: nn.Module, core: nn.Module, x_u8: Tensor, y: Tensor, method: Me
     _share_lambda(draw, mix_cfg, cfg)
     if method.mixing == "cutmix":
         x, draw = cutmix(x, draw, generator=g)
+    clean = None
+    if method.mixing == "puzzlemix":
+        x, draw, clean = puzzlemix_step(core, x, y, draw, cfg.puzzlemix, generator=g)
+        x = x.contiguous(memory_format=torch.channels_last) if x.is_cuda else x
     if method.feature_transform:
         stages = core.stages if method.any_stage else ("input",)
         k = int(torch.randint(len(stages), (1,), generator=stage_g))
@@ -186,6 +195,8 @@ def _loss(model: nn.Module, core: nn.Module, x_u8: Tensor, y: Tensor, method: Me
     else:
         logits = model(x)
     targets = mix_targets(y, draw, num_classes)
+    if method.mixing == "puzzlemix":
+        return puzzlemix_loss(logits, targets, clean, cfg.puzzlemix)
     return noisymix_loss(logits.float(), targets, views=method.views, gamma=cfg.jsd_weight,
                          jsd_variant=cfg.jsd_variant)
 

@@ -62,7 +62,7 @@ ALEXNET_CLEAN_ERR = 0.43478
 #: the paper's method rows (tab:results_cifar10 and after) -> our method (None: not implemented)
 METHOD_ROWS: dict[str, str | None] = {
     "Baseline": "baseline", "Mixup": "mixup", "Manifold Mixup": "manifold_mixup", "CutMix": "cutmix",
-    "Puzzle Mix": None, "NFM": "nfm", "AugMix": "augmix_jsd", "AugMax*": None, "NoisyMix (ours)": "noisymix",
+    "Puzzle Mix": "puzzlemix", "NFM": "nfm", "AugMix": "augmix_jsd", "AugMax*": None, "NoisyMix (ours)": "noisymix",
 }
 #: tab:ablation's rows (A = AugMix, F = feature mixup, N = noise, J = JSD) -> our method
 ABLATION_ROWS: dict[str, str] = {

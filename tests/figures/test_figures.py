@@ -84,7 +84,7 @@ def test_our_value_beside_the_papers_with_the_difference(results, tmp_path):
     augmix = next(line for line in table.splitlines() if line.startswith("| AugMix"))
     a_cells = [c.strip() for c in augmix.strip("|").split("|")]
     assert a_cells[5] == "—" and a_cells[6] == "—"  # missing -C evaluation
-    assert "not implemented" in table  # Puzzle Mix
+    assert "not implemented" in table  # AugMax*
     report = (out / "REPORT.md").read_text()
     assert "NoisyMix (ours) vs Baseline" in report and "sign agrees" in report
 
