@@ -1,0 +1,251 @@
+"""`noisymix sweep`: plans, the local launcher (interrupted = uninterrupted), the SLURM path
+without a cluster, retries, and the config check."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import stat
+
+import pytest
+import torch
+
+from app.cli import main
+from app.reproduce import PLANS
+from app.sweep import RunJob, SlurmOptions, check_config, run_local, run_state, status_text, submit_slurm
+from app.sweep_plan import build_plan, config_identity, plan_from_reproduce
+from infra.config import config_to_dict
+
+pytest.importorskip("submitit")
+
+# digits, width 4, 128 training images, 2 epochs (so a run can be killed between its epochs)
+_TINY = dataclasses.replace(PLANS["quick"], methods=("baseline",), epochs=2, eval_suites=("clean", "calibration"))
+
+
+def _plan(seeds=(0, 1)):
+    return plan_from_reproduce(_TINY, None, seeds=seeds)
+
+
+def _results(out, plan):
+    """Every number a run leaves: the final weights and the evaluation summaries."""
+    got = {}
+    for spec in plan.runs:
+        run = out / "runs" / spec.name
+        got[spec.name] = {
+            "weights": torch.load(run / "final.pt", weights_only=True),
+            "evals": {e.suite: json.loads((run / "eval" / f"{e.suite}.json").read_text())["summary"]
+                      for e in spec.evals},
+            "metrics": [{k: v for k, v in json.loads(line).items() if k not in ("seconds", "images_per_s")}
+                        for line in (run / "metrics.jsonl").read_text().splitlines()],
+        }
+    return got
+
+
+def _assert_same(a, b):
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name]["evals"] == b[name]["evals"], name
+        assert a[name]["metrics"] == b[name]["metrics"], name
+        for key, tensor in a[name]["weights"].items():
+            assert torch.equal(tensor, b[name]["weights"][key]), (name, key)
+
+
+def test_killed_sweep_rerun_matches_an_uninterrupted_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
+    plan = _plan()
+    # uninterrupted, in worker processes (the local launcher's queue, one CPU worker)
+    states = run_local(plan, tmp_path / "a", workers=1, threads=1)
+    assert set(states.values()) == {"done"}
+    reference = _results(tmp_path / "a", plan)
+    table = json.loads((tmp_path / "a" / "table" / "digits_analogue.json").read_text())
+    baseline = table["rows"]["Baseline"]
+    cell = next(v for k, v in baseline.items() if k.startswith("digits") and "-C" not in k)
+    assert cell["n"] == 2 and set(cell["per_seed"]) == {"0", "1"}
+    seeds = list(cell["per_seed"].values())
+    assert cell["mean"] == pytest.approx(sum(seeds) / 2) and cell["min"] == min(seeds)
+    assert cell["std"] == pytest.approx(abs(seeds[0] - seeds[1]) / 2 ** 0.5)
+    assert "provenance" in table
+
+    # interrupted: the first run finishes, the second is killed after its first epoch's checkpoint
+    import fullscale.train as trainer
+
+    out = tmp_path / "b"
+    real_save = trainer.save_torch
+
+    def save_then_die(path, obj):
+        real_save(path, obj)
+        if "seed1" in str(path) and path.name == "checkpoint.pt" and obj["epoch"] == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer, "save_torch", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        run_local(plan, out, workers=0)
+    assert run_state(out, plan.runs[0]) == "done"
+    assert run_state(out, plan.runs[1]) == "interrupted"
+    assert (out / "runs" / plan.runs[1].name / "checkpoint.pt").exists()
+    assert not (out / "runs" / plan.runs[1].name / "final.pt").exists()
+    first = (out / "runs" / plan.runs[0].name / "final.pt").stat().st_mtime_ns
+    monkeypatch.setattr(trainer, "save_torch", real_save)
+
+    trained = []
+    real_train = trainer.train
+    monkeypatch.setattr(trainer, "train", lambda cfg, run, resume: trained.append((run.name, resume))
+                        or real_train(cfg, run, resume=resume))
+    states = run_local(plan, out, workers=0)
+    assert set(states.values()) == {"done"}
+    assert trained == [(plan.runs[1].name, True)]  # the finished run is skipped, the killed one resumed
+    assert (out / "runs" / plan.runs[0].name / "final.pt").stat().st_mtime_ns == first
+    _assert_same(_results(out, plan), reference)
+    # and once more: nothing to do
+    trained.clear()
+    run_local(plan, out, workers=0)
+    assert trained == []
+    assert "done: 2" in status_text(out)
+
+
+def test_a_diverged_run_is_reported_not_retried_and_a_crash_is_retried(tmp_path, monkeypatch):
+    import fullscale.train as trainer
+
+    monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
+    calls = []
+
+    def diverge(cfg, run, resume):
+        calls.append(run.name)
+        if cfg.seed == 0:
+            raise trainer.NonFiniteLoss("non-finite loss at epoch 1, step 3")
+        raise RuntimeError("CUDA error: an illegal memory access")  # a crash: worth a retry
+
+    monkeypatch.setattr(trainer, "train", diverge)
+    plan = _plan()
+    states = run_local(plan, tmp_path, workers=0, retries=2)
+    assert states == {plan.runs[0].name: "failed", plan.runs[1].name: "failed"}
+    assert calls.count(plan.runs[0].name) == 1 and calls.count(plan.runs[1].name) == 3
+    text = status_text(tmp_path)
+    assert "NonFiniteLoss: non-finite loss at epoch 1, step 3 (deterministic: not retried)" in text
+    assert "illegal memory access" in text
+    # a rerun retries the crashed run, not the diverged one
+    calls.clear()
+    run_local(plan, tmp_path, workers=0, retries=0)
+    assert calls == [plan.runs[1].name]
+
+
+def test_a_run_whose_config_differs_from_the_one_on_disk_is_refused(tmp_path, capsys):
+    spec = _plan((0,)).runs[0]
+    run_dir = tmp_path / "runs" / spec.name
+    run_dir.mkdir(parents=True)
+    stored = config_to_dict(spec.config())
+    (run_dir / "config.json").write_text(json.dumps({"config": {**stored, "epochs": 7}, "run": {}}))
+    with pytest.raises(ValueError, match=r"holds a run of another config \(epochs: 7 on disk, 2 planned\)"):
+        check_config(spec, run_dir)
+    # through the command: one line, exit 2, before anything runs
+    assert main(["sweep", "digits_analogue", "--seeds", "1", "--out", str(tmp_path)]) == 2
+    assert "holds a run of another config" in capsys.readouterr().err
+    # the same config under another preset name (a shared table row) is accepted and keeps its name
+    (run_dir / "config.json").write_text(json.dumps({**stored, "preset": "ablation-----"}))
+    assert check_config(spec, run_dir).preset == "ablation-----"
+
+
+def test_ablation_rows_equal_to_table_runs_are_the_same_runs():
+    ablation = build_plan("ablation", [0, 1])
+    table = build_plan("results_cifar100", [0, 1])
+    assert len(ablation.runs) == 10 * 2 and len({r.name for r in ablation.runs}) == 20
+    shared = {r.name for r in ablation.runs} & {r.name for r in table.runs}
+    # tab:ablation's ----, -F--, -FN-, A--J and AFNJ are the WRN-28 CIFAR-100 table's Baseline,
+    # Manifold Mixup, NFM, AugMix and NoisyMix (vocabulary.ABLATION_ROWS / METHOD_ROWS)
+    assert shared == {f"cifar100-wrn28_4-{m}-seed{s}" for m in ("baseline", "manifold_mixup", "nfm", "augmix_jsd",
+                                                                "noisymix") for s in (0, 1)}
+    for name in shared:
+        a = next(r for r in ablation.runs if r.name == name)
+        t = next(r for r in table.runs if r.name == name)
+        assert a.preset != t.preset
+        assert config_identity(config_to_dict(a.config())) == config_identity(config_to_dict(t.config()))
+    # Puzzle Mix and AugMax have no method, ImageNet has no presets yet: skipped with a note
+    assert any("Puzzle Mix" in n for n in table.notes)
+    imagenet = build_plan("results_imagenet", [0])
+    assert imagenet.runs == () and any("does not exist yet" in n for n in imagenet.notes)
+
+
+def test_dry_run_lists_runs_with_gpu_hours(capsys):
+    assert main(["sweep", "ablation", "--seeds", "2", "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "sweep ablation: 20 runs" in text
+    # 50,000 images x 3 views x 200 epochs at the stated 5,000 view-images/s per GPU
+    noisymix = next(line for line in text.splitlines() if line.startswith("cifar100-wrn28_4-noisymix-seed0"))
+    assert f"{50_000 * 3 * 200 / 5_000 / 3600:7.2f}" in noisymix
+    assert "ASSUMED" in text and "left out" in text  # no -C data given: the suite is named as left out
+
+
+def _fake_slurm(tmp_path, monkeypatch):
+    """``sbatch`` and ``srun`` stand-ins on PATH: sbatch keeps each script and answers a job id."""
+    bin_dir, scripts = tmp_path / "bin", tmp_path / "scripts"
+    bin_dir.mkdir()
+    scripts.mkdir()
+    (bin_dir / "sbatch").write_text(f'#!/bin/sh\nfor a in "$@"; do case "$a" in *.sh) cp "$a" {scripts}/;; esac; done\n'
+                                    'echo "Submitted batch job 4242"\n')
+    (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("sbatch", "srun"):
+        (bin_dir / tool).chmod((bin_dir / tool).stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return scripts
+
+
+def test_slurm_submission_is_one_array_job_plus_one_multinode_job_per_multigpu_run(tmp_path, monkeypatch):
+    scripts = _fake_slurm(tmp_path, monkeypatch)
+    plan = build_plan("ablation", [0, 1])
+    big = dataclasses.replace(plan.runs[0], name="imagenet-like", gpus=16)
+    plan = dataclasses.replace(plan, runs=(*plan.runs[:3], big))
+    jobs = submit_slurm(plan, tmp_path / "out", SlurmOptions(partition="gpu", account="lab", time_min=600,
+                                                             gpus_per_node=8))
+    assert [j.job_id for j in jobs] == ["4242_0", "4242_1", "4242_2", "4242"]
+    texts = [p.read_text() for p in scripts.glob(".*.sh")]
+    array = next(t for t in texts if "--array" in t)
+    multi = next(t for t in texts if "--array" not in t)
+    for line in ("--array=0-2%3", "--gpus-per-node=1", "--ntasks-per-node=1", "--nodes=1", "--partition=gpu",
+                 "--account=lab", "--time=600"):
+        assert f"#SBATCH {line}\n" in array, line
+    for line in ("--nodes=2", "--gpus-per-node=8", "--ntasks-per-node=8", "--partition=gpu"):
+        assert f"#SBATCH {line}\n" in multi, line
+    assert "torchrun" not in multi and "srun" in multi  # one task per GPU, started by srun
+    assert "submitted 4242" in status_text(tmp_path / "out")
+
+
+def test_slurm_jobs_run_through_submitits_debug_executor_and_requeue_resumes(tmp_path, monkeypatch):
+    import submitit
+
+    import fullscale.train as trainer
+
+    monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
+    plan = _plan((0,))
+    out = tmp_path / "out"
+    # a preempted job: killed after the first epoch's checkpoint
+    real_save = trainer.save_torch
+
+    def save_then_die(path, obj):
+        real_save(path, obj)
+        if path.name == "checkpoint.pt" and obj["epoch"] == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer, "save_torch", save_then_die)
+    jobs = submit_slurm(plan, out, SlurmOptions(cluster="debug"))
+    with pytest.raises(KeyboardInterrupt):
+        jobs[0].result()
+    monkeypatch.setattr(trainer, "save_torch", real_save)
+    # the debug executor delivers no signal: call the preemption handler as submitit would
+    job = RunJob(plan.runs[0].as_dict(), str(out), None)
+    delayed = job.checkpoint()
+    assert isinstance(delayed, submitit.helpers.DelayedSubmission)
+    assert delayed.function.spec == job.spec and delayed.function.requeues == 1
+    resumed = []
+    real_train = trainer.train
+    monkeypatch.setattr(trainer, "train", lambda cfg, run, resume: resumed.append(resume)
+                        or real_train(cfg, run, resume=resume))
+    assert delayed.function(*delayed.args, **delayed.kwargs) == "done"
+    assert resumed == [True]
+    metrics = (out / "runs" / plan.runs[0].name / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(m)["epoch"] for m in metrics] == [1, 2]
+    # the same run, uninterrupted, through the debug executor, gives the same weights
+    other = tmp_path / "other"
+    assert [j.result() for j in submit_slurm(plan, other, SlurmOptions(cluster="debug"))] == ["done"]
+    assert (other / "table" / "digits_analogue.md").exists()
+    _assert_same(_results(out, plan), _results(other, plan))
