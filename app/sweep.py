@@ -48,7 +48,7 @@ from app.sweep_plan import ANALOGUE, TABLES, Plan, RunSpec, build_plan, config_i
 from infra.io import directory_lock, read_json, write_json, write_text
 from infra.progress import progress
 
-__all__ = ["RunFailed", "RunJob", "add_arguments", "execute_run", "run", "run_local", "run_state",
+__all__ = ["RunFailed", "RunJob", "add_arguments", "execute_run", "run", "run_local", "run_record", "run_state",
            "slurm_parameters", "submit_slurm", "write_table"]
 
 #: exceptions that fail again if retried: a diverged run, bad config or input
@@ -80,6 +80,12 @@ def _read_state(out: Path, name: str) -> dict:
         return read_json(path) if path.is_file() else {}
     except ValueError:
         return {}
+
+
+def run_record(out: str | Path, name: str) -> dict:
+    """The bookkeeping of a run (``DIR/sweep/state/<run>.json``): state, attempts, error, the
+    step that failed, and the seconds of each step the last call ran (``timings``: [step, s] in order)."""
+    return _read_state(Path(out), name)
 
 
 def _write_state(out: Path, name: str, **fields) -> dict:
@@ -138,10 +144,6 @@ def _eval_done(run_dir: Path, suite: str) -> bool:
         run_dir / "final.pt")
 
 
-def _resolve(path: str | None, out: Path) -> str | None:
-    return None if path is None or Path(path).is_absolute() else str(out / path)
-
-
 def execute_run(spec: RunSpec, out: str | Path, *, device: str | None = None) -> str:
     """Train (or resume, or skip) and evaluate one run of the sweep; return ``"done"``.
 
@@ -155,31 +157,41 @@ def execute_run(spec: RunSpec, out: str | Path, *, device: str | None = None) ->
     with lock:
         attempts = int(_read_state(out, spec.name).get("attempts", 0)) + 1 if rank0 else 0
         if rank0:
-            _write_state(out, spec.name, state="running", attempts=attempts, error=None)
+            _write_state(out, spec.name, state="running", attempts=attempts, error=None, timings={})
         started = time.perf_counter()
+        timings: dict[str, float] = {}  # step -> seconds, for the steps run by this call
         try:
-            _train_and_evaluate(spec, run_dir, out, device, rank0)
+            _train_and_evaluate(spec, run_dir, out, device, rank0, timings)
         except BaseException as error:
             deterministic = type(error).__name__ in _DETERMINISTIC
             message = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
             if rank0:
                 interrupted = isinstance(error, KeyboardInterrupt | SystemExit)
                 _write_state(out, spec.name, state="interrupted" if interrupted else "failed", error=message,
+                             step=timings.pop("_current", None), timings=list(timings.items()),
                              deterministic=deterministic, traceback=traceback.format_exc()[-4000:])
             if isinstance(error, Exception):
                 raise RunFailed(spec.name, message, deterministic) from error
             raise
         if rank0:
-            _write_state(out, spec.name, state="done", error=None, seconds=round(time.perf_counter() - started, 2))
+            timings.pop("_current", None)
+            _write_state(out, spec.name, state="done", error=None, step=None, timings=list(timings.items()),
+                         seconds=round(time.perf_counter() - started, 2))
     return "done"
 
 
-def _train_and_evaluate(spec: RunSpec, run_dir: Path, out: Path, device: str | None, rank0: bool) -> None:
+def _train_and_evaluate(spec: RunSpec, run_dir: Path, out: Path, device: str | None, rank0: bool,
+                        timings: dict) -> None:
+    """``timings["_current"]`` names the step under way (``train`` or ``evaluate SUITE``); each
+    finished step adds its seconds under that name."""
+    timings["_current"] = "train"
     cfg = check_config(spec, run_dir)
     if not (run_dir / "final.pt").is_file():
         from fullscale.train import train
 
+        t0 = time.perf_counter()
         train(cfg, run_dir, resume=True)
+        timings["train"] = round(time.perf_counter() - t0, 2)
     if not rank0:
         return
     import torch
@@ -191,8 +203,11 @@ def _train_and_evaluate(spec: RunSpec, run_dir: Path, out: Path, device: str | N
     for ev in spec.evals:
         if _eval_done(run_dir, ev.suite):
             continue
-        evaluate(run_dir, ev.suite, data_root=_resolve(ev.data_root, out), device=device,
+        timings["_current"] = f"evaluate {ev.suite}"
+        t0 = time.perf_counter()
+        evaluate(run_dir, ev.suite, data_root=ev.data_root, device=device,
                  options=EvalOptions(partial=ev.partial))
+        timings[f"evaluate {ev.suite}"] = round(time.perf_counter() - t0, 2)
 
 
 def run_state(out: str | Path, spec: RunSpec) -> str:
@@ -301,11 +316,12 @@ def _slots(workers: int, runs_per_gpu: int) -> list[int | None]:
 
 
 def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: int = 1, retries: int = 2,
-              threads: int = 0, retry_failed: bool = False, after_run=None) -> dict[str, str]:
+              threads: int = 0, retry_failed: bool = False, after_run=None, tabulate: bool = True) -> dict[str, str]:
     """Run every unfinished run of ``plan``; return {run: final state}.
 
     ``workers=0``: in this process, one after another (what ``noisymix reproduce`` does).
-    ``after_run(name, state)`` is called when a run ends (tests inject interruptions there).
+    ``after_run(name, state)`` is called when a run ends (tests inject interruptions there);
+    ``tabulate=False`` leaves the table to the caller (``noisymix reproduce`` makes its figures).
     KeyboardInterrupt stops the workers (each keeps its last checkpoint) and propagates."""
     out = Path(out)
     _write_plan(out, plan)
@@ -335,7 +351,8 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
         counts[state if state in counts else "failed"] += 1
         bar.update(1)
         show()
-        _refresh_table(out, plan)
+        if tabulate:
+            _refresh_table(out, plan)
         if after_run is not None:
             after_run(spec.name, state)
 
@@ -347,7 +364,8 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
             _parallel(out, pending, _slots(workers, runs_per_gpu), retries, threads, counts, finished, show)
     finally:
         bar.close()
-    _refresh_table(out, plan)
+    if tabulate:
+        _refresh_table(out, plan)
     return {spec.name: run_state(out, spec) for spec in plan.runs}
 
 
