@@ -53,6 +53,8 @@ def collect(root: str | Path) -> Results:
     results = Results(root)
     for config_path in sorted(root.rglob("config.json")):
         config = _read(config_path, results.problems)
+        if isinstance(config, dict) and isinstance(config.get("config"), dict) and isinstance(config.get("run"), dict):
+            config = {**config["config"], **config["run"]}  # {config, run}; older runs wrote one flat object
         if not isinstance(config, dict) or "method" not in config:
             if config is not None:
                 results.problems.append(f"`{config_path}`: not a training run config (no 'method')")

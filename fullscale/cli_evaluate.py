@@ -23,6 +23,7 @@ from fullscale.data import Preprocess
 from fullscale.evaluation import FGSM_EPSILONS, RESUMABLE, SUITES, Context, EvalOptions, run_suite
 from fullscale.runs import load_run_model
 from fullscale.vocabulary import P_WEATHER_CHOICES
+from infra.config import add_set_argument, apply_overrides
 from infra.io import read_json, sha256_file, write_json
 
 __all__ = ["add_arguments", "evaluate", "run"]
@@ -53,6 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="torch CPU threads (0: torch's default; 1 is faster for small models on a busy CPU)")
     parser.add_argument("--resize", type=int, default=256, help="image folders: shorter side (0: keep)")
     parser.add_argument("--crop", type=int, default=224, help="image folders: centre crop")
+    add_set_argument(parser, "--set batch_size=200 --set weather=spatter --set preprocess.crop=224",
+                     "the evaluation options (fullscale.evaluation.EvalOptions; after the flags)")
 
 
 def _epsilons(text: str) -> tuple[float, ...]:
@@ -131,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
                           epsilons=_epsilons(args.epsilons), corruptions=corruptions, weather=args.weather,
                           alexnet_flip=args.alexnet_flip, preprocess=Preprocess(args.resize, args.crop),
                           partial=args.partial)
+    options = apply_overrides(options, args.overrides)
     record = evaluate(args.run_dir, args.suite, data_root=args.data_root, checkpoint=args.checkpoint,
                       device=args.device, options=options)
     summary = {k: v for k, v in record["summary"].items() if not isinstance(v, dict | list)}

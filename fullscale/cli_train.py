@@ -9,15 +9,14 @@ import sys
 from fullscale.config import TrainConfig
 from fullscale.methods import NOT_IMPLEMENTED, get_method
 from fullscale.presets import PRESETS, preset_overrides
-from infra.config import apply_overrides, config_keys
+from infra.config import add_set_argument, apply_overrides, config_keys
 
 __all__ = ["add_arguments", "resolve_config", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", default="baseline", help="a named configuration (--list-presets)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config field, e.g. --set epochs=3 --set mix.noise.add=0.4")
+    add_set_argument(parser, "--set epochs=3 --set mix.noise.add=0.4")
     parser.add_argument("--out", help="run directory (config.json, metrics.jsonl, checkpoint.pt, final.pt)")
     parser.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint.pt if present")
     parser.add_argument("--data-root", default=None, help="directory with the CIFAR batches")

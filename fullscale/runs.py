@@ -11,22 +11,36 @@ from torch import nn
 from fullscale.models import create_model
 from infra.io import load_state_dict, read_json
 
-__all__ = ["append_metrics", "load_run_model", "read_metrics"]
+__all__ = ["append_metrics", "load_run_model", "read_metrics", "split_run_record"]
+
+#: keys of the run part, in the flat ``config.json`` of runs made before ``{config, run}``
+_FLAT_RUN_KEYS = ("num_classes", "model_kwargs", "versions", "device", "train_images", "data_source", "world_size")
+
+
+def split_run_record(record: object, where: str | Path = "config.json") -> tuple[dict, dict]:
+    """``(config, run)`` of a run's ``config.json``: ``{"config": ..., "run": ...}``, or the flat
+    layout of runs made before it (config keys and run facts side by side), split the same way."""
+    if not isinstance(record, dict):
+        raise ValueError(f"{where} is not a run config (a JSON object)")
+    if isinstance(record.get("config"), dict) and isinstance(record.get("run"), dict):
+        return record["config"], record["run"]
+    if "config" in record or "run" in record:
+        raise ValueError(f"{where}: 'config' and 'run' must both be JSON objects")
+    return ({k: v for k, v in record.items() if k not in _FLAT_RUN_KEYS},
+            {k: record[k] for k in _FLAT_RUN_KEYS if k in record})
 
 
 def load_run_model(run_dir: str | Path, checkpoint: str | Path | None = None,
                    device: str | torch.device = "cpu") -> tuple[nn.Module, dict]:
     """The model of ``RUN/config.json`` with the weights of ``RUN/final.pt`` (or ``checkpoint``),
-    in eval mode on ``device``; and the config as a dict."""
+    in eval mode on ``device``; and the config and run facts as one flat dict."""
     run_dir = Path(run_dir)
     config_path = run_dir / "config.json"
     if not config_path.is_file():
         raise FileNotFoundError(f"{config_path} not found: is {run_dir} a run directory of `noisymix train`?")
-    config = read_json(config_path)
-    if not isinstance(config, dict):
-        raise ValueError(f"{config_path} is not a run config (a JSON object)")
-    for key in ("model", "num_classes"):
-        if key not in config:
+    config, run = split_run_record(read_json(config_path), config_path)
+    for key, part in (("model", config), ("num_classes", run)):
+        if key not in part:
             raise ValueError(f"{config_path} has no {key!r} field")
     weights = Path(checkpoint) if checkpoint is not None else run_dir / "final.pt"
     if not weights.is_absolute() and not weights.exists() and (run_dir / weights).exists():
@@ -39,13 +53,13 @@ def load_run_model(run_dir: str | Path, checkpoint: str | Path | None = None,
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
                                               for k, v in state.items()):
         raise ValueError(f"{weights} is not a state_dict (names -> tensors) nor a checkpoint of `noisymix train`")
-    model = create_model(config["model"], config["num_classes"], **config.get("model_kwargs", {}))
+    model = create_model(config["model"], run["num_classes"], **run.get("model_kwargs", {}))
     try:
         model.load_state_dict(state)
     except RuntimeError as error:
         raise ValueError(f"{weights} does not fit {config['model']} "
-                         f"{config.get('model_kwargs', {})}: {str(error).splitlines()[0]}") from None
-    return model.to(device).eval(), config
+                         f"{run.get('model_kwargs', {})}: {str(error).splitlines()[0]}") from None
+    return model.to(device).eval(), {**config, **run}
 
 
 def read_metrics(run_dir: str | Path) -> list[dict]:

@@ -34,9 +34,10 @@ import contextlib
 import dataclasses
 import math
 import os
-import platform
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -45,14 +46,15 @@ from torch import Tensor, nn
 import noisymix
 from fullscale.augment import augmix, random_crop_flip, to_float
 from fullscale.config import TrainConfig
-from fullscale.data import load_dataset
+from fullscale.data import ImageSet, load_dataset
 from fullscale.hooks import transform_stage
 from fullscale.methods import Method, get_method
 from fullscale.models import create_model
-from fullscale.runs import append_metrics, read_metrics
+from fullscale.runs import append_metrics, read_metrics, split_run_record
 from infra.config import config_to_dict
 from infra.io import directory_lock, load_state_dict, read_json, save_torch, write_json
 from infra.progress import progress
+from infra.provenance import now, provenance
 from noisymix.loss import noisymix_loss
 from noisymix.mixing import cutmix, draw_mix, mix_targets, noisy_feature_mixup
 
@@ -63,6 +65,8 @@ _CUDA_CHECK_EVERY = 25
 _RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root"})
 # config keys added after runs were made, with the value that computes what those runs did
 _LATER_KEYS = {"ddp_draws": "shared", "sync_bn": False}
+# facts of the run part that a resumed run must share (the data it trains on)
+_RUN_FACTS = ("num_classes", "model_kwargs", "train_images", "data_source")
 
 
 class NonFiniteLoss(RuntimeError):
@@ -150,10 +154,6 @@ def _loss(model: nn.Module, core: nn.Module, x_u8: Tensor, y: Tensor, method: Me
                          jsd_variant=cfg.jsd_variant)
 
 
-def _versions() -> dict[str, str]:
-    return {"noisymix": noisymix.__version__, "torch": torch.__version__, "python": platform.python_version()}
-
-
 def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> Path:
     """Train ``cfg`` into the run directory ``out``; return it.  See the module docstring.
 
@@ -182,8 +182,21 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> Path:
             raise
 
 
-def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
-    method = get_method(cfg.method)
+@dataclasses.dataclass(frozen=True)
+class _Process:
+    """Where this process trains: its device and its place among the torchrun processes."""
+
+    device: torch.device
+    rank: int
+    world: int
+
+    @property
+    def writer(self) -> bool:
+        return self.rank == 0
+
+
+def _process(cfg: TrainConfig) -> _Process:
+    """The device, rank and world size; joins the process group under torchrun."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     device = _device(cfg)
@@ -193,8 +206,39 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
     _sync_batchnorm(nn.Identity(), cfg, world, device)  # refuse sync_bn on the CPU before any file is written
-    writer = rank == 0
+    return _Process(device, rank, world)
 
+
+@dataclasses.dataclass(frozen=True)
+class InMemoryData:
+    """A training set held on the device as uint8 (N, 3, H, W) with its labels; an epoch's
+    batches are slices of one ``randperm`` from the order generator, the same on every rank,
+    each rank taking every ``world``-th image of a batch.
+
+    The loop asks a training set for ``num_classes``, ``len``, ``steps_per_epoch(batch_size)``
+    and ``batches(order_g, batch_size, process)`` (uint8 images and labels on the device) only:
+    a streaming set with the same four answers trains unchanged."""
+
+    images: Tensor
+    labels: Tensor
+    num_classes: int
+    source: str
+
+    def __len__(self) -> int:
+        return self.labels.shape[0]
+
+    def steps_per_epoch(self, batch_size: int) -> int:
+        return math.ceil(len(self) / batch_size)
+
+    def batches(self, order_g: torch.Generator, batch_size: int, process: _Process) -> Iterator[tuple[Tensor, Tensor]]:
+        perm = torch.randperm(len(self), generator=order_g, device=self.images.device)
+        for step in range(self.steps_per_epoch(batch_size)):
+            index = perm[step * batch_size:(step + 1) * batch_size][process.rank::process.world]
+            yield self.images[index], self.labels[index]
+
+
+def _training_data(cfg: TrainConfig, device: torch.device) -> tuple[InMemoryData, ImageSet | None]:
+    """The training set on ``device`` and the held-out part (``heldout`` last images), if any."""
     data = load_dataset(cfg.dataset, "train", cfg.data_root or None)
     if cfg.train_subset:
         data = data.subset(torch.arange(min(cfg.train_subset, len(data))))
@@ -204,112 +248,188 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
             raise ValueError(f"heldout={cfg.heldout} leaves no training images out of {len(data)}")
         heldout = data.subset(torch.arange(len(data) - cfg.heldout, len(data))).to(device)
         data = data.subset(torch.arange(len(data) - cfg.heldout))
-    images, labels = data.images.to(device), data.labels.to(device)
-    n = len(data)
+    return InMemoryData(data.images.to(device), data.labels.to(device), data.num_classes, data.source), heldout
 
-    core = create_model(cfg.model, data.num_classes, **cfg.model_kwargs).to(device)
-    core = _sync_batchnorm(core, cfg, world, device)
+
+def _models(cfg: TrainConfig, num_classes: int, process: _Process) -> tuple[nn.Module, nn.Module]:
+    """``(core, model)``: the network, and what the step calls (DDP and/or compiled around it)."""
+    device = process.device
+    core = create_model(cfg.model, num_classes, **cfg.model_kwargs).to(device)
+    core = _sync_batchnorm(core, cfg, process.world, device)
     if device.type == "cuda":
         core = core.to(memory_format=torch.channels_last)
     model: nn.Module = core
-    if world > 1:
+    if process.world > 1:
         ids = [device] if device.type == "cuda" else None
         model = nn.parallel.DistributedDataParallel(core, device_ids=ids)
     if cfg.compile and device.type == "cuda":
         model = torch.compile(model)
+    return core, model
+
+
+@dataclasses.dataclass
+class _Generators:
+    """The run's random streams (all in the checkpoint): batch order (the same on every rank),
+    views/draws/noise (per rank), and the transform point (on the CPU; the same on every rank
+    unless ``ddp_draws=per_rank``)."""
+
+    order: torch.Generator
+    aug: torch.Generator
+    stage: torch.Generator
+
+    @classmethod
+    def create(cls, cfg: TrainConfig, process: _Process) -> _Generators:
+        stage_rank = process.rank if cfg.ddp_draws == "per_rank" else 0
+        return cls(noisymix.generator_for(cfg.seed, process.device),
+                   noisymix.generator_for(cfg.seed * 1000 + 1 + process.rank, process.device),
+                   noisymix.generator_for(cfg.seed * 1000 + 501 + stage_rank))
+
+    def state(self) -> dict[str, Tensor]:
+        return {"order_generator": self.order.get_state(), "aug_generator": self.aug.get_state(),
+                "stage_generator": self.stage.get_state()}
+
+    def restore(self, state: dict) -> None:
+        self.order.set_state(state["order_generator"].cpu())
+        self.aug.set_state(state["aug_generator"].cpu())
+        self.stage.set_state(state["stage_generator"].cpu())
+
+
+def _run_record(cfg: TrainConfig, data: InMemoryData, process: _Process) -> dict:
+    """``config.json``: ``{"config": the TrainConfig, "run": the facts of this run}``; the config
+    part reads back with ``config_from_dict(TrainConfig, record["config"])``."""
+    device = process.device
+    return {"config": config_to_dict(cfg),
+            "run": {"num_classes": data.num_classes, "model_kwargs": cfg.model_kwargs, "train_images": len(data),
+                    "data_source": data.source, "world_size": process.world,
+                    "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device),
+                    "started": now(), "provenance": provenance()}}
+
+
+def _restore(checkpoint: Path, core: nn.Module, optimizer: torch.optim.Optimizer,
+             scheduler: torch.optim.lr_scheduler.LRScheduler, generators: _Generators, device: torch.device) -> int:
+    """Load a resumable checkpoint into the run's objects; return the epochs it finished."""
+    state = load_state_dict(checkpoint, map_location=device)
+    try:
+        core.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        generators.restore(state)
+        torch.set_rng_state(state["torch_generator"].cpu())
+        if device.type == "cuda" and "cuda_generator" in state:  # dropout on the GPU
+            torch.cuda.set_rng_state(state["cuda_generator"].cpu(), device)
+        return int(state["epoch"])
+    except (KeyError, TypeError, RuntimeError, ValueError, AttributeError, IndexError) as error:
+        # a plain state dict (KeyError), another width (RuntimeError), a foreign file ...
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"{checkpoint} is not a resumable checkpoint of this run "
+                         f"({type(error).__name__}: {detail[:200]})") from None
+
+
+def _save_checkpoint(checkpoint: Path, core: nn.Module, optimizer: torch.optim.Optimizer,
+                     scheduler: torch.optim.lr_scheduler.LRScheduler, generators: _Generators, epoch: int,
+                     device: torch.device) -> None:
+    save_torch(checkpoint, {"model": core.state_dict(), "optimizer": optimizer.state_dict(),
+                            "scheduler": scheduler.state_dict(), "epoch": epoch, **generators.state(),
+                            "torch_generator": torch.get_rng_state(),
+                            **({"cuda_generator": torch.cuda.get_rng_state(device)}
+                               if device.type == "cuda" else {})})
+
+
+@dataclasses.dataclass
+class _Loop:
+    """What one epoch of training touches."""
+
+    cfg: TrainConfig
+    method: Method
+    process: _Process
+    data: InMemoryData
+    core: nn.Module
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    generators: _Generators
+    checkpoint: Path
+
+
+def _train_epoch(loop: _Loop, epoch: int, bar: Any) -> dict:
+    """One epoch of steps; the metrics entry of the epoch (loss parts summed over all ranks)."""
+    cfg, device = loop.cfg, loop.process.device
+    amp = cfg.amp and device.type == "cuda"
+    check_every = 1 if device.type == "cpu" else _CUDA_CHECK_EVERY
+    steps_per_epoch, n = loop.data.steps_per_epoch(cfg.batch_size), len(loop.data)
+    loop.model.train()
+    t0 = time.perf_counter()
+    # per step: images, then loss, CE and JSD summed over them (kept on the device: no sync)
+    history = torch.zeros(steps_per_epoch, 4, device=device)
+    checked = 0
+    batches = loop.data.batches(loop.generators.order, cfg.batch_size, loop.process)
+    for step, (x_u8, y) in enumerate(batches):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+            parts = _loss(loop.model, loop.core, x_u8, y, loop.method, cfg, loop.data.num_classes,
+                          loop.generators.aug, loop.generators.stage)
+        history[step] = torch.stack([parts.total.new_tensor(float(len(y))), parts.total.detach(),
+                                     parts.cross_entropy.detach(), parts.jsd.detach()])
+        if (step + 1) % check_every == 0:  # on the CPU: before this step's update
+            checked = _check_finite(history, checked, step + 1, epoch, loop.checkpoint)
+        loop.optimizer.zero_grad(set_to_none=True)
+        parts.total.backward()
+        loop.optimizer.step()
+        loop.scheduler.step()
+        bar.update(1)
+    _check_finite(history, checked, steps_per_epoch, epoch, loop.checkpoint)
+    sums = (history[:, :1] * history[:, 1:]).sum(0)
+    if loop.process.world > 1:
+        dist.all_reduce(sums)
+    seconds = time.perf_counter() - t0
+    return {"epoch": epoch + 1, "loss": float(sums[0] / n), "cross_entropy": float(sums[1] / n),
+            "jsd": float(sums[2] / n), "lr": loop.optimizer.param_groups[0]["lr"],
+            "images_per_s": n / seconds, "seconds": seconds}
+
+
+def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
+    method = get_method(cfg.method)
+    process = _process(cfg)
+    device = process.device
+    data, heldout = _training_data(cfg, device)
+    core, model = _models(cfg, data.num_classes, process)
     optimizer = torch.optim.SGD(core.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.nesterov,
                                 weight_decay=cfg.weight_decay)
-    steps_per_epoch = math.ceil(n / cfg.batch_size)
+    steps_per_epoch = data.steps_per_epoch(cfg.batch_size)
     total = cfg.epochs * steps_per_epoch
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _cosine(s, total, cfg))
-    order_g = noisymix.generator_for(cfg.seed, device)  # batch order: the same on every rank
-    aug_g = noisymix.generator_for(cfg.seed * 1000 + 1 + rank, device)  # views, draws, noise
-    # transform point, on the CPU; the same on every rank unless ddp_draws=per_rank
-    stage_g = noisymix.generator_for(cfg.seed * 1000 + 501 + (rank if cfg.ddp_draws == "per_rank" else 0))
+    generators = _Generators.create(cfg, process)
+    record = _run_record(cfg, data, process)
 
-    record = {**config_to_dict(cfg), "num_classes": data.num_classes, "model_kwargs": cfg.model_kwargs,
-              "versions": _versions(), "device": str(device) if device.type == "cpu"
-              else torch.cuda.get_device_name(device), "train_images": n, "data_source": data.source,
-              "world_size": world}
     start_epoch, metrics = 0, []
     checkpoint = out / "checkpoint.pt"
     if resume and checkpoint.exists():
         _check_same_config(out / "config.json", record)
-        state = load_state_dict(checkpoint, map_location=device)
-        try:
-            core.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-            scheduler.load_state_dict(state["scheduler"])
-            order_g.set_state(state["order_generator"].cpu())
-            aug_g.set_state(state["aug_generator"].cpu())
-            stage_g.set_state(state["stage_generator"].cpu())
-            torch.set_rng_state(state["torch_generator"].cpu())
-            if device.type == "cuda" and "cuda_generator" in state:  # dropout on the GPU
-                torch.cuda.set_rng_state(state["cuda_generator"].cpu(), device)
-            start_epoch = int(state["epoch"])
-        except (KeyError, TypeError, RuntimeError, ValueError, AttributeError, IndexError) as error:
-            # a plain state dict (KeyError), another width (RuntimeError), a foreign file ...
-            detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise ValueError(f"{checkpoint} is not a resumable checkpoint of this run "
-                             f"({type(error).__name__}: {detail[:200]})") from None
+        start_epoch = _restore(checkpoint, core, optimizer, scheduler, generators, device)
         metrics = [m for m in read_metrics(out) if m["epoch"] <= start_epoch]
     elif (out / "final.pt").exists() or checkpoint.exists():
         raise ValueError(f"{out} already holds a run; use --resume to continue it, or another --out")
-    if writer:
+    if process.writer:
         write_json(out / "config.json", record)
 
-    amp = cfg.amp and device.type == "cuda"
-    check_every = 1 if device.type == "cpu" else _CUDA_CHECK_EVERY
+    loop = _Loop(cfg, method, process, data, core, model, optimizer, scheduler, generators, checkpoint)
     bar = (progress(total=total, initial=start_epoch * steps_per_epoch, desc=f"train {cfg.preset}",
-                    unit="step") if writer else _SilentBar())
+                    unit="step") if process.writer else _SilentBar())
     for epoch in range(start_epoch, cfg.epochs):
-        model.train()
-        t0 = time.perf_counter()
-        # per step: images, then loss, CE and JSD summed over them (kept on the device: no sync)
-        history = torch.zeros(steps_per_epoch, 4, device=device)
-        perm = torch.randperm(n, generator=order_g, device=device)
-        checked = 0
-        for step in range(steps_per_epoch):
-            index = perm[step * cfg.batch_size:(step + 1) * cfg.batch_size][rank::world]
-            x_u8, y = images[index], labels[index]
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-                parts = _loss(model, core, x_u8, y, method, cfg, data.num_classes, aug_g, stage_g)
-            history[step] = torch.stack([parts.total.new_tensor(float(len(y))), parts.total.detach(),
-                                         parts.cross_entropy.detach(), parts.jsd.detach()])
-            if (step + 1) % check_every == 0:  # on the CPU: before this step's update
-                checked = _check_finite(history, checked, step + 1, epoch, checkpoint)
-            optimizer.zero_grad(set_to_none=True)
-            parts.total.backward()
-            optimizer.step()
-            scheduler.step()
-            bar.update(1)
-        _check_finite(history, checked, steps_per_epoch, epoch, checkpoint)
-        sums = (history[:, :1] * history[:, 1:]).sum(0)
-        if world > 1:
-            dist.all_reduce(sums)
-        seconds = time.perf_counter() - t0
-        entry = {"epoch": epoch + 1, "loss": float(sums[0] / n), "cross_entropy": float(sums[1] / n),
-                 "jsd": float(sums[2] / n), "lr": optimizer.param_groups[0]["lr"],
-                 "images_per_s": n / seconds, "seconds": seconds}
+        entry = _train_epoch(loop, epoch, bar)
         if heldout is not None:
             entry["heldout_accuracy"] = _accuracy(core, heldout.images, heldout.labels)
         metrics.append(entry)
-        if writer:
+        if process.writer:
             _check_weights(core, f"after epoch {epoch + 1}", checkpoint)
             append_metrics(out, metrics)
-            save_torch(checkpoint, {"model": core.state_dict(), "optimizer": optimizer.state_dict(),
-                                    "scheduler": scheduler.state_dict(), "epoch": epoch + 1,
-                                    "order_generator": order_g.get_state(),
-                                    "aug_generator": aug_g.get_state(),
-                                    "stage_generator": stage_g.get_state(),
-                                    "torch_generator": torch.get_rng_state(),
-                                    **({"cuda_generator": torch.cuda.get_rng_state(device)}
-                                       if device.type == "cuda" else {})})
+            _save_checkpoint(checkpoint, core, optimizer, scheduler, generators, epoch + 1, device)
     bar.close()
-    if writer:
+    if process.writer:
         _check_weights(core, "at the end", checkpoint)
         save_torch(out / "final.pt", core.state_dict())
-    if world > 1:
+        record["run"]["finished"] = now()
+        write_json(out / "config.json", record)
+    if process.world > 1:
         dist.barrier()
     return out
 
@@ -349,15 +469,22 @@ def _check_weights(core: nn.Module, when: str, checkpoint: Path) -> None:
 
 
 def _check_same_config(path: Path, record: dict) -> None:
-    """A resumed run must compute what it started computing (``_RESUMABLE_CHANGES`` aside)."""
+    """A resumed run must compute what it started computing (``_RESUMABLE_CHANGES`` aside): the
+    config part of ``config.json`` and the data facts of its run part must be equal."""
     if not path.exists():
         return
-    old = {**_LATER_KEYS, **read_json(path)}
-    changed = sorted(k for k in set(old) | set(record) if k not in _RESUMABLE_CHANGES
-                     and k not in ("versions", "world_size") and old.get(k) != record.get(k))
+    old, new = _computed(read_json(path)), _computed(record)
+    changed = sorted(k for k in set(old) | set(new) if k not in _RESUMABLE_CHANGES and old.get(k) != new.get(k))
     if changed:
-        detail = ", ".join(f"{k}: {old.get(k)!r} -> {record.get(k)!r}" for k in changed[:3])
+        detail = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:3])
         raise ValueError(f"cannot resume {path.parent}: the config differs from the checkpoint's ({detail})")
+
+
+def _computed(record: dict) -> dict:
+    """What a run computes, from either layout of ``config.json`` (``{config, run}`` or the flat
+    one of runs made before it), with the defaults of keys added since."""
+    config, run = split_run_record(record)
+    return {**_LATER_KEYS, **config, **{k: run.get(k) for k in _RUN_FACTS}}
 
 
 @torch.inference_mode()

@@ -15,7 +15,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
-__all__ = ["apply_overrides", "config_from_dict", "config_keys", "config_to_dict", "parse_value"]
+__all__ = ["add_set_argument", "apply_overrides", "config_from_dict", "config_keys", "config_to_dict", "parse_value"]
 
 C = TypeVar("C")
 
@@ -149,3 +149,11 @@ def config_from_dict(cls: type[C], data: Mapping[str, Any]) -> C:
             value = tuple(value)
         kwargs[name] = value
     return cls(**kwargs)
+
+
+def add_set_argument(parser: Any, example: str, what: str = "the config") -> None:
+    """The one ``--set key=value`` option (repeatable; dotted keys reach nested fields), stored in
+    ``args.overrides`` for ``apply_overrides``: every command that takes overrides adds it here."""
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help=f"override a field of {what} (repeatable; dotted keys for nested fields), e.g. {example}")
+

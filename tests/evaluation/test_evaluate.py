@@ -353,3 +353,14 @@ def test_an_unusable_device_is_one_line(tmp_path, capsys):
     run, _ = _run(tmp_path)
     assert main(["evaluate", str(run), "--suite", "clean", "--device", "tpu"]) == 2
     assert "tpu" in _one_line(capsys)
+
+
+def test_evaluate_takes_the_same_set_dialect_as_train():
+    from fullscale.evaluation import EvalOptions
+    from infra.config import apply_overrides
+
+    options = apply_overrides(EvalOptions(), ["weather=spatter", "preprocess.crop=128", "batch_size=7"])
+    assert (options.weather, options.preprocess.crop, options.batch_size) == ("spatter", 128, 7)
+    with pytest.raises(ValueError, match="unknown config key 'batchsize'; valid keys: batch_size"):
+        apply_overrides(EvalOptions(), ["batchsize=7"])
+    assert main(["evaluate", "nowhere", "--suite", "clean", "--set", "batchsize=7"]) == 2

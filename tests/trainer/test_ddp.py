@@ -27,10 +27,10 @@ def test_torchrun_two_processes(tmp_path):
     env = {**os.environ, "NOISYMIX_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
     done = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300, env=env)
     assert done.stdout.count("trained noisymix") == 1
-    config = json.loads((out / "config.json").read_text())
-    assert config["world_size"] == 2
+    run_facts = json.loads((out / "config.json").read_text())["run"]
+    assert run_facts["world_size"] == 2
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 1
-    assert config["train_images"] == 128
+    assert run_facts["train_images"] == 128
     model, _ = load_run_model(out)
     assert model(torch.rand(2, 3, 32, 32)).shape == (2, 10)
     # rank 0 alone wrote: one line of output, no stray files

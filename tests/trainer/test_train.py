@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -67,9 +69,13 @@ def test_every_method_gives_a_finite_loss_and_gradient(name):
 def test_end_to_end_cli_run_writes_the_run_directory(tmp_path):
     run = tmp_path / "run"
     assert main(["train", "--preset", "noisymix", "--out", str(run), *QUICK_ARGS]) == 0
-    config = json.loads((run / "config.json").read_text())
-    assert config["method"] == "noisymix" and config["dataset"] == "digits" and config["num_classes"] == 10
-    assert config["model_kwargs"] == {"width": 4} and "torch" in config["versions"]
+    record = json.loads((run / "config.json").read_text())
+    config, facts = record["config"], record["run"]
+    assert config["method"] == "noisymix" and config["dataset"] == "digits" and facts["num_classes"] == 10
+    assert facts["model_kwargs"] == {"width": 4} and facts["provenance"]["versions"]["torch"]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent)
+    assert facts["provenance"]["commit"] == (head.stdout.strip() if head.returncode == 0 else None)
+    assert facts["started"] <= facts["finished"]
     lines = (run / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 1
     assert {"loss", "cross_entropy", "jsd", "lr", "images_per_s"} <= set(json.loads(lines[0]))
@@ -164,7 +170,7 @@ def test_heldout_split_is_reported_and_not_trained_on(tmp_path):
     train(cfg, tmp_path / "r")
     record = json.loads((tmp_path / "r" / "metrics.jsonl").read_text().splitlines()[0])
     assert 0.0 <= record["heldout_accuracy"] <= 1.0
-    assert json.loads((tmp_path / "r" / "config.json").read_text())["train_images"] == 32
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["run"]["train_images"] == 32
 
 
 def test_bad_config_values_are_refused():
