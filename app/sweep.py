@@ -96,14 +96,13 @@ def _write_state(out: Path, name: str, **fields) -> dict:
 
 
 def _stored_config(run_dir: Path) -> dict | None:
-    """The config part of ``RUN/config.json`` (``{"config": ..., "run": ...}`` or the older flat form)."""
+    """The config part of ``RUN/config.json`` (either layout, ``fullscale.runs.split_run_record``)."""
+    from fullscale.runs import split_run_record
+
     path = run_dir / "config.json"
     if not path.is_file():
         return None
-    stored = read_json(path)
-    if isinstance(stored, dict) and isinstance(stored.get("config"), dict):
-        return stored["config"]
-    return stored if isinstance(stored, dict) else None
+    return split_run_record(read_json(path), path)[0]
 
 
 def check_config(spec: RunSpec, run_dir: Path):
