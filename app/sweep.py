@@ -323,6 +323,10 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
     ``tabulate=False`` leaves the table to the caller (``noisymix reproduce`` makes its figures).
     KeyboardInterrupt stops the workers (each keeps its last checkpoint) and propagates."""
     out = Path(out)
+    wide = [spec.name for spec in plan.runs if spec.gpus > 1]
+    if wide:
+        raise ValueError(f"runs {', '.join(wide[:3])} need several GPUs each: the local launcher runs one process "
+                         "per run; use --launcher slurm (one task per GPU)")
     _write_plan(out, plan)
     states = {spec.name: run_state(out, spec) for spec in plan.runs}
     if any(s == "running" for s in states.values()):
@@ -490,17 +494,42 @@ def slurm_parameters(spec: RunSpec, options: SlurmOptions) -> dict:
     return params
 
 
-def submit_slurm(plan: Plan, out: str | Path, options: SlurmOptions, *, retry_failed: bool = False) -> list:
-    """Submit the unfinished runs; return submitit's jobs (job ids in ``DIR/sweep/slurm.json``)."""
+def _slurm_active(out: Path, job_id: str) -> bool:
+    """Whether SLURM still holds the job (queued, running, requeued); unknown counts as held,
+    so a rerun of the command never submits a run twice (``--resubmit`` overrides)."""
+    import submitit
+
+    try:
+        state = submitit.SlurmJob(folder=_sweep_dir(out) / "slurm" / "%j", job_id=job_id).state
+    except Exception:  # no sacct, accounting down: we cannot tell
+        return True
+    return state.upper() not in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "PREEMPTED", "NODE_FAIL",
+                                 "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE") and not state.upper().startswith("CANCELLED")
+
+
+def submit_slurm(plan: Plan, out: str | Path, options: SlurmOptions, *, retry_failed: bool = False,
+                 resubmit: bool = False) -> list:
+    """Submit the unfinished runs; return submitit's jobs (their ids in ``DIR/sweep/state/``).
+
+    A run whose earlier job SLURM still holds is not submitted again unless ``resubmit``."""
     try:
         import submitit
     except ImportError:
         raise ValueError("--launcher slurm needs submitit: pip install 'noisymix[slurm]'") from None
     out = Path(out).resolve()
     _write_plan(out, plan)
-    todo = [spec for spec in plan.runs
-            if (s := run_state(out, spec)) in ("pending", "interrupted")
-            or (s == "failed" and (retry_failed or not _read_state(out, spec.name).get("deterministic")))]
+    todo = []
+    for spec in plan.runs:
+        state, record = run_state(out, spec), _read_state(out, spec.name)
+        if not (state in ("pending", "interrupted")
+                or (state == "failed" and (retry_failed or not record.get("deterministic")))):
+            continue
+        if record.get("job_id") and not resubmit and options.cluster == "slurm" \
+                and _slurm_active(out, record["job_id"]):
+            print(f"sweep: {spec.name}: job {record['job_id']} is still queued or running (not submitted again; "
+                  "--resubmit to force)", file=sys.stderr)
+            continue
+        todo.append(spec)
     executor = submitit.AutoExecutor(folder=_sweep_dir(out) / "slurm" / "%j", cluster=options.cluster)
     jobs = []
     plan_dict = _plan_dict(plan)
@@ -584,6 +613,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="list the runs and estimated GPU-hours; run nothing")
     parser.add_argument("--retries", type=int, default=2, help="retries of a crashed run (never of a diverged one)")
     parser.add_argument("--retry-failed", action="store_true", help="also rerun runs that failed deterministically")
+    parser.add_argument("--resubmit", action="store_true",
+                        help="slurm: submit runs whose earlier job SLURM may still hold (default: skip them)")
     parser.add_argument("--workers", type=int, default=1,
                         help="local, no GPU: parallel CPU runs (0: one after another in this process)")
     parser.add_argument("--runs-per-gpu", type=int, default=1, help="local: runs sharing one GPU (small models)")
@@ -690,7 +721,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"sweep: note: {note}", file=sys.stderr)
     if args.launcher == "slurm":
         options = SlurmOptions(args.partition, args.account, args.time, args.gpus_per_node, args.cpus_per_gpu)
-        jobs = submit_slurm(plan, out, options, retry_failed=args.retry_failed)
+        jobs = submit_slurm(plan, out, options, retry_failed=args.retry_failed, resubmit=args.resubmit)
         print(f"submitted {len(jobs)} runs: {', '.join(str(j.job_id) for j in jobs[:8])}"
               f"{' ...' if len(jobs) > 8 else ''}; follow with `noisymix sweep status {out}`")
         return 0

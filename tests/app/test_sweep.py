@@ -184,7 +184,11 @@ def _fake_slurm(tmp_path, monkeypatch):
     (bin_dir / "sbatch").write_text(f'#!/bin/sh\nfor a in "$@"; do case "$a" in *.sh) cp "$a" {scripts}/;; esac; done\n'
                                     'echo "Submitted batch job 4242"\n')
     (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
-    for tool in ("sbatch", "srun"):
+    # sacct answers the state written in $FAKE_SLURM_STATE for every job of array 4242
+    (bin_dir / "sacct").write_text('#!/bin/sh\necho "JobID|State|NodeList"\n'
+                                   'for i in 0 1 2; do echo "4242_$i|$FAKE_SLURM_STATE|node1"; done\n'
+                                   'echo "4242|$FAKE_SLURM_STATE|node1"\n')
+    for tool in ("sbatch", "srun", "sacct"):
         (bin_dir / tool).chmod((bin_dir / tool).stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     return scripts
@@ -208,6 +212,19 @@ def test_slurm_submission_is_one_array_job_plus_one_multinode_job_per_multigpu_r
         assert f"#SBATCH {line}\n" in multi, line
     assert "torchrun" not in multi and "srun" in multi  # one task per GPU, started by srun
     assert "submitted 4242" in status_text(tmp_path / "out")
+    # the same command again while SLURM holds the jobs submits nothing; once they ended unfinished
+    # (cancelled, a node failure), it submits them again
+    monkeypatch.setenv("FAKE_SLURM_STATE", "PENDING")
+    assert submit_slurm(plan, tmp_path / "out", SlurmOptions()) == []
+    monkeypatch.setenv("FAKE_SLURM_STATE", "NODE_FAIL")
+    assert len(submit_slurm(plan, tmp_path / "out", SlurmOptions())) == 4
+
+
+def test_the_local_launcher_refuses_multi_gpu_runs(tmp_path):
+    plan = _plan((0,))
+    plan = dataclasses.replace(plan, runs=(dataclasses.replace(plan.runs[0], gpus=8),))
+    with pytest.raises(ValueError, match=r"need several GPUs each.*--launcher slurm"):
+        run_local(plan, tmp_path)
 
 
 def test_slurm_jobs_run_through_submitits_debug_executor_and_requeue_resumes(tmp_path, monkeypatch):
