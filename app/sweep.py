@@ -229,10 +229,10 @@ def run_state(out: str | Path, spec: RunSpec) -> str:
 # ---------------------------------------------------------------------------- the table
 
 def write_table(out: str | Path, plan: Plan) -> Path | None:
-    """Regenerate ``DIR/table/<table>.{md,tex,json}`` from the finished evaluations; None when
-    the table has no comparison with the paper (then only our own summary is written)."""
-    import numpy as np
-
+    """Regenerate ``DIR/table/<table>.{md,tex,json}`` from the evaluations found under ``DIR/runs``:
+    the paper's tables this one fills (ours beside the paper's: mean (min / max) over seeds), then
+    our own summary per (dataset, model); the JSON adds per-seed values and the std.  None when
+    no run exists yet."""
     from figures.results import collect
     from figures.tables import COMPARISONS, _compare, _ours_table, paper_values
     from infra.provenance import provenance
@@ -243,30 +243,40 @@ def write_table(out: str | Path, plan: Plan) -> Path | None:
     groups = collect(out / "runs").groups()
     folder = out / "table"
     tables = _ours_table(groups)
-    record: dict = {"table": plan.table, "notes": list(plan.notes), "provenance": provenance(), "rows": {}}
-    comp = next((c for c in COMPARISONS if c.label == plan.comparison and c.analogue == plan.analogue), None)
-    if comp is not None:
-        paper = paper_values()
-        tables.insert(0, _compare(comp, paper, groups))
-        columns = paper[comp.label]["columns"]
-        for name, cells in paper[comp.label]["rows"]:
-            method = comp.rows.get(name)
-            row = record["rows"][name] = {"method": method}
-            for i, (dataset, model, metric) in enumerate(comp.columns):
-                runs = groups.get((dataset, model, method), []) if method else []
-                values = {r.config.get("seed"): v for r in runs if (v := metric(r)) is not None}
-                seeds = list(values.values())
-                row[f"{dataset} {columns[i] if i < len(columns) else i}"] = {
-                    "paper": cells[i] if i < len(cells) else None, "per_seed": values,
-                    **({"mean": float(np.mean(seeds)), "min": float(np.min(seeds)), "max": float(np.max(seeds)),
-                        "std": float(np.std(seeds, ddof=1)) if len(seeds) > 1 else 0.0, "n": len(seeds)}
-                       if seeds else {"n": 0})}
+    record: dict = {"table": plan.table, "notes": list(plan.notes), "provenance": provenance(), "tables": {}}
+    paper = paper_values()
+    for label in plan.comparisons:
+        comp = next((c for c in COMPARISONS if c.label == label and c.analogue == plan.analogue), None)
+        if comp is None:
+            continue
+        tables.insert(len(record["tables"]), _compare(comp, paper, groups))
+        record["tables"][label] = _comparison_record(comp, paper[comp.label], groups)
     text = "\n".join(t.markdown() for t in tables)
     notes = "".join(f"- {n}\n" for n in plan.notes)
     write_text(folder / f"{plan.table}.md", f"# {plan.table}\n\n{text}\n" + (f"\n## Notes\n\n{notes}" if notes else ""))
     write_text(folder / f"{plan.table}.tex", "\n".join(t.latex() for t in tables))
     write_json(folder / f"{plan.table}.json", record)
     return folder / f"{plan.table}.md"
+
+
+def _comparison_record(comp, paper: dict, groups: dict) -> dict:
+    """Per paper row and column: the paper's cell, our per-seed values, mean, min, max, std (ddof 1)."""
+    import numpy as np
+
+    rows: dict = {}
+    for name, cells in paper["rows"]:
+        method = comp.rows.get(name)
+        row = rows[name] = {"method": method}
+        for i, (dataset, model, metric) in enumerate(comp.columns):
+            runs = groups.get((dataset, model, method), []) if method else []
+            values = {str(r.config.get("seed")): v for r in runs if (v := metric(r)) is not None}
+            seeds = list(values.values())
+            column = paper["columns"][i] if i < len(paper["columns"]) else str(i)
+            row[f"{dataset} {model} {column}"] = {
+                "paper": cells[i] if i < len(cells) else None, "per_seed": values, "n": len(seeds),
+                **({"mean": float(np.mean(seeds)), "min": float(np.min(seeds)), "max": float(np.max(seeds)),
+                    "std": float(np.std(seeds, ddof=1)) if len(seeds) > 1 else 0.0} if seeds else {})}
+    return rows
 
 
 def _refresh_table(out: Path, plan: Plan) -> None:
@@ -551,12 +561,12 @@ def submit_slurm(plan: Plan, out: str | Path, options: SlurmOptions, *, retry_fa
 
 def _plan_dict(plan: Plan) -> dict:
     return {"table": plan.table, "runs": [r.as_dict() for r in plan.runs], "notes": list(plan.notes),
-            "comparison": plan.comparison, "analogue": plan.analogue}
+            "comparisons": list(plan.comparisons), "analogue": plan.analogue}
 
 
 def _plan_from_dict(data: dict) -> Plan:
     return Plan(data["table"], tuple(RunSpec.from_dict(r) for r in data["runs"]), tuple(data.get("notes", ())),
-                data.get("comparison"), bool(data.get("analogue")))
+                tuple(data.get("comparisons", ())), bool(data.get("analogue")))
 
 
 def _write_plan(out: Path, plan: Plan) -> None:

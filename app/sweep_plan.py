@@ -68,12 +68,14 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class Plan:
-    """The runs of a table, the notes on rows left out, and which comparison table to build."""
+    """The runs of a table, the notes on rows left out, and the paper tables to compare with
+    (``figures.tables.COMPARISONS`` labels; the first is the table itself, then its -C/-P detail
+    tables filled by the same runs)."""
 
     table: str
     runs: tuple[RunSpec, ...]
     notes: tuple[str, ...] = ()
-    comparison: str | None = None  # a ``figures.tables.COMPARISONS`` label
+    comparisons: tuple[str, ...] = ()
     analogue: bool = False
 
 
@@ -100,7 +102,7 @@ class TableSpec:
     datasets: tuple[str, ...]
     preset: str
     suites: tuple[str, ...]
-    comparison: str | None
+    comparisons: tuple[str, ...]
     gpus: int = 1
     description: str = ""
     extra_suites: dict[str, tuple[str, ...]] = field(default_factory=dict)  # per dataset, extra suites
@@ -113,23 +115,25 @@ def _tables() -> dict[str, TableSpec]:
     return {
         "results_cifar10": TableSpec(
             "tab:results_cifar10", METHOD_ROWS, ("cifar10", "cifar100"), "{dataset}-preactresnet18-{method}",
-            cifar_suites, "tab:results_cifar10", description="PreActResNet-18 on CIFAR-10 and CIFAR-100",
+            cifar_suites, ("tab:results_cifar10", "tab:results_cifar10_c", "tab:results_cifar100_c",
+                           "tab:results_cifar_p"), description="PreActResNet-18 on CIFAR-10 and CIFAR-100",
             extra_suites={"cifar10": ("cifar10-p",)}),
         "results_cifar100": TableSpec(
             "tab:results_cifar100", METHOD_ROWS, ("cifar10", "cifar100"), "{dataset}-wrn28_4-{method}",
-            cifar_suites, "tab:results_cifar100",
+            cifar_suites, ("tab:results_cifar100", "tab:results_wrs_cifar10_c", "tab:results_wrs_cifar100_c",
+                           "tab:results_cifar_p_wrs"),
             description="Wide-ResNet-28 (the public code's WRN-28-4) on CIFAR-10 and CIFAR-100",
             extra_suites={"cifar10": ("cifar10-p",)}),
         "ablation": TableSpec(
-            "tab:ablation", ABLATION_ROWS, ("cifar100",), "ablation-{row}", cifar_suites, "tab:ablation",
+            "tab:ablation", ABLATION_ROWS, ("cifar100",), "ablation-{row}", cifar_suites, ("tab:ablation",),
             description="the ten switch combinations, WRN-28-4 on CIFAR-100"),
         "results_imagenet": TableSpec(
             "tab:results_imagenet", METHOD_ROWS, ("imagenet",), "imagenet-resnet50-{method}",
-            ("clean", "calibration", "imagenet-c", "imagenet-r", "imagenet-p"), None, gpus=8,
+            ("clean", "calibration", "imagenet-c", "imagenet-r", "imagenet-p"), (), gpus=8,
             description="ResNet-50 on ImageNet (one run on 8 GPUs)"),
         "results_transfer": TableSpec(
             "tab:results_transfer", METHOD_ROWS, ("cifar10", "cifar100"), "transfer-{dataset}-{method}",
-            cifar_suites, None, description="ImageNet ResNet-50s fine-tuned on CIFAR-10/100"),
+            cifar_suites, (), description="ImageNet ResNet-50s fine-tuned on CIFAR-10/100"),
     }
 
 
@@ -196,7 +200,7 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:
         raise ValueError(f"table {table}: runs {clash[:3]} would share a folder with different configs")
-    return Plan(table, runs, tuple(notes), spec.comparison)
+    return Plan(table, runs, tuple(notes), spec.comparisons)
 
 
 def plan_from_reproduce(plan: Any, corrupted: str | Path | None, *, seeds: Iterable[int] | None = None,
@@ -221,4 +225,4 @@ def plan_from_reproduce(plan: Any, corrupted: str | Path | None, *, seeds: Itera
         for method in plan.methods:
             runs.append(RunSpec(f"{method}-seed{seed}", method, seed, overrides, tuple(evals), 1,
                                 (f"tab:results_cifar10 (small-scale analogue) {method}",), data_root))
-    return Plan(ANALOGUE, tuple(runs), tuple(notes), "tab:results_cifar10", analogue=True)
+    return Plan(ANALOGUE, tuple(runs), tuple(notes), ("tab:results_cifar10",), analogue=True)

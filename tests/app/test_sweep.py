@@ -59,7 +59,7 @@ def test_killed_sweep_rerun_matches_an_uninterrupted_one(tmp_path, monkeypatch):
     assert set(states.values()) == {"done"}
     reference = _results(tmp_path / "a", plan)
     table = json.loads((tmp_path / "a" / "table" / "digits_analogue.json").read_text())
-    baseline = table["rows"]["Baseline"]
+    baseline = table["tables"]["tab:results_cifar10"]["Baseline"]
     cell = next(v for k, v in baseline.items() if k.startswith("digits") and "-C" not in k)
     assert cell["n"] == 2 and set(cell["per_seed"]) == {"0", "1"}
     seeds = list(cell["per_seed"].values())
