@@ -8,7 +8,9 @@ resumes killed ones from ``checkpoint.pt`` (the trainer's exact resume) and eval
 missing.  Launchers:
 
 * ``local``: a queue over the visible GPUs (``--runs-per-gpu`` runs share one) or, without a GPU,
-  ``--workers`` CPU processes (``--workers 0``: one run after another in this process); a run
+  ``--workers`` CPU processes (``--workers 0``: one run after another in this process); a
+  multi-GPU run gets one process per GPU with the ``torch.distributed`` env:// variables (as
+  torchrun would set them; gloo on the CPU); a run
   that crashes is retried ``--retries`` times, one that fails deterministically (a non-finite
   loss, ``fullscale.train.NonFiniteLoss``; a config error) is reported and never retried;
 * ``slurm``: submitit (``pip install noisymix[slurm]``): one array job for the single-GPU runs,
@@ -295,10 +297,9 @@ def _refresh_table(out: Path, plan: Plan) -> None:
 
 # ---------------------------------------------------------------------------- local launcher
 
-def _worker(spec_dict: dict, out: str, gpu: int | None, log: str, threads: int) -> None:
-    """A worker process: one GPU (or the CPU), output to the run's log, then ``execute_run``."""
-    if gpu is not None:
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+def _worker(spec_dict: dict, out: str, env: dict[str, str], log: str, threads: int) -> None:
+    """A worker process: its devices and rank (``env``), output to its log, then ``execute_run``."""
+    os.environ.update(env)
     os.environ.setdefault("NOISYMIX_PROGRESS", "0")
     Path(log).parent.mkdir(parents=True, exist_ok=True)
     handle = open(log, "a", buffering=1)  # held for the life of the process
@@ -317,11 +318,31 @@ def _worker(spec_dict: dict, out: str, gpu: int | None, log: str, threads: int) 
 
 
 def _slots(workers: int, runs_per_gpu: int) -> list[int | None]:
+    """One entry per process the queue may run at once: a GPU index, or None for a CPU worker."""
     import torch
 
     if torch.cuda.is_available():
-        return [g for g in range(torch.cuda.device_count()) for _ in range(runs_per_gpu)]
+        return [g for _ in range(runs_per_gpu) for g in range(torch.cuda.device_count())]
     return [None] * max(1, workers)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _rank_envs(slots: list[int | None]) -> list[dict[str, str]]:
+    """The environment of each process of a run on ``slots``: its GPUs, and for several
+    processes the ``torch.distributed`` env:// variables (as torchrun sets them)."""
+    gpus = [g for g in slots if g is not None]
+    base = {"CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))} if gpus else {}
+    if len(slots) == 1:
+        return [base]
+    port = str(_free_port())
+    return [{**base, "RANK": str(i), "LOCAL_RANK": str(i), "WORLD_SIZE": str(len(slots)),
+             "LOCAL_WORLD_SIZE": str(len(slots)), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+            for i in range(len(slots))]
 
 
 def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: int = 1, retries: int = 2,
@@ -334,9 +355,9 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
     KeyboardInterrupt stops the workers (each keeps its last checkpoint) and propagates."""
     out = Path(out)
     wide = [spec.name for spec in plan.runs if spec.gpus > 1]
-    if wide:
-        raise ValueError(f"runs {', '.join(wide[:3])} need several GPUs each: the local launcher runs one process "
-                         "per run; use --launcher slurm (one task per GPU)")
+    if wide and workers == 0:
+        raise ValueError(f"runs {', '.join(wide[:3])} need several processes each (one per GPU): "
+                         "give --workers >= 1 or --launcher slurm")
     _write_plan(out, plan)
     states = {spec.name: run_state(out, spec) for spec in plan.runs}
     if any(s == "running" for s in states.values()):
@@ -400,50 +421,97 @@ def _serial(plan: Plan, out: Path, pending: list[RunSpec], retries: int, counts:
                     break
 
 
+def _take(free: list[int], slots: list[int | None], n: int) -> list[int] | None:
+    """``n`` free slots on distinct devices (CPU slots are all distinct), or None if they are not free."""
+    chosen, devices = [], set()
+    for slot in free:
+        if slots[slot] is None or slots[slot] not in devices:
+            chosen.append(slot)
+            devices.add(slots[slot])
+        if len(chosen) == n:
+            return chosen
+    return None
+
+
 def _parallel(out: Path, pending: list[RunSpec], slots: list[int | None], retries: int, threads: int,
               counts: dict, finished, show) -> None:
+    """The queue: each run in its own process(es) (one per GPU of the run), as slots free up."""
     import multiprocessing
     from multiprocessing.connection import wait
 
     ctx = multiprocessing.get_context("spawn")  # CUDA cannot be forked
+    if not threads and all(s is None for s in slots):  # CPU workers share the cores
+        threads = max(1, (os.cpu_count() or 1) // len(slots))
+    capacity = len({s for s in slots if s is not None}) or len(slots)
     queue = [(spec, 0) for spec in pending]
     free = list(range(len(slots)))
-    running: dict[int, tuple] = {}  # sentinel -> (process, spec, attempt, slot)
+    groups: dict[int, dict] = {}  # id -> {"spec", "attempt", "slots", "processes", "codes"}
+    owner: dict = {}  # sentinel -> (group id, process)
     try:
-        while queue or running:
-            while queue and free:
-                spec, attempt = queue.pop(0)
-                slot = free.pop(0)
-                log = _sweep_dir(out) / "logs" / f"{spec.name}.log"
-                process = ctx.Process(target=_worker, args=(spec.as_dict(), str(out), slots[slot], str(log), threads),
-                                      name=f"sweep-{spec.name}")
-                process.start()
-                running[process.sentinel] = (process, spec, attempt, slot)
-            counts["running"] = len(running)
-            show()
-            for sentinel in wait(list(running)):
-                process, spec, attempt, slot = running.pop(sentinel)
-                process.join()
-                free.append(slot)
-                counts["running"] = len(running)
-                if process.exitcode == 0:
-                    finished(spec, "done")
-                elif process.exitcode != 3 and attempt < retries:  # 3: deterministic failure
-                    print(f"sweep: run {spec.name} exited with {process.exitcode}; retry {attempt + 1}/{retries}",
-                          file=sys.stderr)
-                    if _read_state(out, spec.name).get("state") == "running":  # killed: no state written
-                        _write_state(out, spec.name, state="failed", error=f"exit status {process.exitcode}")
-                    queue.append((spec, attempt + 1))
-                else:
-                    if _read_state(out, spec.name).get("state") == "running":
-                        _write_state(out, spec.name, state="failed", error=f"exit status {process.exitcode}")
+        while queue or groups:
+            for item in list(queue):
+                spec, attempt = item
+                if spec.gpus > capacity:
+                    queue.remove(item)
+                    _write_state(out, spec.name, state="failed", deterministic=True,
+                                 error=f"needs {spec.gpus} devices, this machine has {capacity}")
                     finished(spec, "failed")
+                    continue
+                taken = _take(free, slots, spec.gpus)
+                if taken is None:
+                    continue
+                queue.remove(item)
+                for slot in taken:
+                    free.remove(slot)
+                group = {"spec": spec, "attempt": attempt, "slots": taken, "processes": [], "codes": []}
+                groups[id(group)] = group
+                for rank, env in enumerate(_rank_envs([slots[i] for i in taken])):
+                    log = _sweep_dir(out) / "logs" / f"{spec.name}{f'.rank{rank}' if rank else ''}.log"
+                    process = ctx.Process(target=_worker, args=(spec.as_dict(), str(out), env, str(log), threads),
+                                          name=f"sweep-{spec.name}-{rank}")
+                    process.start()
+                    group["processes"].append(process)
+                    owner[process.sentinel] = (id(group), process)
+            counts["running"] = len(groups)
+            show()
+            if not owner:  # nothing started (every queued run failed before starting)
+                continue
+            for sentinel in wait(list(owner)):
+                key, process = owner.pop(sentinel)
+                process.join()
+                group = groups[key]
+                group["codes"].append(process.exitcode)
+                if process.exitcode != 0:  # one rank failed: the others would wait for it forever
+                    for other in group["processes"]:
+                        if other.is_alive():
+                            other.terminate()
+                if len(group["codes"]) < len(group["processes"]):
+                    continue
+                del groups[key]
+                free.extend(group["slots"])
+                counts["running"] = len(groups)
+                _group_ended(out, group, retries, queue, finished)
     except BaseException:
-        for process, *_ in running.values():  # SIGTERM: each keeps its last checkpoint
+        for _key, process in owner.values():  # SIGTERM: each keeps its last checkpoint
             process.terminate()
-        for process, *_ in running.values():
+        for _key, process in owner.values():
             process.join(30)
         raise
+
+
+def _group_ended(out: Path, group: dict, retries: int, queue: list, finished) -> None:
+    spec, attempt = group["spec"], group["attempt"]
+    code = next((c for c in group["codes"] if c != 0), 0)
+    if code == 0:
+        finished(spec, "done")
+        return
+    if _read_state(out, spec.name).get("state") == "running":  # killed: it wrote no state
+        _write_state(out, spec.name, state="failed", error=f"exit status {code}")
+    if code != 3 and attempt < retries:  # 3: a deterministic failure
+        print(f"sweep: run {spec.name} exited with {code}; retry {attempt + 1}/{retries}", file=sys.stderr)
+        queue.append((spec, attempt + 1))
+    else:
+        finished(spec, "failed")
 
 
 # ---------------------------------------------------------------------------- SLURM launcher

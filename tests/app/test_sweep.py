@@ -220,11 +220,22 @@ def test_slurm_submission_is_one_array_job_plus_one_multinode_job_per_multigpu_r
     assert len(submit_slurm(plan, tmp_path / "out", SlurmOptions())) == 4
 
 
-def test_the_local_launcher_refuses_multi_gpu_runs(tmp_path):
+def test_a_multi_process_run_gets_one_worker_per_device_and_the_distributed_environment(tmp_path, monkeypatch):
+    """On the CPU a 2-"GPU" run is two gloo processes (rank 0 writes): what the local queue does
+    with a multi-GPU run on a machine with GPUs."""
+    monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
     plan = _plan((0,))
-    plan = dataclasses.replace(plan, runs=(dataclasses.replace(plan.runs[0], gpus=8),))
-    with pytest.raises(ValueError, match=r"need several GPUs each.*--launcher slurm"):
-        run_local(plan, tmp_path)
+    plan = dataclasses.replace(plan, runs=(dataclasses.replace(plan.runs[0], gpus=2),))
+    with pytest.raises(ValueError, match=r"need several processes each.*--workers"):
+        run_local(plan, tmp_path, workers=0)
+    assert run_local(plan, tmp_path, workers=2, threads=1) == {plan.runs[0].name: "done"}
+    record = json.loads((tmp_path / "runs" / plan.runs[0].name / "config.json").read_text())
+    assert record["run"]["world_size"] == 2
+    assert (tmp_path / "sweep" / "logs" / f"{plan.runs[0].name}.rank1.log").exists()
+    # a run needing more devices than the machine has fails at once, named, not retried
+    big = dataclasses.replace(plan, runs=(dataclasses.replace(plan.runs[0], name="big", gpus=3),))
+    assert run_local(big, tmp_path / "big", workers=2) == {"big": "failed"}
+    assert "needs 3 devices, this machine has 2" in status_text(tmp_path / "big")
 
 
 def test_slurm_jobs_run_through_submitits_debug_executor_and_requeue_resumes(tmp_path, monkeypatch):
