@@ -155,7 +155,12 @@ def execute_run(spec: RunSpec, out: str | Path, *, device: str | None = None) ->
     run_dir = out / "runs" / spec.name
     rank0 = int(os.environ.get("RANK", "0")) == 0
     lock = directory_lock(_sweep_dir(out) / "locks" / spec.name, "sweeping") if rank0 else contextlib.nullcontext()
-    with lock:
+    try:
+        lock.__enter__()
+    except ValueError as error:  # another process works on this run: leave it (and its state) alone
+        raise RunFailed(spec.name, str(error), deterministic=True) from None
+    with contextlib.ExitStack() as stack:
+        stack.push(lock)
         attempts = int(_read_state(out, spec.name).get("attempts", 0)) + 1 if rank0 else 0
         if rank0:
             _write_state(out, spec.name, state="running", attempts=attempts, error=None, timings={})

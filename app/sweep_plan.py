@@ -168,7 +168,7 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
         from app.reproduce import PLANS
 
         return plan_from_reproduce(PLANS["laptop"], suite_roots.get("digits-c"), seeds=seeds,
-                                   extra_overrides=overrides)
+                                   extra_overrides=overrides, data_root=data_root)
     if table not in TABLES:
         raise ValueError(f"unknown table {table!r}; known: {', '.join([*TABLES, ANALOGUE])}")
     spec = TABLES[table]

@@ -277,3 +277,17 @@ def test_slurm_jobs_run_through_submitits_debug_executor_and_requeue_resumes(tmp
     assert [j.result() for j in submit_slurm(plan, other, SlurmOptions(cluster="debug"))] == ["done"]
     assert (other / "table" / "digits_analogue.md").exists()
     _assert_same(_results(out, plan), _results(other, plan))
+
+
+def test_a_run_another_process_works_on_is_left_alone(tmp_path):
+    """The run's lock is held (another process, perhaps on another node): no training, no state written."""
+    from app.sweep import RunFailed, execute_run
+    from infra.io import directory_lock
+
+    spec = _plan((0,)).runs[0]
+    with directory_lock(tmp_path / "sweep" / "locks" / spec.name, "training elsewhere"):
+        assert run_state(tmp_path, spec) == "pending"  # no state file: never started by a sweep
+        with pytest.raises(RunFailed, match="in use by another process"):
+            execute_run(spec, tmp_path)
+    assert not (tmp_path / "sweep" / "state" / f"{spec.name}.json").exists()
+    assert not (tmp_path / "runs" / spec.name).exists()
