@@ -291,3 +291,24 @@ def test_a_run_another_process_works_on_is_left_alone(tmp_path):
             execute_run(spec, tmp_path)
     assert not (tmp_path / "sweep" / "state" / f"{spec.name}.json").exists()
     assert not (tmp_path / "runs" / spec.name).exists()
+
+
+def test_a_multi_gpu_slurm_task_takes_its_rank_from_submitits_environment(tmp_path, monkeypatch):
+    """Task 11 of a 16-task job on gpu[01-02] (8 per node): RANK etc. from submitit's
+    TorchDistributedEnvironment (what srun starts, no torchrun), CUDA_VISIBLE_DEVICES untouched."""
+    import app.sweep as sweep
+
+    slurm = {"SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "77", "SLURM_NTASKS": "16", "SLURM_JOB_NUM_NODES": "2",
+             "SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_PROCID": "11", "SLURM_LOCALID": "3",
+             "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
+    for key, value in slurm.items():
+        monkeypatch.setenv(key, value)
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(key, raising=False)
+    seen = {}
+    monkeypatch.setattr(sweep, "execute_run", lambda spec, out: seen.update(os.environ) or "done")
+    spec = dataclasses.replace(_plan((0,)).runs[0], gpus=16)
+    assert RunJob(spec.as_dict(), str(tmp_path))() == "done"
+    assert {k: seen[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR")} == {
+        "RANK": "11", "WORLD_SIZE": "16", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "8", "MASTER_ADDR": "gpu01"}
+    assert seen["CUDA_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7"  # the trainer picks cuda:LOCAL_RANK
