@@ -304,7 +304,8 @@ def test_a_multi_gpu_slurm_task_takes_its_rank_from_submitits_environment(tmp_pa
     for key, value in slurm.items():
         monkeypatch.setenv(key, value)
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-        monkeypatch.delenv(key, raising=False)
+        monkeypatch.setenv(key, "")  # recorded, so that the export below is undone after the test
+        monkeypatch.delenv(key)
     seen = {}
     monkeypatch.setattr(sweep, "execute_run", lambda spec, out: seen.update(os.environ) or "done")
     spec = dataclasses.replace(_plan((0,)).runs[0], gpus=16)
