@@ -687,8 +687,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 per row (the paper: 5)")
     parser.add_argument("--out", help="output folder (runs/, table/, sweep/)")
     parser.add_argument("--launcher", choices=("local", "slurm"), default="local")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config field of every run (part of what the run computes)")
+    from infra.config import add_set_argument
+
+    add_set_argument(parser, "--set epochs=100", "every run's training config (part of what the run computes)")
     parser.add_argument("--data-root", default=None, help="the training data (CIFAR batches, ImageNet folders)")
     parser.add_argument("--suite-root", action="append", default=[], metavar="SUITE=DIR",
                         help="data of a -C/-P/-R suite, e.g. cifar10-c=/data/CIFAR-10-C (suites without one are "
