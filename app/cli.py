@@ -38,6 +38,7 @@ COMMANDS: dict[str, Command] = {
     "corrupt": Command("fullscale.cli_corrupt", "generate a -C or -P set in the standard layout"),
     "figures": Command("figures.cli", "the paper's tables and figures from run results"),
     "reproduce": Command("app.reproduce", "the main job on a CPU with built-in data, one report"),
+    "sweep": Command("app.sweep", "every run of a paper table (local or SLURM), resumable; `sweep status DIR`"),
     "bench": Command("benchmarks.cli", "speed benchmarks, written as JSON"),
 }
 

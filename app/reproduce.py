@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infra.io import read_json, write_json, write_text
-from infra.progress import progress
 
 __all__ = ["PLANS", "ReproducePlan", "add_arguments", "reproduce", "run"]
 
@@ -104,7 +103,14 @@ def _run_name(method: str, seed: int) -> str:
     return f"{method}-seed{seed}"
 
 
-def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> list[_Step]:
+def _corrupted(plan: ReproducePlan, out: Path) -> Path:
+    return out / "data" / f"{plan.dataset}-c"
+
+
+def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> tuple[list[_Step], _Step]:
+    """The command steps before the runs (verify, toy, corrupt) and the one after (figures).
+
+    The training runs and their evaluations between them are a sweep (``_runs``)."""
     steps = [
         _Step("verify", ("verify", "--out", str(out / "theory"), "--points", str(plan.theory_points),
                          *(() if plan.theory_sympy else ("--no-sympy",))),
@@ -113,48 +119,40 @@ def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> list[_Step]
                       "--epochs", str(plan.toy_epochs)),
               out / "toy" / "toy.json"),
     ]
-    corrupted = out / "data" / f"{plan.dataset}-c"
+    corrupted = _corrupted(plan, out)
     root = () if data_root is None else ("--data-root", data_root)
     corruptions = () if plan.corruptions is None else ("--corruptions", ",".join(plan.corruptions))
     steps.append(_Step("corrupt", ("corrupt", "--dataset", plan.dataset, "--kind", "c",
                                    "--out", str(corrupted), *root, *corruptions, "--seed", "0"),
                        corrupted / "labels.npy"))
-    for seed in plan.seeds:
-        for method in plan.methods:
-            run_dir = out / "runs" / _run_name(method, seed)
-            overrides = (f"dataset={plan.dataset}", f"model={plan.model}", f"width={plan.width}",
-                         f"epochs={plan.epochs}", f"seed={seed}", *plan.train_overrides)
-            steps.append(_Step(f"train {run_dir.name}",
-                               ("train", "--preset", method, "--out", str(run_dir), "--resume", *root,
-                                *(x for o in overrides for x in ("--set", o))),
-                               run_dir / "final.pt"))
-            for suite in plan.eval_suites:
-                suite_root = ("--data-root", str(corrupted)) if suite == plan.corrupted_suite else root
-                if suite == plan.corrupted_suite and plan.corruptions is not None:
-                    suite_root = (*suite_root, "--partial")  # a plan's chosen subset of the 15
-                steps.append(_Step(f"evaluate {run_dir.name} {suite}",
-                                   ("evaluate", str(run_dir), "--suite", suite, *suite_root),
-                                   run_dir / "eval" / f"{suite}.json"))
-    steps.append(_Step("figures", ("figures", "--results", str(out), "--out", str(out / "figures")),
-                       out / "figures" / "REPORT.md"))
-    return steps
+    figures = _Step("figures", ("figures", "--results", str(out), "--out", str(out / "figures")),
+                    out / "figures" / "REPORT.md")
+    return steps, figures
 
 
-def _drop_other_plans_runs(log: dict, steps: list[_Step]) -> None:
-    """Forget steps this plan does not have, and delete the training runs they made.
+def _runs(plan: ReproducePlan, out: Path, data_root: str | None):
+    """The plan's training runs as a sweep plan (``app.sweep_plan``): method x seed, evaluated on
+    the plan's suites, the corrupted one reading this job's own -C set."""
+    from app.sweep_plan import plan_from_reproduce
+
+    return plan_from_reproduce(plan, _corrupted(plan, out), data_root=data_root)
+
+
+def _drop_other_plans_runs(log: dict, names: set[str], out: Path) -> None:
+    """Forget runs this plan does not have, and delete the training runs they made.
 
     ``figures`` reads every run under the folder, so a run left from another plan (another
     method or seed) would be reported as part of this one.
     """
     import shutil
 
-    names = {step.name for step in steps}
     for entry in log["steps"]:
-        if entry["name"] not in names and entry["name"].startswith("train "):
-            argv = entry.get("argv", [])
-            if "--out" in argv and Path(argv[argv.index("--out") + 1]).is_dir():
-                shutil.rmtree(argv[argv.index("--out") + 1])
-    log["steps"] = [entry for entry in log["steps"] if entry["name"] in names]
+        kind, _, rest = entry["name"].partition(" ")
+        run = rest.split(" ")[0]
+        if kind == "train" and run not in names and (out / "runs" / run).is_dir():
+            shutil.rmtree(out / "runs" / run)
+    log["steps"] = [entry for entry in log["steps"] if entry["name"].partition(" ")[0] not in ("train", "evaluate")
+                    or entry["name"].split(" ")[1] in names]
 
 
 def _output_of(step: _Step) -> Path:
@@ -162,39 +160,71 @@ def _output_of(step: _Step) -> Path:
     return Path(argv[argv.index("--out") + 1]) if "--out" in argv else step.done.parent
 
 
-def _depends_on(step: _Step, rerun: list[Path], out: Path) -> bool:
-    """Whether ``step`` reads a folder that a step of this invocation rewrote (then it reruns too)."""
-    paths = [Path(a).resolve() for a in step.argv if a.startswith(str(out))]
-    for changed in (r.resolve() for r in rerun):
-        if any(p == changed or p in changed.parents or changed in p.parents for p in paths):
-            return True
-    return False
-
-
 def _clear_for_rerun(step: _Step) -> None:
-    """Remove what a step of another plan left, so the rerun cannot resume from or keep it.
-
-    A training run resumes from ``checkpoint.pt`` and a corrupted set keeps its files; both
-    would carry the other plan's arguments into this one.
-    """
+    """Remove what a step of another plan left, so the rerun cannot resume from or keep it
+    (a corrupted set keeps its files and would carry the other plan's arguments into this one)."""
     import shutil
 
-    if "--out" in step.argv:
-        target = _output_of(step)
-        if target.is_dir():
-            shutil.rmtree(target)
-    else:
-        step.done.unlink(missing_ok=True)
+    target = _output_of(step)
+    if target.is_dir():
+        shutil.rmtree(target)
+
+
+def _clear_run(out: Path, name: str, why: str) -> None:
+    """Delete a training run (and the sweep's record of it) so that it is trained anew."""
+    import shutil
+
+    print(f"reproduce: train {name}: {why}; trained again", flush=True)
+    for path in (out / "runs" / name, out / "sweep" / "state" / f"{name}.json"):
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def _command_step(step: _Step, finished: set, rerun: list[Path], command: Callable[[list[str]], int],
+                  log: dict, log_path: Path, started: float) -> bool:
+    """Run one command step unless it is done with the same command line and nothing it reads
+    was rewritten (``rerun``: outputs of steps run in this invocation); True if it ran."""
+    if step.done.exists() and (step.name, step.argv) in finished and not rerun:
+        print(f"reproduce: {step.name}: done (kept)", flush=True)
+        return False
+    if step.done.exists() and step.name in {name for name, _ in finished} and "--out" in step.argv \
+            and step.name != "figures":
+        _clear_for_rerun(step)  # same step, other arguments: its old results must not be resumed from
+    t0 = time.perf_counter()
+    status = command(list(step.argv))
+    if status != 0:
+        write_json(log_path, log)
+        raise RuntimeError(f"step '{step.name}' failed with exit status {status}: noisymix {' '.join(step.argv)}")
+    if not step.done.exists():
+        raise RuntimeError(f"step '{step.name}' finished but did not write {step.done}")
+    _log_step(log, log_path, {"name": step.name, "argv": list(step.argv)}, time.perf_counter() - t0, started)
+    return True
+
+
+def _log_step(log: dict, log_path: Path, entry: dict, seconds: float, started: float) -> None:
+    log["steps"] = [e for e in log["steps"] if e["name"] != entry["name"]]
+    log["steps"].append({**entry, "seconds": round(seconds, 2)})
+    write_json(log_path, log)
+    print(f"reproduce: {entry['name']}: {seconds:.1f} s (total {time.perf_counter() - started:.0f} s)", flush=True)
 
 
 def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: str | None = None,
               fresh: bool = False, command: Callable[[list[str]], int] | None = None) -> dict:
     """Run every step of ``plan`` into ``out``; return (and write ``out/reproduce.json``) the log.
 
-    ``command`` runs one ``noisymix`` command line and returns its exit status (default: the
-    CLI front door in this process).  A failing step stops the job with a ``RuntimeError``
-    naming it; steps already finished stay on disk and are skipped by the next run.
+    ``command`` runs one ``noisymix`` command line (verify, toy, corrupt, figures) and returns
+    its exit status (default: the CLI front door in this process).  The training runs and their
+    evaluations are a sweep (``app.sweep.run_local``, in this process, one after another):
+    typed calls of ``fullscale.train.train`` and ``fullscale.cli_evaluate.evaluate``; a finished
+    run is kept, a killed one resumes from its checkpoint, and a run whose config differs from
+    this plan's (another plan in the same folder) is trained anew.  A failing step stops the
+    job with a ``RuntimeError`` naming it; steps already finished stay on disk and are skipped
+    by the next run.
     """
+    from app.sweep import check_config, run_local, run_record
+
     if plan.needs_data_root and data_root is None:
         raise ValueError(f"this plan ({plan.description}) needs --data-root with the {plan.dataset} data")
     if command is None:
@@ -206,38 +236,49 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     log: dict = {"plan": dataclasses.asdict(plan), "steps": []}
     if log_path.exists() and not fresh:
         log["steps"] = read_json(log_path).get("steps", [])
-    # a step counts as done only when it ran with the same command line: a folder of a
-    # ``--plan quick`` run must not pass its 1-epoch models off as the laptop plan's (issue 10, 8d)
-    finished = {(entry["name"], tuple(entry.get("argv", ()))) for entry in log["steps"]}
+    # a command step counts as done only when it ran with the same command line: a folder of a
+    # ``--plan quick`` run must not pass its 1-epoch models off as the laptop plan's (issue 10, 8d);
+    # a training run is done only when its config.json is this plan's (``app.sweep.check_config``)
+    finished = {(entry["name"], tuple(entry.get("argv", ()))) for entry in log["steps"] if "argv" in entry}
     started = time.perf_counter()
-    steps = _steps(plan, out, data_root)
-    _drop_other_plans_runs(log, steps)
-    rerun: list[Path] = []  # output folders of steps run in this invocation
-    bar = progress(steps, desc="reproduce", unit="step")
-    for step in bar:
-        if hasattr(bar, "set_postfix_str"):
-            bar.set_postfix_str(step.name)
-        if step.done.exists() and (step.name, step.argv) in finished and not _depends_on(step, rerun, out):
-            print(f"reproduce: {step.name}: done (kept)", flush=True)
+    before, figures = _steps(plan, out, data_root)
+    runs = _runs(plan, out, data_root)
+    _drop_other_plans_runs(log, {spec.name for spec in runs.runs}, out)
+    rerun: list[Path] = []  # output folders of command steps run in this invocation
+    for step in before:  # none of them reads another's output: only their own arguments count
+        if _command_step(step, finished, [], command, log, log_path, started):
+            rerun.append(_output_of(step))
+    corrupted_changed = _corrupted(plan, out) in rerun
+    for spec in runs.runs:
+        run_dir = out / "runs" / spec.name
+        if fresh and run_dir.exists():
+            _clear_run(out, spec.name, "--fresh")
             continue
-        if step.done.exists() and step.name in {name for name, _ in finished}:
-            # same step, other arguments: its old results must not be resumed from
-            _clear_for_rerun(step)
-        t0 = time.perf_counter()
-        rerun.append(_output_of(step))
-        status = command(list(step.argv))
-        if status != 0:
+        try:
+            check_config(spec, run_dir)
+        except ValueError as error:
+            _clear_run(out, spec.name, str(error))
+            continue
+        if corrupted_changed:  # its -C evaluation read a set that was just made anew
+            (run_dir / "eval" / f"{plan.corrupted_suite}.json").unlink(missing_ok=True)
+    ran: list[str] = []
+    try:
+        states = run_local(runs, out, workers=0, retries=0, tabulate=False, retry_failed=True,
+                           after_run=lambda name, state: ran.append(name))
+    finally:
+        for spec in runs.runs:
+            if spec.name in ran or run_record(out, spec.name).get("state") in ("failed", "interrupted"):
+                _log_run(log, log_path, out, spec, started)
+    for spec in runs.runs:
+        if states[spec.name] != "done":
+            record = run_record(out, spec.name)
+            step = record.get("step") or "train"
+            name = f"train {spec.name}" if step == "train" else f"{step.replace('evaluate', 'evaluate ' + spec.name)}"
             write_json(log_path, log)
-            raise RuntimeError(f"step '{step.name}' failed with exit status {status}: "
-                               f"noisymix {' '.join(step.argv)}")
-        if not step.done.exists():
-            raise RuntimeError(f"step '{step.name}' finished but did not write {step.done}")
-        log["steps"] = [e for e in log["steps"] if e["name"] != step.name]
-        seconds = round(time.perf_counter() - t0, 2)
-        log["steps"].append({"name": step.name, "argv": list(step.argv), "seconds": seconds})
-        write_json(log_path, log)
-        print(f"reproduce: {step.name}: {seconds:.1f} s (total {time.perf_counter() - started:.0f} s)",
-              flush=True)
+            raise RuntimeError(f"step '{name}' failed: {record.get('error')}")
+    if ran or rerun:
+        rerun.append(out / "runs")
+    _command_step(figures, finished, rerun, command, log, log_path, started)
     log["seconds"] = round(time.perf_counter() - started, 2)
     write_json(log_path, log)
     from app.reproduce_summary import write_summary
@@ -245,6 +286,20 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     write_summary(out, next((name for name, known in PLANS.items() if known == plan), "custom"))
     _write_index(out, plan, log)
     return log
+
+
+def _log_run(log: dict, log_path: Path, out: Path, spec, started: float) -> None:
+    """The run's train and evaluate steps that ran in this invocation, as steps of the log."""
+    from app.sweep import run_record
+
+    for step, seconds in run_record(out, spec.name).get("timings") or []:
+        if step == "train":
+            entry = {"name": f"train {spec.name}", "run": {"preset": spec.preset, "seed": spec.seed,
+                                                            "overrides": list(spec.overrides)}}
+        else:
+            suite = step.split(" ", 1)[1]
+            entry = {"name": f"evaluate {spec.name} {suite}", "suite": suite}
+        _log_step(log, log_path, entry, seconds, started)
 
 
 def _write_index(out: Path, plan: ReproducePlan, log: dict) -> None:

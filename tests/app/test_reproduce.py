@@ -8,7 +8,7 @@ from app.cli import main
 from app.reproduce import PLANS, reproduce
 
 
-def test_quick_plan_runs_every_command_and_resumes(tmp_path):
+def test_quick_plan_runs_every_command_and_resumes(tmp_path, monkeypatch):
     out = tmp_path / "out"
     assert main(["reproduce", "--plan", "quick", "--out", str(out)]) == 0
     log = json.loads((out / "reproduce.json").read_text())
@@ -20,22 +20,30 @@ def test_quick_plan_runs_every_command_and_resumes(tmp_path):
         assert (out / path).exists(), path
     report = (out / "figures" / "REPORT.md").read_text()
     assert "small-scale analogue" in report and "| digits | preactresnet18 | noisymix | 1 |" in report
+    # the runs are the sweep's: its bookkeeping names them done
+    assert json.loads((out / "sweep" / "state" / "noisymix-seed0.json").read_text())["state"] == "done"
     # a second invocation finds every step done and runs none of them
     calls = []
+    _fake_runs(monkeypatch, calls)
     reproduce(PLANS["quick"], out, command=lambda argv: calls.append(argv) or 0)
     assert calls == []
 
 
-def test_a_failing_step_stops_the_job_and_names_it(tmp_path):
+def test_a_failing_step_stops_the_job_and_names_it(tmp_path, monkeypatch):
     import pytest
 
-    def fail_on_train(argv):
-        if argv[0] == "train":
-            return 2
+    import fullscale.train as trainer
+
+    def fail(cfg, run, resume):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(trainer, "train", fail)
+
+    def command(argv):
         return main(argv) if argv[0] in ("corrupt",) else _fake_step(argv, tmp_path / "out")
 
-    with pytest.raises(RuntimeError, match="train baseline-seed0"):
-        reproduce(PLANS["quick"], tmp_path / "out", command=fail_on_train)
+    with pytest.raises(RuntimeError, match="step 'train baseline-seed0' failed: RuntimeError: out of memory"):
+        reproduce(PLANS["quick"], tmp_path / "out", command=command)
 
 
 def _fake_step(argv, out):
@@ -52,18 +60,39 @@ def test_full_plan_needs_data():
         reproduce(PLANS["full"], "/nonexistent-out")
 
 
+def _fake_runs(monkeypatch, calls):
+    """Stand-ins for the typed training and evaluation the sweep calls: they record the call as
+    an argv-like list and write the files that mark the step done."""
+    import fullscale.cli_evaluate as evaluation
+    import fullscale.train as trainer
+    from infra.config import config_to_dict
+    from infra.io import sha256_file
+
+    def train(cfg, run, resume):
+        calls.append(["train", str(run)])
+        run.mkdir(parents=True, exist_ok=True)
+        (run / "config.json").write_text(json.dumps(config_to_dict(cfg)))
+        (run / "final.pt").write_text(f"weights of {cfg.epochs} epochs")
+
+    def evaluate(run, suite, **kwargs):
+        calls.append(["evaluate", str(run), "--suite", suite])
+        (run / "eval").mkdir(exist_ok=True)
+        (run / "eval" / f"{suite}.json").write_text(json.dumps(
+            {"complete": True, "checkpoint": {"sha256": sha256_file(run / "final.pt")}, "summary": {}}))
+
+    monkeypatch.setattr(trainer, "train", train)
+    monkeypatch.setattr(evaluation, "evaluate", evaluate)
+
+
 def _fake_command(calls):
     """A stand-in for every command that records it and writes the file marking it done."""
     from pathlib import Path
 
     def command(argv):
         calls.append(argv)
-        if argv[0] == "evaluate":
-            done = Path(argv[1]) / "eval" / f"{argv[argv.index('--suite') + 1]}.json"
-        else:
-            out = Path(argv[argv.index("--out") + 1])
-            done = out / {"verify": "theory.json", "toy": "toy.json", "corrupt": "labels.npy",
-                          "train": "final.pt", "figures": "REPORT.md"}[argv[0]]
+        out = Path(argv[argv.index("--out") + 1])
+        done = out / {"verify": "theory.json", "toy": "toy.json", "corrupt": "labels.npy",
+                      "figures": "REPORT.md"}[argv[0]]
         done.parent.mkdir(parents=True, exist_ok=True)
         # the smallest files of the right shape: the summary reads theory.json and toy.json
         done.write_text({"verify": "[]", "toy": '{"experiment": {"seeds": 0}, "claims": []}'}.get(argv[0], "{}"))
@@ -71,16 +100,18 @@ def _fake_command(calls):
     return command
 
 
-def test_another_plan_in_the_same_folder_reruns_the_steps_whose_arguments_differ(tmp_path):
-    """Issue 10, 8(d): a step is done only if it ran with the same arguments."""
+def test_another_plan_in_the_same_folder_reruns_the_steps_whose_arguments_differ(tmp_path, monkeypatch):
+    """Issue 10, 8(d): a step is done only if it ran with the same arguments (a run: the same config)."""
     import dataclasses
 
     out = tmp_path / "out"
     quick = PLANS["quick"]
+    _fake_runs(monkeypatch, [])
     reproduce(quick, out, command=_fake_command([]))
     (out / "runs" / "noisymix-seed0" / "checkpoint.pt").write_text("quick")
     longer = dataclasses.replace(quick, epochs=2, methods=("baseline",))
     calls = []
+    _fake_runs(monkeypatch, calls)
     reproduce(longer, out, command=_fake_command(calls))
     ran = [" ".join(argv[:2]) for argv in calls]
     # theory, toy and the corrupted set have the same arguments: kept
@@ -92,7 +123,8 @@ def test_another_plan_in_the_same_folder_reruns_the_steps_whose_arguments_differ
     # the quick plan's NoisyMix run is not part of this plan: gone, so figures cannot report it
     assert not (out / "runs" / "noisymix-seed0").exists()
     log = json.loads((out / "reproduce.json").read_text())
-    assert all("argv" in entry for entry in log["steps"])
+    assert all("argv" in entry or "run" in entry or "suite" in entry for entry in log["steps"])
+    assert "weights of 2 epochs" in (out / "runs" / "baseline-seed0" / "final.pt").read_text()
     assert not any("noisymix" in entry["name"] for entry in log["steps"])
     # and the same plan again runs nothing
     calls.clear()

@@ -1,0 +1,315 @@
+"""`noisymix sweep`: plans, the local launcher (interrupted = uninterrupted), the SLURM path
+without a cluster, retries, and the config check."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import stat
+
+import pytest
+import torch
+
+from app.cli import main
+from app.reproduce import PLANS
+from app.sweep import RunJob, SlurmOptions, check_config, run_local, run_state, status_text, submit_slurm
+from app.sweep_plan import build_plan, config_identity, plan_from_reproduce
+from infra.config import config_to_dict
+
+pytest.importorskip("submitit")
+
+# digits, width 4, 128 training images, 2 epochs (so a run can be killed between its epochs)
+_TINY = dataclasses.replace(PLANS["quick"], methods=("baseline",), epochs=2, eval_suites=("clean", "calibration"))
+
+
+def _plan(seeds=(0, 1)):
+    return plan_from_reproduce(_TINY, None, seeds=seeds)
+
+
+def _results(out, plan):
+    """Every number a run leaves: the final weights and the evaluation summaries."""
+    got = {}
+    for spec in plan.runs:
+        run = out / "runs" / spec.name
+        got[spec.name] = {
+            "weights": torch.load(run / "final.pt", weights_only=True),
+            "evals": {e.suite: json.loads((run / "eval" / f"{e.suite}.json").read_text())["summary"]
+                      for e in spec.evals},
+            "metrics": [{k: v for k, v in json.loads(line).items() if k not in ("seconds", "images_per_s")}
+                        for line in (run / "metrics.jsonl").read_text().splitlines()],
+        }
+    return got
+
+
+def _assert_same(a, b):
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name]["evals"] == b[name]["evals"], name
+        assert a[name]["metrics"] == b[name]["metrics"], name
+        for key, tensor in a[name]["weights"].items():
+            assert torch.equal(tensor, b[name]["weights"][key]), (name, key)
+
+
+def test_killed_sweep_rerun_matches_an_uninterrupted_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
+    plan = _plan()
+    # uninterrupted, in worker processes (the local launcher's queue, one CPU worker)
+    states = run_local(plan, tmp_path / "a", workers=1, threads=1)
+    assert set(states.values()) == {"done"}
+    reference = _results(tmp_path / "a", plan)
+    table = json.loads((tmp_path / "a" / "table" / "digits_analogue.json").read_text())
+    baseline = table["tables"]["tab:results_cifar10"]["Baseline"]
+    cell = next(v for k, v in baseline.items() if k.startswith("digits") and "-C" not in k)
+    assert cell["n"] == 2 and set(cell["per_seed"]) == {"0", "1"}
+    seeds = list(cell["per_seed"].values())
+    assert cell["mean"] == pytest.approx(sum(seeds) / 2) and cell["min"] == min(seeds)
+    assert cell["std"] == pytest.approx(abs(seeds[0] - seeds[1]) / 2 ** 0.5)
+    assert "provenance" in table
+
+    # interrupted: the first run finishes, the second is killed after its first epoch's checkpoint
+    import fullscale.train as trainer
+
+    out = tmp_path / "b"
+    real_save = trainer.save_torch
+
+    def save_then_die(path, obj):
+        real_save(path, obj)
+        if "seed1" in str(path) and path.name == "checkpoint.pt" and obj["epoch"] == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer, "save_torch", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        run_local(plan, out, workers=0)
+    assert run_state(out, plan.runs[0]) == "done"
+    assert run_state(out, plan.runs[1]) == "interrupted"
+    assert (out / "runs" / plan.runs[1].name / "checkpoint.pt").exists()
+    assert not (out / "runs" / plan.runs[1].name / "final.pt").exists()
+    first = (out / "runs" / plan.runs[0].name / "final.pt").stat().st_mtime_ns
+    monkeypatch.setattr(trainer, "save_torch", real_save)
+
+    trained = []
+    real_train = trainer.train
+    monkeypatch.setattr(trainer, "train", lambda cfg, run, resume: trained.append((run.name, resume))
+                        or real_train(cfg, run, resume=resume))
+    states = run_local(plan, out, workers=0)
+    assert set(states.values()) == {"done"}
+    assert trained == [(plan.runs[1].name, True)]  # the finished run is skipped, the killed one resumed
+    assert (out / "runs" / plan.runs[0].name / "final.pt").stat().st_mtime_ns == first
+    _assert_same(_results(out, plan), reference)
+    # and once more: nothing to do
+    trained.clear()
+    run_local(plan, out, workers=0)
+    assert trained == []
+    assert "done: 2" in status_text(out)
+
+
+def test_a_diverged_run_is_reported_not_retried_and_a_crash_is_retried(tmp_path, monkeypatch):
+    import fullscale.train as trainer
+
+    monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
+    calls = []
+
+    def diverge(cfg, run, resume):
+        calls.append(run.name)
+        if cfg.seed == 0:
+            raise trainer.NonFiniteLoss("non-finite loss at epoch 1, step 3")
+        raise RuntimeError("CUDA error: an illegal memory access")  # a crash: worth a retry
+
+    monkeypatch.setattr(trainer, "train", diverge)
+    plan = _plan()
+    states = run_local(plan, tmp_path, workers=0, retries=2)
+    assert states == {plan.runs[0].name: "failed", plan.runs[1].name: "failed"}
+    assert calls.count(plan.runs[0].name) == 1 and calls.count(plan.runs[1].name) == 3
+    text = status_text(tmp_path)
+    assert "NonFiniteLoss: non-finite loss at epoch 1, step 3 (deterministic: not retried)" in text
+    assert "illegal memory access" in text
+    # a rerun retries the crashed run, not the diverged one
+    calls.clear()
+    run_local(plan, tmp_path, workers=0, retries=0)
+    assert calls == [plan.runs[1].name]
+
+
+def test_a_run_whose_config_differs_from_the_one_on_disk_is_refused(tmp_path, capsys):
+    spec = _plan((0,)).runs[0]
+    run_dir = tmp_path / "runs" / spec.name
+    run_dir.mkdir(parents=True)
+    stored = config_to_dict(spec.config())
+    (run_dir / "config.json").write_text(json.dumps({"config": {**stored, "epochs": 7}, "run": {}}))
+    with pytest.raises(ValueError, match=r"holds a run of another config \(epochs: 7 on disk, 2 planned\)"):
+        check_config(spec, run_dir)
+    # through the command: one line, exit 2, before anything runs
+    assert main(["sweep", "digits_analogue", "--seeds", "1", "--out", str(tmp_path)]) == 2
+    assert "holds a run of another config" in capsys.readouterr().err
+    # the same config under another preset name (a shared table row) is accepted and keeps its name
+    (run_dir / "config.json").write_text(json.dumps({**stored, "preset": "ablation-----"}))
+    assert check_config(spec, run_dir).preset == "ablation-----"
+
+
+def test_ablation_rows_equal_to_table_runs_are_the_same_runs():
+    ablation = build_plan("ablation", [0, 1])
+    table = build_plan("results_cifar100", [0, 1])
+    assert len(ablation.runs) == 10 * 2 and len({r.name for r in ablation.runs}) == 20
+    shared = {r.name for r in ablation.runs} & {r.name for r in table.runs}
+    # tab:ablation's ----, -F--, -FN-, A--J and AFNJ are the WRN-28 CIFAR-100 table's Baseline,
+    # Manifold Mixup, NFM, AugMix and NoisyMix (vocabulary.ABLATION_ROWS / METHOD_ROWS)
+    assert shared == {f"cifar100-wrn28_4-{m}-seed{s}" for m in ("baseline", "manifold_mixup", "nfm", "augmix_jsd",
+                                                                "noisymix") for s in (0, 1)}
+    for name in shared:
+        a = next(r for r in ablation.runs if r.name == name)
+        t = next(r for r in table.runs if r.name == name)
+        assert a.preset != t.preset
+        assert config_identity(config_to_dict(a.config())) == config_identity(config_to_dict(t.config()))
+    # Puzzle Mix and AugMax have no method, ImageNet has no presets yet: skipped with a note
+    assert any("Puzzle Mix" in n for n in table.notes)
+    imagenet = build_plan("results_imagenet", [0])
+    assert imagenet.runs == () and any("does not exist yet" in n for n in imagenet.notes)
+
+
+def test_dry_run_lists_runs_with_gpu_hours(capsys):
+    assert main(["sweep", "ablation", "--seeds", "2", "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "sweep ablation: 20 runs" in text
+    # 50,000 images x 3 views x 200 epochs at the stated 5,000 view-images/s per GPU
+    noisymix = next(line for line in text.splitlines() if line.startswith("cifar100-wrn28_4-noisymix-seed0"))
+    assert f"{50_000 * 3 * 200 / 5_000 / 3600:7.2f}" in noisymix
+    assert "ASSUMED" in text and "left out" in text  # no -C data given: the suite is named as left out
+
+
+def _fake_slurm(tmp_path, monkeypatch):
+    """``sbatch`` and ``srun`` stand-ins on PATH: sbatch keeps each script and answers a job id."""
+    bin_dir, scripts = tmp_path / "bin", tmp_path / "scripts"
+    bin_dir.mkdir()
+    scripts.mkdir()
+    (bin_dir / "sbatch").write_text(f'#!/bin/sh\nfor a in "$@"; do case "$a" in *.sh) cp "$a" {scripts}/;; esac; done\n'
+                                    'echo "Submitted batch job 4242"\n')
+    (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
+    # sacct answers the state written in $FAKE_SLURM_STATE for every job of array 4242
+    (bin_dir / "sacct").write_text('#!/bin/sh\necho "JobID|State|NodeList"\n'
+                                   'for i in 0 1 2; do echo "4242_$i|$FAKE_SLURM_STATE|node1"; done\n'
+                                   'echo "4242|$FAKE_SLURM_STATE|node1"\n')
+    for tool in ("sbatch", "srun", "sacct"):
+        (bin_dir / tool).chmod((bin_dir / tool).stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return scripts
+
+
+def test_slurm_submission_is_one_array_job_plus_one_multinode_job_per_multigpu_run(tmp_path, monkeypatch):
+    scripts = _fake_slurm(tmp_path, monkeypatch)
+    plan = build_plan("ablation", [0, 1])
+    big = dataclasses.replace(plan.runs[0], name="imagenet-like", gpus=16)
+    plan = dataclasses.replace(plan, runs=(*plan.runs[:3], big))
+    jobs = submit_slurm(plan, tmp_path / "out", SlurmOptions(partition="gpu", account="lab", time_min=600,
+                                                             gpus_per_node=8))
+    assert [j.job_id for j in jobs] == ["4242_0", "4242_1", "4242_2", "4242"]
+    texts = [p.read_text() for p in scripts.glob(".*.sh")]
+    array = next(t for t in texts if "--array" in t)
+    multi = next(t for t in texts if "--array" not in t)
+    for line in ("--array=0-2%3", "--gpus-per-node=1", "--ntasks-per-node=1", "--nodes=1", "--partition=gpu",
+                 "--account=lab", "--time=600"):
+        assert f"#SBATCH {line}\n" in array, line
+    for line in ("--nodes=2", "--gpus-per-node=8", "--ntasks-per-node=8", "--partition=gpu"):
+        assert f"#SBATCH {line}\n" in multi, line
+    assert "torchrun" not in multi and "srun" in multi  # one task per GPU, started by srun
+    assert "submitted 4242" in status_text(tmp_path / "out")
+    # the same command again while SLURM holds the jobs submits nothing; once they ended unfinished
+    # (cancelled, a node failure), it submits them again
+    monkeypatch.setenv("FAKE_SLURM_STATE", "PENDING")
+    assert submit_slurm(plan, tmp_path / "out", SlurmOptions()) == []
+    monkeypatch.setenv("FAKE_SLURM_STATE", "NODE_FAIL")
+    assert len(submit_slurm(plan, tmp_path / "out", SlurmOptions())) == 4
+
+
+def test_a_multi_process_run_gets_one_worker_per_device_and_the_distributed_environment(tmp_path, monkeypatch):
+    """On the CPU a 2-"GPU" run is two gloo processes (rank 0 writes): what the local queue does
+    with a multi-GPU run on a machine with GPUs."""
+    monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
+    plan = _plan((0,))
+    plan = dataclasses.replace(plan, runs=(dataclasses.replace(plan.runs[0], gpus=2),))
+    with pytest.raises(ValueError, match=r"need several processes each.*--workers"):
+        run_local(plan, tmp_path, workers=0)
+    assert run_local(plan, tmp_path, workers=2, threads=1) == {plan.runs[0].name: "done"}
+    record = json.loads((tmp_path / "runs" / plan.runs[0].name / "config.json").read_text())
+    assert record["run"]["world_size"] == 2
+    assert (tmp_path / "sweep" / "logs" / f"{plan.runs[0].name}.rank1.log").exists()
+    # a run needing more devices than the machine has fails at once, named, not retried
+    big = dataclasses.replace(plan, runs=(dataclasses.replace(plan.runs[0], name="big", gpus=3),))
+    assert run_local(big, tmp_path / "big", workers=2) == {"big": "failed"}
+    assert "needs 3 devices, this machine has 2" in status_text(tmp_path / "big")
+
+
+def test_slurm_jobs_run_through_submitits_debug_executor_and_requeue_resumes(tmp_path, monkeypatch):
+    import submitit
+
+    import fullscale.train as trainer
+
+    monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
+    plan = _plan((0,))
+    out = tmp_path / "out"
+    # a preempted job: killed after the first epoch's checkpoint
+    real_save = trainer.save_torch
+
+    def save_then_die(path, obj):
+        real_save(path, obj)
+        if path.name == "checkpoint.pt" and obj["epoch"] == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer, "save_torch", save_then_die)
+    jobs = submit_slurm(plan, out, SlurmOptions(cluster="debug"))
+    with pytest.raises(KeyboardInterrupt):
+        jobs[0].result()
+    monkeypatch.setattr(trainer, "save_torch", real_save)
+    # the debug executor delivers no signal: call the preemption handler as submitit would
+    job = RunJob(plan.runs[0].as_dict(), str(out), None)
+    delayed = job.checkpoint()
+    assert isinstance(delayed, submitit.helpers.DelayedSubmission)
+    assert delayed.function.spec == job.spec and delayed.function.requeues == 1
+    resumed = []
+    real_train = trainer.train
+    monkeypatch.setattr(trainer, "train", lambda cfg, run, resume: resumed.append(resume)
+                        or real_train(cfg, run, resume=resume))
+    assert delayed.function(*delayed.args, **delayed.kwargs) == "done"
+    assert resumed == [True]
+    metrics = (out / "runs" / plan.runs[0].name / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(m)["epoch"] for m in metrics] == [1, 2]
+    # the same run, uninterrupted, through the debug executor, gives the same weights
+    other = tmp_path / "other"
+    assert [j.result() for j in submit_slurm(plan, other, SlurmOptions(cluster="debug"))] == ["done"]
+    assert (other / "table" / "digits_analogue.md").exists()
+    _assert_same(_results(out, plan), _results(other, plan))
+
+
+def test_a_run_another_process_works_on_is_left_alone(tmp_path):
+    """The run's lock is held (another process, perhaps on another node): no training, no state written."""
+    from app.sweep import RunFailed, execute_run
+    from infra.io import directory_lock
+
+    spec = _plan((0,)).runs[0]
+    with directory_lock(tmp_path / "sweep" / "locks" / spec.name, "training elsewhere"):
+        assert run_state(tmp_path, spec) == "pending"  # no state file: never started by a sweep
+        with pytest.raises(RunFailed, match="in use by another process"):
+            execute_run(spec, tmp_path)
+    assert not (tmp_path / "sweep" / "state" / f"{spec.name}.json").exists()
+    assert not (tmp_path / "runs" / spec.name).exists()
+
+
+def test_a_multi_gpu_slurm_task_takes_its_rank_from_submitits_environment(tmp_path, monkeypatch):
+    """Task 11 of a 16-task job on gpu[01-02] (8 per node): RANK etc. from submitit's
+    TorchDistributedEnvironment (what srun starts, no torchrun), CUDA_VISIBLE_DEVICES untouched."""
+    import app.sweep as sweep
+
+    slurm = {"SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "77", "SLURM_NTASKS": "16", "SLURM_JOB_NUM_NODES": "2",
+             "SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_PROCID": "11", "SLURM_LOCALID": "3",
+             "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
+    for key, value in slurm.items():
+        monkeypatch.setenv(key, value)
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.setenv(key, "")  # recorded, so that the export below is undone after the test
+        monkeypatch.delenv(key)
+    seen = {}
+    monkeypatch.setattr(sweep, "execute_run", lambda spec, out: seen.update(os.environ) or "done")
+    spec = dataclasses.replace(_plan((0,)).runs[0], gpus=16)
+    assert RunJob(spec.as_dict(), str(tmp_path))() == "done"
+    assert {k: seen[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR")} == {
+        "RANK": "11", "WORLD_SIZE": "16", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "8", "MASTER_ADDR": "gpu01"}
+    assert seen["CUDA_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7"  # the trainer picks cuda:LOCAL_RANK
