@@ -694,6 +694,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suite-root", action="append", default=[], metavar="SUITE=DIR",
                         help="data of a -C/-P/-R suite, e.g. cifar10-c=/data/CIFAR-10-C (suites without one are "
                              "left out, with a note)")
+    parser.add_argument("--source", action="append", default=[], metavar="ROW=PATH",
+                        help="results_transfer: the source ResNet-50 state dict of a row, e.g. noisymix=/ckpt/nm.pt "
+                             "(rows: baseline, puzzlemix, mixup, autoaugment, augmix, noisymix; rows without one "
+                             "are left out, with a note)")
     parser.add_argument("--dry-run", action="store_true", help="list the runs and estimated GPU-hours; run nothing")
     parser.add_argument("--retries", type=int, default=2, help="retries of a crashed run (never of a diverged one)")
     parser.add_argument("--retry-failed", action="store_true", help="also rerun runs that failed deterministically")
@@ -702,7 +706,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=1,
                         help="local, no GPU: parallel CPU runs (0: one after another in this process)")
     parser.add_argument("--runs-per-gpu", type=int, default=1, help="local: runs sharing one GPU (small models)")
-    parser.add_argument("--threads", type=int, default=0, help="local: torch CPU threads per worker (0: default)")
     parser.add_argument("--partition", default=None, help="slurm: partition")
     parser.add_argument("--account", default=None, help="slurm: account")
     parser.add_argument("--time", type=int, default=24 * 60, help="slurm: time limit per job in minutes")
@@ -710,12 +713,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpus-per-gpu", type=int, default=8, help="slurm: CPUs per task (one task per GPU)")
 
 
-def _suite_roots(items: list[str]) -> dict[str, str]:
+def _suite_roots(items: list[str], option: str = "--suite-root", what: str = "SUITE=DIR") -> dict[str, str]:
     roots = {}
     for item in items:
         suite, sep, path = item.partition("=")
         if not sep or not suite or not path:
-            raise ValueError(f"--suite-root expects SUITE=DIR, got {item!r}")
+            raise ValueError(f"{option} expects {what}, got {item!r}")
         roots[suite.strip()] = str(Path(path).resolve())
     return roots
 
@@ -792,7 +795,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("need --seeds >= 1, --retries >= 0, --workers >= 0, --runs-per-gpu >= 1")
     data_root = str(Path(args.data_root).resolve()) if args.data_root else None
     plan = build_plan(args.table, range(args.seeds), overrides=args.overrides,
-                      suite_roots=_suite_roots(args.suite_root), data_root=data_root)
+                      suite_roots=_suite_roots(args.suite_root), data_root=data_root,
+                      sources=_suite_roots(args.source, "--source", "ROW=PATH"))
     if args.dry_run:
         print(dry_run_text(plan))
         return 0
@@ -810,7 +814,7 @@ def run(args: argparse.Namespace) -> int:
               f"{' ...' if len(jobs) > 8 else ''}; follow with `noisymix sweep status {out}`")
         return 0
     states = run_local(plan, out, workers=args.workers, runs_per_gpu=args.runs_per_gpu, retries=args.retries,
-                       threads=args.threads, retry_failed=args.retry_failed)
+                       threads=args.threads or 0, retry_failed=args.retry_failed)
     failed = sorted(n for n, s in states.items() if s != "done")
     print(f"sweep {plan.table}: {len(states) - len(failed)}/{len(states)} runs done; table: {out / 'table'}")
     if failed:

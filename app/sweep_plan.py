@@ -109,7 +109,7 @@ class TableSpec:
 
 
 def _tables() -> dict[str, TableSpec]:
-    from fullscale.vocabulary import ABLATION_ROWS, METHOD_ROWS
+    from fullscale.vocabulary import ABLATION_ROWS, METHOD_ROWS, TRANSFER_ROWS
 
     cifar_suites = ("clean", "calibration", "{dataset}-c")
     return {
@@ -132,7 +132,7 @@ def _tables() -> dict[str, TableSpec]:
             ("clean", "calibration", "imagenet-c", "imagenet-r", "imagenet-p"), (), gpus=8,
             description="ResNet-50 on ImageNet (one run on 8 GPUs)"),
         "results_transfer": TableSpec(
-            "tab:results_transfer", METHOD_ROWS, ("cifar10", "cifar100"), "transfer-{dataset}-{method}",
+            "tab:results_transfer", TRANSFER_ROWS, ("cifar10", "cifar100"), "transfer-{dataset}-{method}",
             cifar_suites, (), description="ImageNet ResNet-50s fine-tuned on CIFAR-10/100"),
     }
 
@@ -158,8 +158,12 @@ def _resolve_suites(suites: Iterable[str], dataset: str, suite_roots: dict[str, 
 
 
 def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (),
-               suite_roots: dict[str, str] | None = None, data_root: str | None = None) -> Plan:
-    """Expand ``table`` into runs, one per (row, dataset, seed); rows equal in config are shared."""
+               suite_roots: dict[str, str] | None = None, data_root: str | None = None,
+               sources: dict[str, str] | None = None) -> Plan:
+    """Expand ``table`` into runs, one per (row, dataset, seed); rows equal in config are shared.
+
+    ``sources`` (results_transfer): the ImageNet ResNet-50 state dict of each row's source model,
+    by its method name (``baseline``, ``noisymix``, ...); a row without one is left out, with a note."""
     from fullscale.presets import PRESETS
     from infra.config import config_to_dict
 
@@ -184,8 +188,14 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
             if preset not in PRESETS:
                 notes.append(f"{spec.label} row {row!r} on {dataset}: preset {preset!r} does not exist yet; skipped")
                 continue
+            row_overrides = overrides
+            if table == "results_transfer":
+                if method not in (sources or {}):
+                    notes.append(f"{spec.label} row {row!r} on {dataset}: no --source {method}=PATH given; skipped")
+                    continue
+                row_overrides = (f"source_weights={sources[method]}", *overrides)
             for seed in seeds:
-                run = RunSpec("", preset, seed, overrides, evals, spec.gpus, (f"{spec.label} {row} {dataset}",),
+                run = RunSpec("", preset, seed, row_overrides, evals, spec.gpus, (f"{spec.label} {row} {dataset}",),
                               data_root)
                 config = config_to_dict(run.config())
                 key = _digest(config)
@@ -193,7 +203,9 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
                     kept = by_identity[key]
                     by_identity[key] = dataclasses.replace(kept, rows=(*kept.rows, *run.rows))
                     continue
-                name = f"{config['dataset']}-{config['model']}-{config['method']}-seed{seed}"
+                # a transfer run is named by its source row (every row fine-tunes with method=baseline)
+                what = config.get("source_row") or config["method"]
+                name = f"{config['dataset']}-{config['model']}-{what}-seed{seed}"
                 by_identity[key] = dataclasses.replace(run, name=name)
     runs = tuple(by_identity.values())
     names = [r.name for r in runs]

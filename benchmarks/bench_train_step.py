@@ -36,7 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compile", action="store_true", help="torch.compile the model (CUDA)")
     parser.add_argument("--compile-backend", default="inductor",
                         help="torch.compile backend (eager / aot_eager: cheap checks of the compiled path on a CPU)")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     parser.add_argument("--model", default="preactresnet18", help="preactresnet18 (CIFAR) or resnet50 (ImageNet)")
     parser.add_argument("--size", type=int, default=None, help="image side (default: 32; 224 for resnet50)")
     parser.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto",
@@ -79,8 +78,6 @@ def _graphs() -> int:
 
 
 def run(args: argparse.Namespace) -> dict:
-    if args.threads:
-        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     cuda = device.type == "cuda"
     resnet50 = args.model == "resnet50"

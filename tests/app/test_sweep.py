@@ -313,3 +313,17 @@ def test_a_multi_gpu_slurm_task_takes_its_rank_from_submitits_environment(tmp_pa
     assert {k: seen[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR")} == {
         "RANK": "11", "WORLD_SIZE": "16", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "8", "MASTER_ADDR": "gpu01"}
     assert seen["CUDA_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7"  # the trainer picks cuda:LOCAL_RANK
+
+
+def test_transfer_table_runs_one_folder_per_source_row(tmp_path):
+    from app.sweep_plan import build_plan
+
+    sources = {"baseline": str(tmp_path / "base.pt"), "noisymix": str(tmp_path / "nm.pt")}
+    plan = build_plan("results_transfer", [0], sources=sources)
+    names = sorted(r.name for r in plan.runs)
+    assert names == ["cifar10-resnet50_transfer-baseline-seed0", "cifar10-resnet50_transfer-noisymix-seed0",
+                     "cifar100-resnet50_transfer-baseline-seed0", "cifar100-resnet50_transfer-noisymix-seed0"]
+    for run in plan.runs:
+        config = run.config()
+        assert config.source_weights == sources[config.source_row]
+    assert any("'AugMix'" in note and "no --source augmix=PATH" in note for note in plan.notes)
