@@ -233,7 +233,8 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / "reproduce.json"
     # steps are kept in run order (a list: JSON objects are written with sorted keys)
-    log: dict = {"plan": dataclasses.asdict(plan), "steps": []}
+    name = next((n for n, known in PLANS.items() if known == plan), "custom")
+    log: dict = {"plan": dataclasses.asdict(plan), "plan_name": name, "steps": []}
     if log_path.exists() and not fresh:
         log["steps"] = read_json(log_path).get("steps", [])
     # a command step counts as done only when it ran with the same command line: a folder of a
@@ -283,7 +284,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     write_json(log_path, log)
     from app.reproduce_summary import write_summary
 
-    write_summary(out, next((name for name, known in PLANS.items() if known == plan), "custom"))
+    write_summary(out, name)
     _write_index(out, plan, log)
     return log
 

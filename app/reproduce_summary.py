@@ -87,7 +87,8 @@ def summarize(out: str | Path) -> dict:
                         n_corruptions.add(len(record["summary"].get("per_corruption", {})))
     table = {m: {name: _interval(list(v.values())) for name, v in per.items() if v} for m, per in values.items()}
     claims = _claims(values, plan["methods"])
-    return {"plan": plan, "corrupted_suite": suite, "corruptions": sorted(n_corruptions),
+    return {"plan": plan, "plan_name": log.get("plan_name", "custom"), "corrupted_suite": suite,
+            "corruptions": sorted(n_corruptions),
             # the steps' own times: a resumed job's last invocation alone would understate it
             "git": _git(), "seconds": round(sum(e.get("seconds", 0) for e in log.get("steps", [])), 1),
             "table": table, "claims": claims,
@@ -211,20 +212,10 @@ def write_summary(out: str | Path, plan_name: str | None = None) -> dict:
     """Write ``out/summary.json`` and ``out/SUMMARY.md``; return the summary."""
     out = Path(out)
     summary = summarize(out)
-    summary["plan_name"] = plan_name or _plan_name(summary["plan"])
+    summary["plan_name"] = plan_name or summary["plan_name"]  # the name reproduce.json recorded
     write_json(out / "summary.json", summary)
     write_text(out / "SUMMARY.md", render(summary))
     return summary
-
-
-def _plan_name(plan: dict) -> str:
-    import dataclasses
-
-    from app.reproduce import PLANS
-    for name, known in PLANS.items():
-        if json.loads(json.dumps(dataclasses.asdict(known))) == plan:
-            return name
-    return "custom"
 
 
 def update_readme(out: str | Path, root: Path = ROOT) -> None:

@@ -87,6 +87,16 @@ ARCHITECTURE: dict[str, Architecture] = {
                    "layer3.5.bn3.weight": (1024,), "layer4.2.conv3.weight": (2048, 512, 1, 1),
                    "fc.weight": (1000, 2048), "fc.bias": (1000,)},
         tiny={"width": 4}, size=64),
+    # the transfer model: torchvision's ResNet-50 with a 10-way classifier (25,557,032 - 1000 x 2049
+    # + 10 x 2049), the same keys; it upsamples 32x32 CIFAR images itself (non-persistent buffers)
+    "resnet50_transfer": Architecture(
+        num_classes=10, parameters=25_557_032 - 1000 * 2049 + 10 * 2049,
+        source="torchvision resnet50 with a 10-class fc (the public transfer code's replace_fc_layer)",
+        stages=("input", "layer1", "layer2", "layer3"),
+        state_keys=320,
+        some_keys={"conv1.weight": (64, 3, 7, 7), "layer4.2.conv3.weight": (2048, 512, 1, 1),
+                   "fc.weight": (10, 2048), "fc.bias": (10,)},
+        tiny={"width": 4, "image_size": 48}, size=32),
 }
 
 MODELS = list_models()
