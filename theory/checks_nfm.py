@@ -3,7 +3,7 @@ the exact loss (``theory.nfm``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -12,9 +12,9 @@ from noisymix import generator_for
 from theory.calculus import fit_slope
 from theory.checks import Check, coefficient, expansion_verdict, grid_values, identity_verdict, residual_curve
 from theory.laws import beta_law, joint_noise, point_law, vicinal_law, vicinal_moments
-from theory.models import Model, build_model
+from theory.models import Model
 from theory.nfm import nfm_loss, theorem1_autograd, theorem1_expansion, theorem1_terms
-from theory.problems import Data, Family, independent_family, make_data, random_covariance
+from theory.problems import Data, Family, Instance, independent_family, random_covariance
 
 __all__ = ["lemma1_checks", "theorem1_checks"]
 
@@ -30,33 +30,14 @@ NODES_IDENTITY = 32
 SIGMA_ADD, SIGMA_MULT = 0.7, 0.5
 
 
-@dataclass(frozen=True)
-class _Instance:
-    model: str
-    dim: int
-    classes: int | None
-    seed: int
-    alpha: float
-    beta: float
-
-    def shifted(self, seed: int) -> _Instance:
-        """The same instance with its seed moved by the run's ``--seed``."""
-        return replace(self, seed=self.seed + seed)
-
-    def build(self):
-        model = build_model(self.model, self.dim, self.classes, seed=self.seed)
-        data = make_data(6, self.dim, classes=self.classes or 2, seed=self.seed)
-        return model, data
-
-
 LEMMA1_INSTANCES = (
-    _Instance("tanh-mlp", 3, None, 1, 2.0, 0.7),
-    _Instance("softplus-mlp", 3, 3, 2, 0.4, 1.3),
-    _Instance("tanh-mlp", 2, None, 3, 1.5, 1.5),
+    Instance("tanh-mlp", 3, None, 1, 2.0, 0.7),
+    Instance("softplus-mlp", 3, 3, 2, 0.4, 1.3),
+    Instance("tanh-mlp", 2, None, 3, 1.5, 1.5),
 )
 THM1_INSTANCES = (
-    _Instance("tanh-mlp", 3, None, 0, 2.0, 0.7),
-    _Instance("softplus-mlp", 4, None, 1, 0.5, 1.5),
+    Instance("tanh-mlp", 3, None, 0, 2.0, 0.7),
+    Instance("softplus-mlp", 4, None, 1, 0.5, 1.5),
 )
 
 
@@ -262,7 +243,7 @@ def _rescaling_checks(eps: np.ndarray, seed: int) -> list[Check]:
 
 
 # ------------------------------------------------------------------------------- Theorem 1
-def _families(inst: _Instance) -> dict[str, Family]:
+def _families(inst: Instance) -> dict[str, Family]:
     lam = vicinal_law(inst.alpha, inst.beta, 4)
     full = independent_family(inst.dim, lam, sigma_add=SIGMA_ADD, sigma_mult=SIGMA_MULT, seed=inst.seed)
     g = generator_for(inst.seed + 2000)
@@ -291,7 +272,7 @@ def theorem1_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
     return checks
 
 
-def _theorem1_instance(inst: _Instance, eps: np.ndarray) -> list[Check]:
+def _theorem1_instance(inst: Instance, eps: np.ndarray) -> list[Check]:
     """Every Theorem 1 check of one instance, in report order."""
     setting = _Thm1Setting.build(inst, eps)
     return _thm1_expansion(setting) + _thm1_second_order_terms(setting) + _thm1_cross_term(setting)
@@ -318,7 +299,7 @@ class _Thm1Setting:
     values: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, inst: _Instance, eps: np.ndarray) -> _Thm1Setting:
+    def build(cls, inst: Instance, eps: np.ndarray) -> _Thm1Setting:
         model, data = inst.build()
         name = f"{model.describe()}, n={data.n}, alpha={inst.alpha:g}, beta={inst.beta:g}"
         return cls(model, data, _families(inst), eps, name, vicinal_moments(inst.alpha, inst.beta))

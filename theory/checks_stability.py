@@ -4,7 +4,7 @@ loss (``theory.stability``)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -22,7 +22,7 @@ from theory.laws import (
     vicinal_moments,
 )
 from theory.models import Model, build_model
-from theory.problems import Data, Family, independent_family, make_data, random_covariance
+from theory.problems import Data, Family, Instance, independent_family, random_covariance
 from theory.stability import (
     jsd_loss,
     prop1_exact,
@@ -130,30 +130,10 @@ def prop1_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
 
 
 # ----------------------------------------------------------------------------------- Lemma 2
-@dataclass(frozen=True)
-class _Instance:
-    model: str
-    dim: int
-    classes: int
-    seed: int
-    alpha: float
-    beta: float
-
-    def shifted(self, seed: int) -> _Instance:
-        """The same instance with its seed moved by the run's ``--seed``."""
-        return replace(self, seed=self.seed + seed)
-
-    def build(self):
-        return (
-            build_model(self.model, self.dim, self.classes, seed=self.seed),
-            make_data(6, self.dim, classes=self.classes, seed=self.seed),
-        )
-
-
 THM2_INSTANCES = (
-    _Instance("tanh-mlp", 3, 2, 0, 2.0, 0.7),
-    _Instance("tanh-mlp", 3, 3, 1, 0.5, 1.5),
-    _Instance("softplus-mlp", 2, 5, 2, 1.0, 1.0),
+    Instance("tanh-mlp", 3, 2, 0, 2.0, 0.7),
+    Instance("tanh-mlp", 3, 3, 1, 0.5, 1.5),
+    Instance("softplus-mlp", 2, 5, 2, 1.0, 1.0),
 )
 
 
@@ -311,7 +291,7 @@ def theorem2_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
     return checks
 
 
-def _theorem2_instance(inst: _Instance, eps: np.ndarray, *, first: bool, general_pi: bool) -> list[Check]:
+def _theorem2_instance(inst: Instance, eps: np.ndarray, *, first: bool, general_pi: bool) -> list[Check]:
     """Every Theorem 2 check of one instance, in report order; the first instance also checks
     the two readings that are not errata (independent xi per argument, the rescaled family)."""
     setting = _Thm2Setting.build(inst, eps, first=first)
@@ -326,7 +306,7 @@ def _theorem2_instance(inst: _Instance, eps: np.ndarray, *, first: bool, general
 HALF = (0.5, 0.5)
 
 
-def _thm2_families(inst: _Instance, *, first: bool) -> dict[str, Family]:
+def _thm2_families(inst: Instance, *, first: bool) -> dict[str, Family]:
     """The eps-families that isolate each term; the first instance adds two more readings."""
     vic = vicinal_law(inst.alpha, inst.beta, 4)
     base = independent_family(inst.dim, vic, sigma_add=SIGMA_ADD, sigma_mult=SIGMA_MULT, seed=inst.seed)
@@ -366,7 +346,7 @@ class _Thm2Setting:
     values: dict[tuple, np.ndarray] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, inst: _Instance, eps: np.ndarray, *, first: bool) -> _Thm2Setting:
+    def build(cls, inst: Instance, eps: np.ndarray, *, first: bool) -> _Thm2Setting:
         model, data = inst.build()
         fams = _thm2_families(inst, first=first)
         name = f"{model.describe()}, n={data.n}, alpha={inst.alpha:g}, beta={inst.beta:g}"

@@ -18,7 +18,7 @@ conditional on them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -26,10 +26,12 @@ from torch import Tensor
 from noisymix import generator_for, noisy_mix
 from theory import _args
 from theory.laws import DiscreteLaw, NoiseLaw, independent_noise
+from theory.models import build_model
 
 __all__ = [
     "Data",
     "Family",
+    "Instance",
     "grid_weights",
     "independent_family",
     "make_data",
@@ -176,3 +178,26 @@ def grid_weights(n: int, family: Family) -> Tensor:
     """Probabilities (1/n)(1/n) w_lambda w_xi of the atoms of ``points``, shape (n, n, m, A)."""
     w = family.lam.weights[:, None] * family.noise.weights[None, :]
     return (w / n**2)[None, None].expand(n, n, *w.shape)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One test problem of the verifier: a model family of ``theory.models`` on ``dim`` inputs
+    with ``classes`` outputs (``None``: the model's own default), six data points of ``make_data``
+    from ``seed``, and the Beta(alpha, beta) law of lambda."""
+
+    model: str
+    dim: int
+    classes: int | None
+    seed: int
+    alpha: float
+    beta: float
+
+    def shifted(self, seed: int) -> Instance:
+        """The same instance with its seed moved by the run's ``--seed``."""
+        return replace(self, seed=self.seed + seed)
+
+    def build(self):
+        model = build_model(self.model, self.dim, self.classes, seed=self.seed)
+        data = make_data(6, self.dim, classes=self.classes or 2, seed=self.seed)
+        return model, data
