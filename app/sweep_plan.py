@@ -169,7 +169,7 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
 
     seeds, overrides, suite_roots = tuple(seeds), tuple(overrides), dict(suite_roots or {})
     if table == ANALOGUE:
-        from app.reproduce import PLANS
+        from app.plans import PLANS
 
         return plan_from_reproduce(PLANS["laptop"], suite_roots.get("digits-c"), seeds=seeds,
                                    extra_overrides=overrides, data_root=data_root)
