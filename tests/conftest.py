@@ -31,3 +31,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture()
+def one_torch_thread():
+    """One torch intra-op thread for the test (restored after): suites of many tiny tensor ops,
+    for which a second thread only spin-waits on a busy 2-core machine (10x slower, measured)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture()
+def crash_then_resume(monkeypatch):
+    """``run(cfg, straight, resumed)``: train ``cfg`` straight through into ``straight``; train it
+    into ``resumed`` with the process dying right after its first checkpoint, then ``--resume``;
+    return both final state dicts (an exact resume makes them equal)."""
+    import fullscale.train as trainer
+    from infra.io import load_state_dict
+
+    def run(cfg, straight, resumed):
+        trainer.train(cfg, straight)
+        original = trainer.save_torch
+
+        def save_then_crash(path, obj):
+            original(path, obj)
+            if path.name == "checkpoint.pt":
+                raise KeyboardInterrupt
+        monkeypatch.setattr(trainer, "save_torch", save_then_crash)
+        with pytest.raises(KeyboardInterrupt):
+            trainer.train(cfg, resumed)
+        monkeypatch.setattr(trainer, "save_torch", original)
+        trainer.train(cfg, resumed, resume=True)
+        return load_state_dict(straight / "final.pt"), load_state_dict(resumed / "final.pt")
+    return run

@@ -4,12 +4,8 @@ machine spin against each other (measured: 16 s instead of 1.2 s for the -C end-
 from __future__ import annotations
 
 import pytest
-import torch
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+@pytest.fixture(autouse=True)
+def _one_thread(one_torch_thread):
+    """Every test here on one torch thread (tests/conftest.py)."""

@@ -41,31 +41,16 @@ def test_digits_training_on_cuda_runs_and_lowers_the_loss(tmp_path):
     assert next(model.parameters()).is_cuda
 
 
-def test_resume_on_cuda_equals_the_straight_run_bitwise(tmp_path, monkeypatch):
+def test_resume_on_cuda_equals_the_straight_run_bitwise(tmp_path, monkeypatch, crash_then_resume):
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    import fullscale.train as trainer
     from fullscale.cli_train import resolve_config
-    from infra.io import load_state_dict
 
     before = torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.backends.cudnn.benchmark = False
     try:
         cfg = resolve_config("noisymix", QUICK)
-        trainer.train(cfg, tmp_path / "straight")
-        straight = load_state_dict(tmp_path / "straight" / "final.pt")
-        original = trainer.save_torch
-
-        def save_then_crash(path, obj):  # the process dies right after the first checkpoint
-            original(path, obj)
-            if path.name == "checkpoint.pt":
-                raise KeyboardInterrupt
-        monkeypatch.setattr(trainer, "save_torch", save_then_crash)
-        with pytest.raises(KeyboardInterrupt):
-            trainer.train(cfg, tmp_path / "resumed")
-        monkeypatch.setattr(trainer, "save_torch", original)
-        trainer.train(cfg, tmp_path / "resumed", resume=True)
-        resumed = load_state_dict(tmp_path / "resumed" / "final.pt")
+        straight, resumed = crash_then_resume(cfg, tmp_path / "straight", tmp_path / "resumed")
     finally:
         torch.use_deterministic_algorithms(before[0])
         torch.backends.cudnn.benchmark = before[1]

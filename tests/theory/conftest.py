@@ -4,12 +4,8 @@ intra-op thread only adds spin-waiting (10x slower on a busy 2-core machine, mea
 from __future__ import annotations
 
 import pytest
-import torch
 
 
 @pytest.fixture(autouse=True)
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_torch_thread):
+    """Every test here on one torch thread (tests/conftest.py)."""

@@ -99,28 +99,12 @@ def test_short_digits_training_lowers_the_loss(name, tmp_path):
     assert ce[-1] < ce[0] - 0.15, ce  # margins seen: 0.27 to 0.99
 
 
-def test_resume_gives_the_same_weights_as_a_straight_run(tmp_path, monkeypatch):
+def test_resume_gives_the_same_weights_as_a_straight_run(tmp_path, crash_then_resume):
     cfg = resolve_config("noisymix", [*QUICK, "epochs=2"])
-    train(cfg, tmp_path / "straight")
-    straight = load_state_dict(tmp_path / "straight" / "final.pt")
-
-    import fullscale.train as trainer
-    original = trainer.save_torch
-
-    def save_then_crash(path, obj):  # the process dies right after the first checkpoint
-        original(path, obj)
-        if path.name == "checkpoint.pt":
-            raise KeyboardInterrupt
-    monkeypatch.setattr(trainer, "save_torch", save_then_crash)
-    with pytest.raises(KeyboardInterrupt):
-        train(cfg, tmp_path / "resumed")
-    monkeypatch.setattr(trainer, "save_torch", original)
-    assert load_state_dict(tmp_path / "resumed" / "checkpoint.pt")["epoch"] == 1
-    assert not (tmp_path / "resumed" / "final.pt").exists()
-    train(cfg, tmp_path / "resumed", resume=True)
-    resumed = load_state_dict(tmp_path / "resumed" / "final.pt")
+    straight, resumed = crash_then_resume(cfg, tmp_path / "straight", tmp_path / "resumed")
     for key in straight:
         assert torch.equal(straight[key], resumed[key]), key
+    # the resumed run restarted from epoch 1's checkpoint and wrote each epoch's metrics once
     assert len((tmp_path / "resumed" / "metrics.jsonl").read_text().splitlines()) == 2
 
 

@@ -26,11 +26,8 @@ WIDTH = 8  # a narrow ResNet-50 (torchvision's keys, 1/64 of the weights): fast 
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_torch_thread):
+    """Every test here on one torch thread (tests/conftest.py)."""
 
 
 @pytest.fixture()

@@ -15,11 +15,8 @@ WIDTH = 8  # a narrow ResNet-50 with torchvision's keys: fast on the CPU
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_torch_thread):
+    """Every test here on one torch thread (tests/conftest.py)."""
 
 
 @pytest.fixture()
@@ -101,26 +98,12 @@ def test_bad_source_is_one_error_and_leaves_no_config(setup, capsys):
     assert not (out / "config.json").exists()
 
 
-def test_a_transfer_run_resumes_to_the_same_weights(setup, monkeypatch):
-    import fullscale.train as trainer
+def test_a_transfer_run_resumes_to_the_same_weights(setup, crash_then_resume):
     from fullscale.cli_train import resolve_config
 
     tmp_path, _ = setup
     cfg = resolve_config("transfer-cifar10-noisymix", [
         f"source_weights={tmp_path / 'source.pt'}", f"width={WIDTH}", "image_size=40", "epochs=2", "batch_size=4",
         "train_subset=4", "device=cpu", "lr_milestones=1"], data_root=str(tmp_path / "data"))
-    trainer.train(cfg, tmp_path / "straight")
-    straight = load_state_dict(tmp_path / "straight" / "final.pt")
-    original = trainer.save_torch
-
-    def save_then_crash(path, obj):  # the process dies right after the first checkpoint
-        original(path, obj)
-        if path.name == "checkpoint.pt":
-            raise KeyboardInterrupt
-    monkeypatch.setattr(trainer, "save_torch", save_then_crash)
-    with pytest.raises(KeyboardInterrupt):
-        trainer.train(cfg, tmp_path / "resumed")
-    monkeypatch.setattr(trainer, "save_torch", original)
-    trainer.train(cfg, tmp_path / "resumed", resume=True)
-    resumed = load_state_dict(tmp_path / "resumed" / "final.pt")
+    straight, resumed = crash_then_resume(cfg, tmp_path / "straight", tmp_path / "resumed")
     assert all(torch.equal(straight[k], resumed[k]) for k in straight)
