@@ -15,23 +15,49 @@ process at a time writes into a folder (a lock, as for `train`).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
+from typing import Literal
 
 import torch
 
 from fullscale.corruptions import PARAMS, find_frost_dir
 from fullscale.corruptions.writer import check_names, count_images, default_names, write_imagenet_c, write_npy_set
 from fullscale.data import DATASETS, load_dataset
+from infra.config import add_set_argument, apply_overrides
 from infra.io import directory_lock, read_json, write_json
 
 # The manifest fields that decide the content of every file: a rerun must match them all.
 _IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_photographs")
 
-__all__ = ["THREADS", "add_arguments", "run"]
+__all__ = ["THREADS", "CorruptOptions", "add_arguments", "run"]
 
 THREADS = 1
 """``--threads`` default: the work is many small tensor ops, and spinning OpenMP threads crawl
 on a busy machine (0 gives torch's default)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CorruptOptions:
+    """What ``corrupt`` makes, as ``--set`` keys (the dialect of ``train``): each flag sets the
+    field of its name, and ``--set key=value`` (applied after the flags) the same field."""
+
+    corruptions: str | None = None
+    severities: str = "1,2,3,4,5"
+    seed: int = 0
+    params: Literal["cifar", "imagenet"] | None = None
+    chunk: int = 1000
+    frost_dir: str | None = None
+    device: str = "cpu"
+    limit: int = 0
+
+
+def _apply_set(args: argparse.Namespace) -> None:
+    """``--set`` over ``CorruptOptions``: the flags' values, then the overrides, back into ``args``."""
+    names = [f.name for f in dataclasses.fields(CorruptOptions)]
+    options = apply_overrides(CorruptOptions(**{n: getattr(args, n) for n in names}), args.overrides)
+    for name in names:
+        setattr(args, name, getattr(options, name))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,9 +76,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder of the frost photographs (default: the installed imagecorruptions package's)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--limit", type=int, default=0, help="first N test images only")
+    add_set_argument(parser, "--set chunk=500 --set severities=1,3,5", "the options (CorruptOptions; after the flags)")
 
 
 def run(args: argparse.Namespace) -> int:
+    _apply_set(args)
     severities = tuple(int(s) for s in args.severities.split(","))
     if not severities or any(not 1 <= s <= 5 for s in severities):
         raise ValueError(f"--severities must be numbers in 1..5, got {args.severities!r}")

@@ -178,3 +178,14 @@ def test_an_unusable_device_is_one_line_and_writes_nothing(tmp_path, capsys):
     assert main(["corrupt", "--dataset", "digits", "--out", str(out), "--corruptions", "fog", "--device", "tpu"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "tpu" in err and not out.exists()
+
+
+def test_corrupt_takes_the_set_dialect_of_train(tmp_path, capsys):
+    out = tmp_path / "c"
+    assert main(["corrupt", "--dataset", "digits", "--out", str(out), "--set", "corruptions=contrast",
+                 "--set", "severities=2", "--set", "limit=5"]) == 0
+    assert sorted(p.name for p in out.glob("*.npy")) == ["contrast.npy", "labels.npy"]
+    assert np.load(out / "contrast.npy").shape == (5, 32, 32, 3)  # one severity of the first 5 images
+    assert main(["corrupt", "--dataset", "digits", "--out", str(tmp_path / "d"), "--set", "chunks=5"]) == 2
+    expected = "unknown config key 'chunks'; valid keys: corruptions, severities, seed, params, chunk"
+    assert expected in capsys.readouterr().err
