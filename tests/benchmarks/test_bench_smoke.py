@@ -1,0 +1,31 @@
+"""End-to-end paths of `noisymix bench puzzlemix` and `noisymix bench transfer` at toy sizes (the
+figures themselves are measured by the commands in benchmarks/RESULTS.md, not here)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from app.cli import main
+
+
+def test_bench_puzzlemix_times_both_steps_and_writes_the_ratio(tmp_path):
+    out = tmp_path / "p.json"
+    assert main(["bench", "--out", str(out), "puzzlemix", "--", "--batch", "4", "--width", "4", "--steps", "1",
+                 "--repeats", "1", "--warmup", "0"]) == 0
+    result = json.loads(out.read_text())
+    assert result["puzzlemix_step_s"] > 0 and result["plain_step_s"] > 0
+    # the step times are written rounded to 0.1 ms, the ratio from the unrounded times
+    assert math.isclose(result["ratio"], result["puzzlemix_step_s"] / result["plain_step_s"], rel_tol=0.02)
+    assert result["target_ratio"] == 2.3 and "commit" in result["provenance"]
+
+
+def test_bench_transfer_counts_the_stored_data_of_both_ways(tmp_path):
+    out = tmp_path / "t.json"
+    assert main(["bench", "--out", str(out), "transfer", "--", "--batch", "2", "--subset", "4", "--image-size", "40",
+                 "--steps", "1", "--repeats", "1", "--warmup", "0"]) == 0
+    result = json.loads(out.read_text())
+    # 4 CIFAR images stay uint8 32x32x3; the naive copy holds them as float32 at 40x40x3
+    stored = result["stored_data_bytes_subset"]
+    assert stored == {"ours": 4 * 3 * 32 * 32, "naive": 4 * 3 * 40 * 40 * 4}
+    assert result["speed_ratio_ours_over_naive"] > 0
