@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from fullscale.models import create_model
-from infra.io import load_state_dict, read_json
+from infra.io import load_state_dict, read_json, read_state_dict
 
 __all__ = ["append_metrics", "load_bare_model", "load_run_model", "read_metrics", "split_run_record"]
 
@@ -71,15 +71,7 @@ def load_bare_model(weights: str | Path, model: str, num_classes: int = 1000,
     weights = Path(weights)
     if not weights.is_file():
         raise FileNotFoundError(f"{weights} not found (a state_dict file for --model {model})")
-    state = load_state_dict(weights)
-    for key in ("state_dict", "model"):  # common wrappers: {"state_dict": ...}, our checkpoint.pt
-        if isinstance(state, dict) and isinstance(state.get(key), dict):
-            state = state[key]
-    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
-                                              for k, v in state.items()):
-        raise ValueError(f"{weights} is not a state_dict (names -> tensors)")
-    if state and all(k.startswith("module.") for k in state):
-        state = {k[len("module."):]: v for k, v in state.items()}
+    state = read_state_dict(weights)
     net = create_model(model, num_classes)
     expected = net.state_dict()
     missing = sorted(set(expected) - set(state))

@@ -38,7 +38,7 @@ from torch import Tensor, nn
 from fullscale.augment import to_float
 from fullscale.models.registry import IMAGENET_MEAN_STD, Normalize, register_model
 from fullscale.models.resnet import ResNet
-from infra.io import load_state_dict
+from infra.io import read_state_dict
 
 __all__ = [
     "FREEZE_LEVELS",
@@ -222,23 +222,6 @@ def resnet50_transfer(num_classes: int = 10, width: int = 64, image_size: int = 
 # --------------------------------------------------------------------------- the source weights
 
 
-def _unwrap(state: object, path: Path) -> dict[str, Tensor]:
-    """A plain state dict from a run's ``final.pt`` / ``checkpoint.pt`` (``{"model": ...}``) or a
-    public file (``{"state_dict": ...}``; DataParallel's ``module.`` prefixes, as the public
-    loaders strip them)."""
-    if isinstance(state, dict):
-        for key in ("model", "state_dict"):
-            if key in state and isinstance(state[key], dict):
-                state = state[key]
-                break
-    if not isinstance(state, dict) or not state or not all(
-            isinstance(k, str) and isinstance(v, Tensor) for k, v in state.items()):
-        raise ValueError(f"{path} is not a ResNet-50 state dict (expected names -> tensors)")
-    if all(k.startswith("module.") for k in state):
-        state = {k[len("module."):]: v for k, v in state.items()}
-    return state
-
-
 def load_source_backbone(model: nn.Module, path: str | Path) -> dict[str, Tensor]:
     """Copy the ResNet-50 weights of ``path`` into ``model`` (a ``resnet50_transfer``), all but the
     classifier, which keeps its fresh initialisation (the public ``replace_fc_layer``).  Return the
@@ -246,7 +229,7 @@ def load_source_backbone(model: nn.Module, path: str | Path) -> dict[str, Tensor
     BatchNorm's ``num_batches_tracked`` may be absent, as in older torchvision files): anything else
     is one ValueError listing the missing and unexpected keys, or the mismatched shapes."""
     path = Path(path)
-    state = _unwrap(load_state_dict(path), path)
+    state = read_state_dict(path, "a ResNet-50 state dict (expected names -> tensors)", nonempty=True)
     own = {k: v for k, v in model.state_dict().items() if k not in _CLASSIFIER}
     optional = {k for k in own if k.endswith("num_batches_tracked")}
     missing = sorted(set(own) - set(state) - optional)

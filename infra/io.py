@@ -27,6 +27,7 @@ __all__ = [
     "directory_lock",
     "load_state_dict",
     "read_json",
+    "read_state_dict",
     "save_npy",
     "save_torch",
     "sha256_file",
@@ -152,6 +153,24 @@ def load_state_dict(path: str | os.PathLike[str], map_location: str | torch.devi
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
         detail = lines[0][:200] if lines else type(error).__name__
         raise ValueError(f"cannot load checkpoint {path} with weights_only=True ({detail})") from None
+
+
+def read_state_dict(path: str | os.PathLike[str], what: str = "a state_dict (names -> tensors)", *,
+                    nonempty: bool = False) -> dict[str, torch.Tensor]:
+    """A plain state dict (names -> tensors) from a weights file, as public checkpoints and our runs
+    store them: loaded with ``load_state_dict`` (weights only), the common wrappers taken off
+    (``{"state_dict": ...}`` of public files, ``{"model": ...}`` of ``checkpoint.pt``), and
+    DataParallel's ``module.`` prefix dropped.  Anything else is one ValueError, "PATH is not WHAT"."""
+    state = load_state_dict(path)
+    for key in ("state_dict", "model"):
+        if isinstance(state, dict) and isinstance(state.get(key), dict):
+            state = state[key]
+    if not isinstance(state, dict) or (nonempty and not state) or not all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise ValueError(f"{path} is not {what}")
+    if state and all(k.startswith("module.") for k in state):
+        state = {k[len("module."):]: v for k, v in state.items()}
+    return state
 
 
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:

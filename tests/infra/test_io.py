@@ -104,3 +104,29 @@ def test_directory_lock_excludes_a_second_writer_and_sweeps_orphans(tmp_path):
     (tmp_path / "file").write_text("z")
     with pytest.raises(ValueError, match="not a folder"), directory_lock(tmp_path / "file"):
         pass
+
+
+def test_read_state_dict_unwraps_public_and_run_files_and_refuses_the_rest(tmp_path):
+    import pickle
+
+    from infra.io import read_state_dict
+
+    w = torch.arange(3.0)
+    for name, obj in (("public.pt", {"state_dict": {"module.fc.weight": w}}), ("ckpt.pt", {"model": {"fc.weight": w},
+                                                                                           "epoch": 3})):
+        torch.save(obj, tmp_path / name)
+        state = read_state_dict(tmp_path / name)
+        assert list(state) == ["fc.weight"] and torch.equal(state["fc.weight"], w)
+    torch.save([w], tmp_path / "list.pt")
+    with pytest.raises(ValueError, match=r"list\.pt is not a ResNet-50 state dict$"):
+        read_state_dict(tmp_path / "list.pt", "a ResNet-50 state dict")
+    torch.save({}, tmp_path / "empty.pt")
+    assert read_state_dict(tmp_path / "empty.pt") == {}
+    with pytest.raises(ValueError, match="is not"):
+        read_state_dict(tmp_path / "empty.pt", nonempty=True)
+    (tmp_path / "evil.pt").write_bytes(pickle.dumps(print))  # a crafted pickle naming a global
+    with pytest.raises(ValueError, match="weights_only=True"):
+        read_state_dict(tmp_path / "evil.pt")
+    (tmp_path / "cut.pt").write_bytes((tmp_path / "public.pt").read_bytes()[:40])  # truncated
+    with pytest.raises(ValueError, match="cannot load checkpoint"):
+        read_state_dict(tmp_path / "cut.pt")
