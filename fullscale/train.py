@@ -174,8 +174,6 @@ def _loss(model: nn.Module, core: nn.Module, x_u8: Tensor, y: Tensor, method: Me
     """One step's loss (see the module docstring); ``core`` is the unwrapped model (hooks),
     ``g`` the device generator, ``stage_g`` the CPU generator of the transform point."""
     x = _views(x_u8, method, cfg, g)
-    if x.is_cuda:
-        x = x.contiguous(memory_format=torch.channels_last)
     mix_cfg = _step_mix_config(method, cfg)
     draw = draw_mix(y.shape[0], mix_cfg, generator=g)
     _share_lambda(draw, mix_cfg, cfg)
@@ -184,7 +182,8 @@ def _loss(model: nn.Module, core: nn.Module, x_u8: Tensor, y: Tensor, method: Me
     clean = None
     if method.mixing == "puzzlemix":
         x, draw, clean = puzzlemix_step(core, x, y, draw, cfg.puzzlemix, generator=g)
-        x = x.contiguous(memory_format=torch.channels_last) if x.is_cuda else x
+    if x.is_cuda:  # the layout of the model's weights, set once after every input transform
+        x = x.contiguous(memory_format=torch.channels_last)
     if method.feature_transform:
         stages = core.stages if method.any_stage else ("input",)
         k = int(torch.randint(len(stages), (1,), generator=stage_g))
@@ -263,8 +262,8 @@ class InMemoryData:
     each rank taking every ``world``-th image of a batch.
 
     The loop asks a training set for ``num_classes``, ``len``, ``steps_per_epoch(batch_size)``
-    and ``batches(order_g, batch_size, process)`` (uint8 images and labels on the device) only:
-    a streaming set with the same four answers trains unchanged."""
+    and ``batches(order_g, batch_size, process, epoch=, start_step=)`` (uint8 images and labels on
+    the device) only: the streaming ``StreamingImageNet`` gives the same four answers."""
 
     images: Tensor
     labels: Tensor
