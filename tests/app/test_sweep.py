@@ -328,3 +328,13 @@ def test_transfer_table_runs_one_folder_per_source_row(tmp_path):
         config = run.config()
         assert config.source_weights == sources[config.source_row]
     assert any("'AugMix'" in note and "no --source augmix=PATH" in note for note in plan.notes)
+
+
+@pytest.mark.parametrize("option,value,expected", [("--source", "noisymix", "--source expects ROW=PATH"),
+                                                   ("--suite-root", "cifar10-c", "--suite-root expects SUITE=DIR")])
+def test_a_malformed_pair_is_one_line_and_nothing_is_written(tmp_path, capsys, option, value, expected):
+    out = tmp_path / "sweep"
+    assert main(["sweep", "results_transfer", "--seeds", "1", "--out", str(out), option, value, "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0]
+    assert not out.exists()
