@@ -19,14 +19,18 @@ __all__ = ["ENV", "add_threads_argument", "resolve_threads", "torch_threads"]
 ENV = "NOISYMIX_THREADS"
 
 
+def _nonnegative(n: int, where: str) -> int:
+    if n < 0:
+        raise ValueError(f"{where} must be >= 1 (or 0: {ENV} or torch's default), got {n}")
+    return n
+
+
 def _count(text: str, where: str) -> int:
     try:
         n = int(text)
     except ValueError:
         raise ValueError(f"{where} must be a whole number of threads, got {text!r}") from None
-    if n < 0:
-        raise ValueError(f"{where} must be >= 1 (or 0: {ENV} or torch's default), got {n}")
-    return n
+    return _nonnegative(n, where)
 
 
 def resolve_threads(n: int | None) -> int | None:
@@ -35,9 +39,7 @@ def resolve_threads(n: int | None) -> int | None:
     if n is not None:
         if isinstance(n, bool) or not isinstance(n, int):
             raise ValueError(f"threads must be a whole number, got {n!r}")
-        if n < 0:
-            raise ValueError(f"--threads must be >= 1 (or 0: {ENV} or torch's default), got {n}")
-        if n > 0:
+        if _nonnegative(n, "--threads") > 0:
             return n
     text = os.environ.get(ENV, "").strip()
     if not text:
