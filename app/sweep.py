@@ -120,8 +120,7 @@ def check_config(spec: RunSpec, run_dir: Path):
         return cfg
     planned = config_identity(config_to_dict(cfg))
     have = config_identity(stored)
-    changed = sorted(k for k in planned if k in have and have[k] != planned[k]) + sorted(
-        k for k in planned if k not in have and k not in ("ddp_draws", "sync_bn"))
+    changed = sorted(k for k in planned if k not in have or have[k] != planned[k])
     if changed:
         detail = ", ".join(f"{k}: {have.get(k)!r} on disk, {planned[k]!r} planned" for k in changed[:3])
         raise ValueError(f"{run_dir} holds a run of another config ({detail}); give another --out "

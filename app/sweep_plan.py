@@ -23,10 +23,6 @@ from typing import Any
 __all__ = ["TABLES", "EvalSpec", "Plan", "RunSpec", "TableSpec", "build_plan", "config_identity",
            "plan_from_reproduce"]
 
-# Config fields that say where and how fast a run goes, not what it computes (the trainer's
-# ``_RESUMABLE_CHANGES``), plus the preset's name (two presets may name one configuration).
-_NOT_IDENTITY = frozenset({"device", "compile", "data_root", "preset"})
-
 
 @dataclass(frozen=True)
 class EvalSpec:
@@ -80,8 +76,13 @@ class Plan:
 
 
 def config_identity(config: dict) -> dict:
-    """The part of a config (as in ``config.json``) that decides what a run computes."""
-    return {k: v for k, v in config.items() if k not in _NOT_IDENTITY}
+    """The part of a config (as in ``config.json``) that decides what a run computes: the trainer's
+    own rule for a resume (keys added since a run was made take the values that run computed with;
+    ``RESUMABLE_CHANGES`` such as the device or the loader's workers do not count), and the preset
+    name does not count either (table rows share equal runs)."""
+    from fullscale.train import LATER_KEYS, RESUMABLE_CHANGES
+
+    return {k: v for k, v in {**LATER_KEYS, **config}.items() if k not in RESUMABLE_CHANGES and k != "preset"}
 
 
 def _digest(config: dict) -> str:

@@ -84,14 +84,14 @@ from infra.provenance import now, provenance
 from noisymix.loss import noisymix_loss
 from noisymix.mixing import cutmix, draw_mix, mix_targets, noisy_feature_mixup
 
-__all__ = ["NonFiniteLoss", "train"]
+__all__ = ["LATER_KEYS", "RESUMABLE_CHANGES", "NonFiniteLoss", "train"]
 
 _CUDA_CHECK_EVERY = 25
 # Config fields a resumed run may change: where and how fast it runs, not what it computes.
-_RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root", "workers", "decoder", "checkpoint_every",
+RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root", "workers", "decoder", "checkpoint_every",
                                 "max_bad_fraction"})
 # config keys added after runs were made, with the value that computes what those runs did
-_LATER_KEYS = {"ddp_draws": "shared", "sync_bn": False, "image_size": 224, "workers": 8, "decoder": "auto",
+LATER_KEYS = {"ddp_draws": "shared", "sync_bn": False, "image_size": 224, "workers": 8, "decoder": "auto",
                "max_bad_fraction": 0.001, "checkpoint_every": 0, "lr_schedule": "cosine", "lr_milestones": [],
                "lr_gamma": 0.1, "source_weights": "", "source_row": "", "freeze_level": -1, "freeze_bn_stats": False,
                "puzzlemix": config_to_dict(PuzzleMixConfig())}
@@ -571,12 +571,12 @@ def _check_weights(core: nn.Module, when: str, checkpoint: Path) -> None:
 
 
 def _check_same_config(path: Path, record: dict) -> None:
-    """A resumed run must compute what it started computing (``_RESUMABLE_CHANGES`` aside): the
+    """A resumed run must compute what it started computing (``RESUMABLE_CHANGES`` aside): the
     config part of ``config.json`` and the data facts of its run part must be equal."""
     if not path.exists():
         return
     old, new = _computed(read_json(path)), _computed(record)
-    changed = sorted(k for k in set(old) | set(new) if k not in _RESUMABLE_CHANGES and old.get(k) != new.get(k))
+    changed = sorted(k for k in set(old) | set(new) if k not in RESUMABLE_CHANGES and old.get(k) != new.get(k))
     if changed:
         detail = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:3])
         raise ValueError(f"cannot resume {path.parent}: the config differs from the checkpoint's ({detail})")
@@ -586,7 +586,7 @@ def _computed(record: dict) -> dict:
     """What a run computes, from either layout of ``config.json`` (``{config, run}`` or the flat
     one of runs made before it), with the defaults of keys added since."""
     config, run = split_run_record(record)
-    return {**_LATER_KEYS, **config, **{k: run.get(k) for k in _RUN_FACTS}}
+    return {**LATER_KEYS, **config, **{k: run.get(k) for k in _RUN_FACTS}}
 
 
 @torch.inference_mode()

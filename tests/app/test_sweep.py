@@ -338,3 +338,17 @@ def test_a_malformed_pair_is_one_line_and_nothing_is_written(tmp_path, capsys, o
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and expected in err[0]
     assert not out.exists()
+
+
+def test_the_sweep_judges_a_stored_run_by_the_trainers_resume_rule():
+    from fullscale.config import TrainConfig
+    from fullscale.train import LATER_KEYS
+
+    planned = config_to_dict(TrainConfig(dataset="imagenet", workers=8))
+    # a loader setting the trainer lets a resume change does not make another run
+    assert config_identity(planned) == config_identity({**planned, "workers": 2, "checkpoint_every": 50})
+    # a run written before a key existed computed with that key's later default ...
+    older = {k: v for k, v in planned.items() if k not in LATER_KEYS}
+    assert config_identity(older) == config_identity(planned)
+    # ... and differs from a plan that asks for another value of it
+    assert config_identity(older) != config_identity({**planned, "ddp_draws": "per_rank"})
