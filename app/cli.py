@@ -4,7 +4,7 @@ Each command lives next to the code it drives, in a module with two functions:
 ``add_arguments(parser)`` and ``run(args) -> int | None``.  This registry names them; only the
 module of the command being run is imported, so ``noisymix --help`` stays fast.
 
-Every command accepts ``--threads N`` the same way (``infra.threads``): torch's CPU threads while
+Every command accepts ``--threads N`` the same way (``noisymix_infra.threads``): torch's CPU threads while
 it runs, 0 for ``NOISYMIX_THREADS`` or torch's default; a module's ``THREADS`` names its default.
 
 Bad input (a ``ValueError``, a missing file) and a system error (a full disk: ``OSError``)
@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from infra.threads import add_threads_argument, torch_threads
+from noisymix_infra.threads import add_threads_argument, torch_threads
 
 __all__ = ["COMMANDS", "main"]
 
@@ -36,10 +36,10 @@ COMMANDS: dict[str, Command] = {
     "train": Command("fullscale.cli_train", "train a CIFAR/digits model with any method of the tables"),
     "evaluate": Command("fullscale.cli_evaluate", "evaluate a run on clean/-C/-P/-R/calibration/FGSM"),
     "corrupt": Command("fullscale.cli_corrupt", "generate a -C or -P set in the standard layout"),
-    "figures": Command("figures.cli", "the paper's tables and figures from run results"),
-    "reproduce": Command("app.reproduce", "the main job on a CPU with built-in data, one report"),
-    "sweep": Command("app.sweep", "every run of a paper table (local or SLURM), resumable; `sweep status DIR`"),
-    "bench": Command("benchmarks.cli", "speed benchmarks, written as JSON"),
+    "figures": Command("noisymix_figures.cli", "the paper's tables and figures from run results"),
+    "reproduce": Command("noisymix_app.reproduce", "the main job on a CPU with built-in data, one report"),
+    "sweep": Command("noisymix_app.sweep", "every run of a paper table (local or SLURM), resumable; `status DIR`"),
+    "bench": Command("noisymix_benchmarks.cli", "speed benchmarks, written as JSON"),
 }
 
 _INPUT_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError,

@@ -1,5 +1,5 @@
 """The plans of ``noisymix reproduce``: what the main job runs, as data (``ReproducePlan``) —
-read by ``app.reproduce`` (which runs a plan) and ``app.sweep_plan`` (which turns one into runs)."""
+read by ``noisymix_app.reproduce`` (which runs a plan) and ``noisymix_app.sweep_plan`` (which turns one into runs)."""
 
 from __future__ import annotations
 

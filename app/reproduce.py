@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.plans import PLANS, ReproducePlan
-from infra.io import read_json, write_json, write_text
+from noisymix_app.plans import PLANS, ReproducePlan
+from noisymix_infra.io import read_json, write_json, write_text
 
 __all__ = ["PLANS", "ReproducePlan", "add_arguments", "reproduce", "run"]  # the plans live in app.plans
 
@@ -75,9 +75,9 @@ def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> tuple[list[
 
 
 def _runs(plan: ReproducePlan, out: Path, data_root: str | None):
-    """The plan's training runs as a sweep plan (``app.sweep_plan``): method x seed, evaluated on
+    """The plan's training runs as a sweep plan (``noisymix_app.sweep_plan``): method x seed, evaluated on
     the plan's suites, the corrupted one reading this job's own -C set."""
-    from app.sweep_plan import plan_from_reproduce
+    from noisymix_app.sweep_plan import plan_from_reproduce
 
     return plan_from_reproduce(plan, _corrupted(plan, out), data_root=data_root)
 
@@ -160,19 +160,19 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
 
     ``command`` runs one ``noisymix`` command line (verify, toy, corrupt, figures) and returns
     its exit status (default: the CLI front door in this process).  The training runs and their
-    evaluations are a sweep (``app.sweep.run_local``, in this process, one after another):
+    evaluations are a sweep (``noisymix_app.sweep.run_local``, in this process, one after another):
     typed calls of ``fullscale.train.train`` and ``fullscale.cli_evaluate.evaluate``; a finished
     run is kept, a killed one resumes from its checkpoint, and a run whose config differs from
     this plan's (another plan in the same folder) is trained anew.  A failing step stops the
     job with a ``RuntimeError`` naming it; steps already finished stay on disk and are skipped
     by the next run.
     """
-    from app.sweep import check_config, run_local, run_record
+    from noisymix_app.sweep import check_config, run_local, run_record
 
     if plan.needs_data_root and data_root is None:
         raise ValueError(f"this plan ({plan.description}) needs --data-root with the {plan.dataset} data")
     if command is None:
-        from app.cli import main as command
+        from noisymix_app.cli import main as command
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / "reproduce.json"
@@ -183,7 +183,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
         log["steps"] = read_json(log_path).get("steps", [])
     # a command step counts as done only when it ran with the same command line: a folder of a
     # ``--plan quick`` run must not pass its 1-epoch models off as the laptop plan's (issue 10, 8d);
-    # a training run is done only when its config.json is this plan's (``app.sweep.check_config``)
+    # a training run is done only when its config.json is this plan's (``noisymix_app.sweep.check_config``)
     finished = {(entry["name"], tuple(entry.get("argv", ()))) for entry in log["steps"] if "argv" in entry}
     started = time.perf_counter()
     before, figures = _steps(plan, out, data_root)
@@ -226,7 +226,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     _command_step(figures, finished, rerun, command, log, log_path, started)
     log["seconds"] = round(time.perf_counter() - started, 2)
     write_json(log_path, log)
-    from app.reproduce_summary import write_summary
+    from noisymix_app.reproduce_summary import write_summary
 
     write_summary(out, name)
     _write_index(out, plan, log)
@@ -235,7 +235,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
 
 def _log_run(log: dict, log_path: Path, out: Path, spec, started: float) -> None:
     """The run's train and evaluate steps that ran in this invocation, as steps of the log."""
-    from app.sweep import run_record
+    from noisymix_app.sweep import run_record
 
     for step, seconds in run_record(out, spec.name).get("timings") or []:
         if step == "train":
@@ -283,7 +283,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     log = reproduce(PLANS[args.plan], args.out, data_root=args.data_root, fresh=args.fresh)
     if args.update_readme:
-        from app.reproduce_summary import update_readme
+        from noisymix_app.reproduce_summary import update_readme
 
         update_readme(args.out)
     print(json.dumps({"out": str(args.out), "seconds": log["seconds"],

@@ -25,8 +25,8 @@ import math
 import re
 from pathlib import Path
 
-from infra.io import read_json, write_json, write_text
-from infra.provenance import git_state
+from noisymix_infra.io import read_json, write_json, write_text
+from noisymix_infra.provenance import git_state
 from theory.results import checks_of
 
 __all__ = ["BEGIN", "CODE_PATHS", "END", "main", "render", "summarize", "update_readme", "write_summary"]

@@ -1,6 +1,6 @@
 """``noisymix sweep TABLE --seeds N --out DIR``: every run of a paper table, trained, evaluated, tabulated.
 
-``app.sweep_plan`` expands the table into runs (preset x seed; rows equal in config share one
+``noisymix_app.sweep_plan`` expands the table into runs (preset x seed; rows equal in config share one
 run).  Each run is one call of ``execute_run``: ``fullscale.train.train(cfg, RUN, resume=True)``
 unless ``RUN/final.pt`` exists, then ``fullscale.cli_evaluate.evaluate`` per suite unless its
 JSON is complete for that ``final.pt``.  So the same command, run again, skips finished runs,
@@ -21,7 +21,7 @@ missing.  Launchers:
 
 Bookkeeping lives in ``DIR/sweep/``: ``plan.json``, ``state/<run>.json`` (state, attempts,
 error), ``logs/<run>.log`` (local launcher), ``slurm/`` (submitit's files) and
-``locks/<run>/.lock``.  A run is worked on by one process at a time: ``infra.io.directory_lock``,
+``locks/<run>/.lock``.  A run is worked on by one process at a time: ``noisymix_infra.io.directory_lock``,
 an ``fcntl.flock``, which Linux's NFS client (>= 2.6.12) turns into an NFS byte-range lock that
 the server arbitrates (NLM on NFSv3, built into NFSv4), so it holds across the nodes of a cluster,
 and the kernel drops it when its process dies (no stale lock after ``kill -9`` or a node's
@@ -29,7 +29,7 @@ preemption).  It does NOT hold across nodes on mounts with ``nolock`` / ``local_
 state file records the holder's host and pid so ``sweep status`` shows who works on a run.
 
 The table (``DIR/table/``) is regenerated whenever a run finishes: mean (min / max) over seeds as
-the paper prints it, beside the paper's values (``figures.tables``); the JSON adds the std and
+the paper prints it, beside the paper's values (``noisymix_figures.tables``); the JSON adds the std and
 the per-seed values.
 """
 
@@ -46,9 +46,9 @@ import time
 import traceback
 from pathlib import Path
 
-from app.sweep_plan import ANALOGUE, TABLES, Plan, RunSpec, build_plan, config_identity
-from infra.io import directory_lock, read_json, write_json, write_text
-from infra.progress import progress
+from noisymix_app.sweep_plan import ANALOGUE, TABLES, Plan, RunSpec, build_plan, config_identity
+from noisymix_infra.io import directory_lock, read_json, write_json, write_text
+from noisymix_infra.progress import progress
 
 __all__ = ["RunFailed", "RunJob", "add_arguments", "execute_run", "run", "run_local", "run_record", "run_state",
            "slurm_parameters", "submit_slurm", "write_table"]
@@ -112,7 +112,7 @@ def check_config(spec: RunSpec, run_dir: Path):
     differences when the folder holds a run of another configuration.  A run made under another
     preset name with the same configuration (a shared table row) keeps its stored preset name,
     so the trainer's own check on resume accepts it."""
-    from infra.config import config_to_dict
+    from noisymix_infra.config import config_to_dict
 
     cfg = spec.config()
     stored = _stored_config(run_dir)
@@ -131,7 +131,7 @@ def check_config(spec: RunSpec, run_dir: Path):
 
 
 def _eval_done(run_dir: Path, suite: str) -> bool:
-    from infra.io import sha256_file
+    from noisymix_infra.io import sha256_file
 
     path = run_dir / "eval" / f"{suite}.json"
     if not path.is_file() or not (run_dir / "final.pt").is_file():
@@ -239,9 +239,9 @@ def write_table(out: str | Path, plan: Plan) -> Path | None:
     the paper's tables this one fills (ours beside the paper's: mean (min / max) over seeds), then
     our own summary per (dataset, model); the JSON adds per-seed values and the std.  None when
     no run exists yet."""
-    from figures.results import collect
-    from figures.tables import COMPARISONS, _compare, _ours_table, paper_values
-    from infra.provenance import provenance
+    from noisymix_figures.results import collect
+    from noisymix_figures.tables import COMPARISONS, _compare, _ours_table, paper_values
+    from noisymix_infra.provenance import provenance
 
     out = Path(out)
     if not (out / "runs").is_dir():
@@ -642,7 +642,7 @@ def _plan_from_dict(data: dict) -> Plan:
 
 
 def _write_plan(out: Path, plan: Plan) -> None:
-    from infra.provenance import provenance
+    from noisymix_infra.provenance import provenance
 
     write_json(_sweep_dir(out) / "plan.json", {**_plan_dict(plan), "provenance": provenance()})
 
@@ -686,7 +686,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 per row (the paper: 5)")
     parser.add_argument("--out", help="output folder (runs/, table/, sweep/)")
     parser.add_argument("--launcher", choices=("local", "slurm"), default="local")
-    from infra.config import add_set_argument
+    from noisymix_infra.config import add_set_argument
 
     add_set_argument(parser, "--set epochs=100", "every run's training config (part of what the run computes)")
     parser.add_argument("--data-root", default=None, help="the training data (CIFAR batches, ImageNet folders)")

@@ -65,7 +65,7 @@ class RunSpec:
 @dataclass(frozen=True)
 class Plan:
     """The runs of a table, the notes on rows left out, and the paper tables to compare with
-    (``figures.tables.COMPARISONS`` labels; the first is the table itself, then its -C/-P detail
+    (``noisymix_figures.tables.COMPARISONS`` labels; the first is the table itself, then its -C/-P detail
     tables filled by the same runs)."""
 
     table: str
@@ -166,11 +166,11 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
     ``sources`` (results_transfer): the ImageNet ResNet-50 state dict of each row's source model,
     by its method name (``baseline``, ``noisymix``, ...); a row without one is left out, with a note."""
     from fullscale.presets import PRESETS
-    from infra.config import config_to_dict
+    from noisymix_infra.config import config_to_dict
 
     seeds, overrides, suite_roots = tuple(seeds), tuple(overrides), dict(suite_roots or {})
     if table == ANALOGUE:
-        from app.plans import PLANS
+        from noisymix_app.plans import PLANS
 
         return plan_from_reproduce(PLANS["laptop"], suite_roots.get("digits-c"), seeds=seeds,
                                    extra_overrides=overrides, data_root=data_root)
@@ -218,7 +218,7 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
 
 def plan_from_reproduce(plan: Any, corrupted: str | Path | None, *, seeds: Iterable[int] | None = None,
                         extra_overrides: Iterable[str] = (), data_root: str | None = None) -> Plan:
-    """The training runs of a ``app.reproduce.ReproducePlan``: method x seed, named
+    """The training runs of a ``noisymix_app.reproduce.ReproducePlan``: method x seed, named
     ``<method>-seed<N>`` as ``noisymix reproduce`` always named them; its corrupted suite reads
     ``corrupted`` (None: that suite is left out, with a note)."""
     notes: list[str] = []

@@ -25,9 +25,9 @@ import warnings
 import numpy as np
 import torch
 
-from benchmarks._timing import paired_best_seconds
 from fullscale.corruptions import CORRUPTIONS, SPECS, corrupt
 from noisymix.random import generator_for
+from noisymix_benchmarks._timing import paired_best_seconds
 
 
 def _load_imagecorruptions() -> types.ModuleType | None:

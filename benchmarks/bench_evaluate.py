@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks._timing import best_seconds
 from fullscale.evaluation import Context, EvalOptions, corrupted_npy, logits_of
 from fullscale.models import create_model
 from fullscale.vocabulary import CORRUPTIONS
-from infra.io import save_npy
+from noisymix_benchmarks._timing import best_seconds
+from noisymix_infra.io import save_npy
 
 FULL = 15 * 5 * 10_000
 

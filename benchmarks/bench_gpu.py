@@ -16,7 +16,7 @@ Figures (each a call of the existing benchmark code, sizes scaled by the budget)
   epochs <= 20 min); ``step_resnet50_224``: the same at 224x224 with peak memory;
 * ``digits_precision``: the same digits training in bf16 and fp32, ``--seeds`` seeds each, mean
   clean and Digits-C accuracy (target: within 1 point; the public code trains in fp32);
-* the figures of other benchmarks registered in ``benchmarks.cli.BENCHMARKS`` under
+* the figures of other benchmarks registered in ``noisymix_benchmarks.cli.BENCHMARKS`` under
   ``OPTIONAL_BENCHMARKS``' names (ImageNet loader, transfer step, PuzzleMix step), where they exist;
   skipped cleanly where they do not;
 * then ``pytest -m gpu`` (the CUDA tests), its counts and log (``DIR/gpu_tests.log``).
@@ -27,9 +27,10 @@ average).  A figure that fails records its one-line error; the others still run.
 ``--device cpu --quick`` runs everything tiny on the CPU (a test does, in under a minute), so
 that the first GPU run is a measurement, not debugging.
 
-On the lent GPU machine (no internet; its own Python and CUDA torch): run from the checkout with
-``PYTHONPATH=.`` (no install, nothing pins the CPU torch), e.g.
-``PYTHONPATH=. python -m app.cli bench gpu --out $OUT``.  Packages it lacks (scipy, pillow,
+On the lent GPU machine (no internet; its own Python and CUDA torch): install the checkout without
+its dependencies, so nothing pins the CPU torch (the packages' import names are mapped from their
+folders, so a bare ``PYTHONPATH=.`` does not find them), e.g.
+``pip install --no-deps --no-build-isolation -e . && noisymix bench gpu --out $OUT``.  Packages it lacks (scipy, pillow,
 pytest, hypothesis, ...) can travel as a wheel folder made here with ``pip download -d wheels
 --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 NAME`` and be
 installed there with ``pip install --no-index --find-links wheels NAME``; a figure whose module
@@ -56,13 +57,13 @@ from typing import Any
 
 import torch
 
-from infra.io import write_json, write_text
-from infra.provenance import provenance
+from noisymix_infra.io import write_json, write_text
+from noisymix_infra.provenance import provenance
 
 #: this module writes its own files into the ``--out`` folder (the front door must not)
 WRITES_OUT_DIR = True
 
-#: figures other benchmarks provide, looked up by name in ``benchmarks.cli.BENCHMARKS``
+#: figures other benchmarks provide, looked up by name in ``noisymix_benchmarks.cli.BENCHMARKS``
 OPTIONAL_BENCHMARKS = {"imagenet_loader": "imagenet-loader", "transfer_step": "transfer-step",
                        "puzzlemix_step": "puzzlemix-step"}
 
@@ -115,9 +116,9 @@ def _met(value: float | None, target: float, below: bool) -> bool | None:
 # ---- figures ------------------------------------------------------------------------------------
 
 def _augmix(ctx: _Ctx, size: int) -> dict:
-    from benchmarks._timing import best_seconds
     from fullscale.augment import AugMixConfig, augmix, to_float
     from noisymix.random import generator_for
+    from noisymix_benchmarks._timing import best_seconds
 
     n = ctx.n(8192 if size == 32 else 512, 32 if size == 32 else 4)
     g = generator_for(0, ctx.device)
@@ -135,8 +136,8 @@ def _augmix(ctx: _Ctx, size: int) -> dict:
 
 
 def _cifar10c_generation(ctx: _Ctx) -> dict:
-    from benchmarks.bench_corruptions import _cifar10c
     from fullscale.vocabulary import CORRUPTIONS
+    from noisymix_benchmarks.bench_corruptions import _cifar10c
 
     n = ctx.n(10_000, 8, least=100)
     names = ",".join(CORRUPTIONS[:3]) if ctx.quick else None
@@ -149,7 +150,7 @@ def _cifar10c_generation(ctx: _Ctx) -> dict:
 
 
 def _cifar10c_evaluation(ctx: _Ctx) -> dict:
-    from benchmarks import bench_evaluate
+    from noisymix_benchmarks import bench_evaluate
 
     n = ctx.n(2000, 16, least=500)  # per severity block: 15 x 5 blocks on disk (0.46 GB at 2000)
     r = bench_evaluate.run(argparse.Namespace(device=str(ctx.device), images=n, corruptions=15,
@@ -180,7 +181,7 @@ def _cifar10p_generation(ctx: _Ctx) -> dict:
 
 
 def _step(ctx: _Ctx, precision: str, memory_format: str, compiled: bool, model: str = "preactresnet18") -> dict:
-    from benchmarks import bench_train_step
+    from noisymix_benchmarks import bench_train_step
 
     resnet50 = model == "resnet50"
     if resnet50:
@@ -264,7 +265,7 @@ def _digits_precision(ctx: _Ctx) -> dict:
 
 
 def _optional(ctx: _Ctx, key: str) -> dict:
-    from benchmarks.cli import BENCHMARKS
+    from noisymix_benchmarks.cli import BENCHMARKS
 
     name = OPTIONAL_BENCHMARKS[key]
     if name not in BENCHMARKS:

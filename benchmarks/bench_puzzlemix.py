@@ -31,13 +31,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from benchmarks._timing import best_seconds
 from fullscale.cli_train import resolve_config
 from fullscale.methods import METHODS
 from fullscale.models import create_model
 from fullscale.puzzlemix import PuzzleMixConfig, block_costs, saliency, solve_masks
 from fullscale.train import _loss
-from infra.provenance import provenance
+from noisymix_benchmarks._timing import best_seconds
+from noisymix_infra.provenance import provenance
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

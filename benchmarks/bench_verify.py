@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> dict:
         with tempfile.TemporaryDirectory() as out:
             start = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-m", "app.cli", "verify", "--out", out, "--points", str(args.points)],
+                [sys.executable, "-m", "noisymix_app.cli", "verify", "--out", out, "--points", str(args.points)],
                 check=True,
                 capture_output=True,
                 env={**os.environ, "NOISYMIX_PROGRESS": "0"},

@@ -16,21 +16,21 @@ import platform
 
 import torch
 
-from infra.io import write_json
-from infra.provenance import provenance
-from infra.threads import add_threads_argument, torch_threads
+from noisymix_infra.io import write_json
+from noisymix_infra.provenance import provenance
+from noisymix_infra.threads import add_threads_argument, torch_threads
 
 BENCHMARKS: dict[str, str] = {
-    "augmix": "benchmarks.bench_augmix",
-    "corruptions": "benchmarks.bench_corruptions",
-    "evaluate": "benchmarks.bench_evaluate",
-    "gpu": "benchmarks.bench_gpu",
-    "imagenet-loader": "benchmarks.bench_imagenet_loader",
-    "puzzlemix": "benchmarks.bench_puzzlemix",
-    "toy": "benchmarks.bench_toy",
-    "train-step": "benchmarks.bench_train_step",
-    "transfer": "benchmarks.bench_transfer",
-    "verify": "benchmarks.bench_verify",
+    "augmix": "noisymix_benchmarks.bench_augmix",
+    "corruptions": "noisymix_benchmarks.bench_corruptions",
+    "evaluate": "noisymix_benchmarks.bench_evaluate",
+    "gpu": "noisymix_benchmarks.bench_gpu",
+    "imagenet-loader": "noisymix_benchmarks.bench_imagenet_loader",
+    "puzzlemix": "noisymix_benchmarks.bench_puzzlemix",
+    "toy": "noisymix_benchmarks.bench_toy",
+    "train-step": "noisymix_benchmarks.bench_train_step",
+    "transfer": "noisymix_benchmarks.bench_transfer",
+    "verify": "noisymix_benchmarks.bench_verify",
 }
 
 

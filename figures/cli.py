@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from figures import plots
-from figures.report import write_report_text
-from figures.results import collect
-from figures.tables import build_tables
-from infra.io import write_text
-from infra.progress import progress
-from infra.provenance import provenance
+from noisymix_figures import plots
+from noisymix_figures.report import write_report_text
+from noisymix_figures.results import collect
+from noisymix_figures.tables import build_tables
+from noisymix_infra.io import write_text
+from noisymix_infra.progress import progress
+from noisymix_infra.provenance import provenance
 
 __all__ = ["add_arguments", "make_figures", "run"]
 

@@ -12,9 +12,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures.tables import _method_order, paper_values, seed_stats
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, METHOD_ROWS
-from infra.io import write_bytes
+from noisymix_figures.tables import _method_order, paper_values, seed_stats
+from noisymix_infra.io import write_bytes
 
 __all__ = ["category_bars", "copy_figure", "corruption_examples", "robust_c_bars", "robust_c_vs_r", "toy_bars"]
 

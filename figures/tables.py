@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from figures.results import Run
 from fullscale.vocabulary import ABLATION_ROWS, CORRUPTIONS, METHOD_ROWS, P_COLUMNS, TRANSFER_MODEL, TRANSFER_ROWS
+from noisymix_figures.results import Run
 
 __all__ = ["COMPARISONS", "METHOD_ROWS", "Comparison", "Table", "build_tables", "paper_values", "seed_stats"]
 

@@ -24,8 +24,8 @@ import torch
 from fullscale.corruptions import PARAMS, find_frost_dir
 from fullscale.corruptions.writer import check_names, count_images, default_names, write_imagenet_c, write_npy_set
 from fullscale.data import DATASETS, load_dataset
-from infra.config import add_set_argument, apply_overrides
-from infra.io import directory_lock, read_json, write_json
+from noisymix_infra.config import add_set_argument, apply_overrides
+from noisymix_infra.io import directory_lock, read_json, write_json
 
 # The manifest fields that decide the content of every file: a rerun must match them all.
 _IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_photographs")

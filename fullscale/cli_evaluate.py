@@ -25,10 +25,10 @@ from fullscale.data import Preprocess
 from fullscale.evaluation import FGSM_EPSILONS, RESUMABLE, SUITES, Context, EvalOptions, run_suite
 from fullscale.runs import load_bare_model, load_run_model
 from fullscale.vocabulary import P_WEATHER_CHOICES
-from infra.config import add_set_argument, apply_overrides
-from infra.io import read_json, sha256_file, write_json
-from infra.provenance import provenance
-from infra.threads import resolve_threads
+from noisymix_infra.config import add_set_argument, apply_overrides
+from noisymix_infra.io import read_json, sha256_file, write_json
+from noisymix_infra.provenance import provenance
+from noisymix_infra.threads import resolve_threads
 
 __all__ = ["add_arguments", "evaluate", "run"]
 

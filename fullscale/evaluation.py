@@ -56,8 +56,8 @@ from fullscale.vocabulary import (
     P_COLUMNS,
     P_WEATHER_CHOICES,
 )
-from infra.io import sha256_file
-from infra.progress import progress
+from noisymix_infra.io import sha256_file
+from noisymix_infra.progress import progress
 
 __all__ = ["FGSM_EPSILONS", "SUITES", "Context", "EvalOptions", "logits_of", "run_suite"]
 

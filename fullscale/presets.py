@@ -136,7 +136,7 @@ PRESETS: dict[str, Preset] = {**_all_presets(), **_imagenet_presets()}
 
 
 def preset_overrides(name: str, method: str | None = None) -> list[str]:
-    """The ``key=value`` overrides of a preset, for ``infra.config.apply_overrides``.
+    """The ``key=value`` overrides of a preset, for ``noisymix_infra.config.apply_overrides``.
 
     ``method``: the method the run will train, where ``--set method=...`` changes the preset's;
     then the preset's method defaults are left out (the new method brings its own)."""

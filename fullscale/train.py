@@ -77,12 +77,12 @@ from fullscale.transfer import (
     set_train_mode,
     step_lr_factor,
 )
-from infra.config import config_to_dict
-from infra.io import directory_lock, load_state_dict, read_json, save_torch, write_json
-from infra.progress import progress
-from infra.provenance import now, provenance
 from noisymix.loss import noisymix_loss
 from noisymix.mixing import cutmix, draw_mix, mix_targets, noisy_feature_mixup
+from noisymix_infra.config import config_to_dict
+from noisymix_infra.io import directory_lock, load_state_dict, read_json, save_torch, write_json
+from noisymix_infra.progress import progress
+from noisymix_infra.provenance import now, provenance
 
 __all__ = ["LATER_KEYS", "RESUMABLE_CHANGES", "NonFiniteLoss", "train"]
 

@@ -1,6 +1,6 @@
 """The one way to set torch's CPU threads: ``torch_threads(n)`` around a command's work.
 
-Every ``noisymix`` command accepts ``--threads N`` (added by ``app.cli``): N >= 1 threads, or
+Every ``noisymix`` command accepts ``--threads N`` (added by ``noisymix_app.cli``): N >= 1 threads, or
 0 for the default, which is the environment variable ``NOISYMIX_THREADS`` when set and torch's
 own choice otherwise.  A command module may name its default in ``THREADS`` (the toy, verify
 and corrupt use 1: their work is many small tensor ops, and on a shared CPU spinning OpenMP

@@ -8,8 +8,8 @@ import pickle
 import numpy as np
 import pytest
 
-from app.cli import main
 from fullscale.data import write_cifar_fixture
+from noisymix_app.cli import main
 
 QUICK = ["--set", "width=4", "--set", "epochs=1", "--set", "batch_size=16", "--set", "train_subset=32"]
 
@@ -94,13 +94,13 @@ def test_kill_9_then_resume_is_bit_identical_and_leaves_no_stale_lock(tmp_path):
 
     import torch
 
-    from infra.io import load_state_dict
+    from noisymix_infra.io import load_state_dict
     digits = ["--set", "dataset=digits", "--set", "width=4", "--set", "epochs=3", "--set", "batch_size=32",
               "--set", "train_subset=64"]
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     assert main(["train", "--preset", "noisymix", "--out", str(straight), *digits]) == 0
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    child = subprocess.Popen([sys.executable, "-m", "app.cli", "train", "--preset", "noisymix", "--out",
+    child = subprocess.Popen([sys.executable, "-m", "noisymix_app.cli", "train", "--preset", "noisymix", "--out",
                               str(killed), *digits], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while not (killed / "checkpoint.pt").exists() and child.poll() is None and time.monotonic() < deadline:

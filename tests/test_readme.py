@@ -33,7 +33,7 @@ def test_every_path_the_readme_names_exists():
 
 
 def _summary_block() -> str:
-    from app.reproduce_summary import BEGIN, END
+    from noisymix_app.reproduce_summary import BEGIN, END
 
     text = _readme()
     assert text.count(BEGIN) == 1 and text.count(END) == 1, "README needs one pair of reproduce-summary markers"
@@ -49,7 +49,7 @@ def test_the_readme_shows_the_committed_reproduce_summary():
         "--out results --update-readme`)")
     record = json.loads((ROOT / "docs" / "reproduce-summary.json").read_text())
     # the Markdown is the rendering of the JSON committed beside it (an independent re-render)
-    from app.reproduce_summary import render
+    from noisymix_app.reproduce_summary import render
     assert render(record).strip() == committed
 
 
@@ -58,7 +58,7 @@ def test_the_reproduce_summary_is_not_stale():
     import shutil
     import subprocess
 
-    from app.reproduce_summary import CODE_PATHS
+    from noisymix_app.reproduce_summary import CODE_PATHS
 
     record = json.loads((ROOT / "docs" / "reproduce-summary.json").read_text())
     commit = record["git"]["commit"]
@@ -76,7 +76,7 @@ def test_the_reproduce_summary_is_not_stale():
 
 
 def test_update_readme_replaces_only_the_marked_block(tmp_path):
-    from app.reproduce_summary import BEGIN, END, update_readme
+    from noisymix_app.reproduce_summary import BEGIN, END, update_readme
 
     out = tmp_path / "results"
     out.mkdir()

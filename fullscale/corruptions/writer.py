@@ -28,9 +28,9 @@ from PIL import Image
 from fullscale.corruptions.frost import find_frost_dir
 from fullscale.corruptions.perturbations import FRAMES, PERTURBATIONS, perturbation_sequence
 from fullscale.corruptions.registry import CORRUPTIONS, SPECS, corrupt
-from infra.io import atomic_write, save_npy, write_bytes, write_json
-from infra.progress import progress
 from noisymix.random import generator_for
+from noisymix_infra.io import atomic_write, save_npy, write_bytes, write_json
+from noisymix_infra.progress import progress
 
 __all__ = ["IMAGE_SUFFIXES", "check_names", "chunk_generator", "count_images", "default_names", "write_imagenet_c",
            "write_npy_set"]

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from app.cli import COMMANDS, main
+from noisymix_app.cli import COMMANDS, main
 
 
 def test_every_command_module_exists_and_follows_the_contract():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from app.cli import main
-from app.reproduce import PLANS, reproduce
+from noisymix_app.cli import main
+from noisymix_app.reproduce import PLANS, reproduce
 
 
 def test_quick_plan_runs_every_command_and_resumes(tmp_path, monkeypatch):
@@ -65,8 +65,8 @@ def _fake_runs(monkeypatch, calls):
     an argv-like list and write the files that mark the step done."""
     import fullscale.cli_evaluate as evaluation
     import fullscale.train as trainer
-    from infra.config import config_to_dict
-    from infra.io import sha256_file
+    from noisymix_infra.config import config_to_dict
+    from noisymix_infra.io import sha256_file
 
     def train(cfg, run, resume):
         calls.append(["train", str(run)])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from app.reproduce import PLANS
-from app.reproduce_summary import render, write_summary
+from noisymix_app.reproduce import PLANS
+from noisymix_app.reproduce_summary import render, write_summary
 
 T975_DF2 = 4.302652729911275  # Student t, 97.5 % quantile, 2 degrees of freedom (printed tables: 4.303)
 T80_DF2 = 1.0606601717798212  # Student t, 80 % quantile, 2 degrees of freedom (printed tables: 1.061)
@@ -59,7 +59,7 @@ def test_intervals_and_verdicts_match_a_hand_computation(tmp_path):
 
 
 def test_quick_plan_writes_the_summary_and_the_report_opens_with_it(tmp_path):
-    from app.cli import main
+    from noisymix_app.cli import main
 
     out = tmp_path / "out"
     assert main(["reproduce", "--plan", "quick", "--out", str(out)]) == 0

@@ -11,11 +11,11 @@ import stat
 import pytest
 import torch
 
-from app.cli import main
-from app.reproduce import PLANS
-from app.sweep import RunJob, SlurmOptions, check_config, run_local, run_state, status_text, submit_slurm
-from app.sweep_plan import build_plan, config_identity, plan_from_reproduce
-from infra.config import config_to_dict
+from noisymix_app.cli import main
+from noisymix_app.reproduce import PLANS
+from noisymix_app.sweep import RunJob, SlurmOptions, check_config, run_local, run_state, status_text, submit_slurm
+from noisymix_app.sweep_plan import build_plan, config_identity, plan_from_reproduce
+from noisymix_infra.config import config_to_dict
 
 pytest.importorskip("submitit")
 
@@ -282,8 +282,8 @@ def test_slurm_jobs_run_through_submitits_debug_executor_and_requeue_resumes(tmp
 
 def test_a_run_another_process_works_on_is_left_alone(tmp_path):
     """The run's lock is held (another process, perhaps on another node): no training, no state written."""
-    from app.sweep import RunFailed, execute_run
-    from infra.io import directory_lock
+    from noisymix_app.sweep import RunFailed, execute_run
+    from noisymix_infra.io import directory_lock
 
     spec = _plan((0,)).runs[0]
     with directory_lock(tmp_path / "sweep" / "locks" / spec.name, "training elsewhere"):
@@ -297,7 +297,7 @@ def test_a_run_another_process_works_on_is_left_alone(tmp_path):
 def test_a_multi_gpu_slurm_task_takes_its_rank_from_submitits_environment(tmp_path, monkeypatch):
     """Task 11 of a 16-task job on gpu[01-02] (8 per node): RANK etc. from submitit's
     TorchDistributedEnvironment (what srun starts, no torchrun), CUDA_VISIBLE_DEVICES untouched."""
-    import app.sweep as sweep
+    import noisymix_app.sweep as sweep
 
     slurm = {"SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "77", "SLURM_NTASKS": "16", "SLURM_JOB_NUM_NODES": "2",
              "SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_PROCID": "11", "SLURM_LOCALID": "3",
@@ -317,7 +317,7 @@ def test_a_multi_gpu_slurm_task_takes_its_rank_from_submitits_environment(tmp_pa
 
 
 def test_transfer_table_runs_one_folder_per_source_row(tmp_path):
-    from app.sweep_plan import build_plan
+    from noisymix_app.sweep_plan import build_plan
 
     sources = {"baseline": str(tmp_path / "base.pt"), "noisymix": str(tmp_path / "nm.pt")}
     plan = build_plan("results_transfer", [0], sources=sources)

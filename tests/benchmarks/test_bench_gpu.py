@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from app.cli import main
+from noisymix_app.cli import main
 
 
 @pytest.mark.slow
@@ -19,7 +19,7 @@ def test_quick_cpu_run_writes_every_figure(tmp_path):
     finally:
         torch.set_num_threads(threads)
     result = json.loads((tmp_path / "gpu.json").read_text())
-    from benchmarks.bench_gpu import OPTIONAL_BENCHMARKS, WEIGHTS
+    from noisymix_benchmarks.bench_gpu import OPTIONAL_BENCHMARKS, WEIGHTS
 
     assert set(result["figures"]) == set(WEIGHTS)
     for name, record in result["figures"].items():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 
-from app.cli import main
+from noisymix_app.cli import main
 
 
 def test_bench_puzzlemix_times_both_steps_and_writes_the_ratio(tmp_path):

@@ -9,10 +9,10 @@ import pytest
 import torch
 from PIL import Image
 
-from app.cli import main
 from fullscale.corruptions import corrupt
 from fullscale.corruptions.writer import chunk_generator, write_imagenet_c
 from fullscale.data import load_dataset
+from noisymix_app.cli import main
 
 
 def test_corrupt_digits_c_standard_layout_and_resume(tmp_path):
@@ -139,7 +139,7 @@ def test_a_killed_run_is_checked_too_and_its_orphans_are_swept(tmp_path, capsys)
 
 
 def test_an_existing_set_being_written_by_another_process_is_refused(tmp_path, capsys):
-    from infra.io import directory_lock
+    from noisymix_infra.io import directory_lock
     out = tmp_path / "set"
     with directory_lock(out):
         assert main(["corrupt", "--dataset", "digits", "--out", str(out), "--corruptions", "fog",

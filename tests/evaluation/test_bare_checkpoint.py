@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from app.cli import main
 from fullscale.data import Preprocess, imagenet_wnids
 from fullscale.data.folders import decode
 from fullscale.data.imagenet_fixture import write_imagenet_tree
 from fullscale.models import create_model
-from infra.io import save_torch
+from noisymix_app.cli import main
+from noisymix_infra.io import save_torch
 
 
 @pytest.fixture(scope="module")

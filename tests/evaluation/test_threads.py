@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import fullscale.cli_evaluate as cli_evaluate
-from app.cli import main
+from noisymix_app.cli import main
 
 
 @pytest.mark.parametrize("extra,device,expected", [([], "cpu", 1), (["--threads", "2"], "cpu", 2),

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
-from infra.io import write_json
+from noisymix_app.cli import main
+from noisymix_infra.io import write_json
 
 TOY = Path(__file__).parent / "toy_fixture.json"
 
@@ -90,7 +90,7 @@ def test_our_value_beside_the_papers_with_the_difference(results, tmp_path):
 
 
 def test_corruption_examples_figure_on_a_bundled_photograph(tmp_path):
-    from figures.plots import corruption_examples
+    from noisymix_figures.plots import corruption_examples
     path = corruption_examples(tmp_path / "c.png")
     assert path.read_bytes()[:4] == b"\x89PNG" and path.stat().st_size > 100_000
 
@@ -98,7 +98,7 @@ def test_corruption_examples_figure_on_a_bundled_photograph(tmp_path):
 def test_paper_wrn_rows_are_filled_from_wrn28_4_runs_and_say_so():
     """The paper's "Wide-ResNet-28x2" tables were trained with the public code's wideresnet28
     (WRN-28-4, dropout 0.1): our matching runs are wrn28_4 runs, and the title names the model."""
-    from figures.tables import COMPARISONS
+    from noisymix_figures.tables import COMPARISONS
 
     wrn = {"tab:results_cifar100", "tab:ablation", "tab:results_wrs_cifar10_c", "tab:results_wrs_cifar100_c",
            "tab:results_cifar_p_wrs"}

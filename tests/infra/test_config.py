@@ -7,7 +7,7 @@ from typing import Literal
 
 import pytest
 
-from infra.config import apply_overrides, config_from_dict, config_keys, config_to_dict
+from noisymix_infra.config import apply_overrides, config_from_dict, config_keys, config_to_dict
 
 
 @dataclass(frozen=True)

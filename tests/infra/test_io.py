@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from infra.io import atomic_write, directory_lock, load_state_dict, read_json, save_npy, save_torch, write_json
+from noisymix_infra.io import atomic_write, directory_lock, load_state_dict, read_json, save_npy, save_torch, write_json
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
@@ -109,7 +109,7 @@ def test_directory_lock_excludes_a_second_writer_and_sweeps_orphans(tmp_path):
 def test_read_state_dict_unwraps_public_and_run_files_and_refuses_the_rest(tmp_path):
     import pickle
 
-    from infra.io import read_state_dict
+    from noisymix_infra.io import read_state_dict
 
     w = torch.arange(3.0)
     for name, obj in (("public.pt", {"state_dict": {"module.fc.weight": w}}), ("ckpt.pt", {"model": {"fc.weight": w},

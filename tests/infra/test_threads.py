@@ -1,12 +1,12 @@
-"""``infra.threads``: the one way to set torch's CPU threads, and ``--threads`` on every command."""
+"""``noisymix_infra.threads``: the one way to set torch's CPU threads, and ``--threads`` on every command."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from app.cli import COMMANDS, _parser, main
-from infra.threads import ENV, resolve_threads, torch_threads
+from noisymix_app.cli import COMMANDS, _parser, main
+from noisymix_infra.threads import ENV, resolve_threads, torch_threads
 
 
 @pytest.fixture

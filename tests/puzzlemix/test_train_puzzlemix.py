@@ -11,7 +11,6 @@ import torch
 
 pytest.importorskip("gco", reason="Puzzle Mix needs gco-wrapper (pip install 'noisymix[puzzlemix]')")
 
-from app.cli import main
 from fullscale.cli_train import resolve_config
 from fullscale.methods import METHODS
 from fullscale.models import create_model
@@ -19,6 +18,7 @@ from fullscale.puzzlemix import puzzlemix_batch
 from fullscale.train import _loss, _step_mix_config, _views
 from fullscale.vocabulary import METHOD_ROWS
 from noisymix.mixing import MixDraw, draw_mix, mix_targets, soft_cross_entropy
+from noisymix_app.cli import main
 
 
 def test_the_step_loss_is_the_puzzle_mix_of_its_views():

@@ -7,7 +7,7 @@ import json
 import pytest
 from PIL import Image
 
-from app.cli import main
+from noisymix_app.cli import main
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 

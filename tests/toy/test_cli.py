@@ -8,7 +8,7 @@ import json
 import pytest
 from PIL import Image
 
-from app.cli import main
+from noisymix_app.cli import main
 from toy import cli as toy_cli
 from toy.schemes import PAPER_SCHEMES
 

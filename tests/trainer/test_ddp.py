@@ -20,7 +20,7 @@ def test_torchrun_two_processes(tmp_path):
         pytest.skip("torchrun not installed")
     out = tmp_path / "run"
     # --standalone: a free rendezvous port, so the DDP tests can run at once under xdist
-    cmd = [torchrun, "--standalone", "--nproc_per_node", "2", "-m", "app.cli", "train", "--preset", "noisymix",
+    cmd = [torchrun, "--standalone", "--nproc_per_node", "2", "-m", "noisymix_app.cli", "train", "--preset", "noisymix",
            "--out", str(out),
            *[a for kv in ("dataset=digits", "width=4", "epochs=1", "train_subset=128", "batch_size=32")
              for a in ("--set", kv)]]
@@ -102,8 +102,8 @@ def test_a_run_made_before_the_ddp_options_still_resumes(tmp_path):
     what the defaults compute in one process, so resuming it is not refused."""
     from fullscale.config import TrainConfig
     from fullscale.train import _check_same_config
-    from infra.config import config_to_dict
-    from infra.io import write_json
+    from noisymix_infra.config import config_to_dict
+    from noisymix_infra.io import write_json
 
     record = config_to_dict(TrainConfig())
     write_json(tmp_path / "config.json", {k: v for k, v in record.items() if k not in ("ddp_draws", "sync_bn")})

@@ -9,12 +9,12 @@ import json
 import pytest
 import torch
 
-from app.cli import main
 from fullscale.cli_train import resolve_config
 from fullscale.data.imagenet_fixture import AWKWARD, write_imagenet_tree
 from fullscale.presets import PRESETS
 from fullscale.train import train
-from infra.io import load_state_dict
+from noisymix_app.cli import main
+from noisymix_infra.io import load_state_dict
 
 SMALL = ["model=preactresnet18", "width=4", "image_size=32", "workers=0", "max_bad_fraction=0.05"]
 
@@ -125,7 +125,7 @@ def test_torchrun_two_processes_shard_the_files(tree, tmp_path):
         pytest.skip("torchrun not installed")
     out = tmp_path / "run"
     sets = [*SMALL, f"data_root={tree}", "batch_size=4", "epochs=1"]
-    cmd = [torchrun, "--standalone", "--nproc_per_node", "2", "-m", "app.cli", "train", "--preset",
+    cmd = [torchrun, "--standalone", "--nproc_per_node", "2", "-m", "noisymix_app.cli", "train", "--preset",
            "imagenet-resnet50-noisymix", "--out", str(out), *[a for kv in sets for a in ("--set", kv)]]
     env = {**os.environ, "NOISYMIX_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
     subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300, env=env)

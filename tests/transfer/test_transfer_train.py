@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from app.cli import main
 from fullscale.data.cifar import write_cifar_fixture
 from fullscale.models import create_model
 from fullscale.runs import read_metrics
-from infra.io import load_state_dict, save_torch
+from noisymix_app.cli import main
+from noisymix_infra.io import load_state_dict, save_torch
 
 WIDTH = 8  # a narrow ResNet-50 with torchvision's keys: fast on the CPU
 
