@@ -53,6 +53,8 @@ def test_label_weight_is_the_mask_mean(transport, block_num):
     x, sal, perm = _batch(block_num)
     cfg = PuzzleMixConfig(transport=transport)
     r = puzzle_mix(x, sal, perm, 0.3, cfg, block_num=block_num)
+    # exact: mask values are multiples of 1/(n_labels - 1) = 1/2 over 32 x 32 pixels, so every partial
+    # sum and the division by 1024 are exact in float32, in any order
     torch.testing.assert_close(r.weights, r.mask.reshape(len(x), -1).mean(-1), rtol=0, atol=0)
     if not transport:  # then the images are the plain mask mix of the pair
         torch.testing.assert_close(r.images, r.mask * x + (1 - r.mask) * x[perm])
@@ -68,6 +70,7 @@ def test_mask_values_lie_in_the_label_set_at_block_resolution(n_labels, block_nu
     assert torch.isin(mask, allowed).all()
     s = 32 // block_num
     blocks = mask[:, :, ::s, ::s]
+    # a copy of discrete labels: exact
     torch.testing.assert_close(mask, blocks.repeat_interleave(s, -1).repeat_interleave(s, -2), rtol=0, atol=0)
 
 
@@ -80,7 +83,7 @@ def test_transport_moves_each_block_at_most_once_as_the_code(n):
     plan = mask_transport(mask, sal, eps=0.8)
     assert set(plan.unique().tolist()) <= {0.0, 1.0}
     assert (plan.sum(-1) <= 1).all() and (plan.sum(-2) <= 1).all()
-    torch.testing.assert_close(plan, reference_plan(mask, sal, 0.8), rtol=0, atol=0)
+    torch.testing.assert_close(plan, reference_plan(mask, sal, 0.8), rtol=0, atol=0)  # 0/1 plans: exact
     images = torch.rand(5, 3, 32, 32, generator=g)
     moved = transport_blocks(images, plan, n, fill=0.0)
     torch.testing.assert_close(moved, reference_transport(images, plan, n))
@@ -95,6 +98,7 @@ def test_same_seed_same_masks_and_images():
     cfg = PuzzleMixConfig(block_nums=(4, 8))
     runs = [puzzle_mix(x, sal, perm, 0.6, cfg, generator=torch.Generator().manual_seed(s)) for s in (7, 7)]
     assert runs[0].block_num == runs[1].block_num
+    # exact: the same op sequence on the same inputs in one process (determinism, not two code paths)
     torch.testing.assert_close(runs[0].mask, runs[1].mask, rtol=0, atol=0)
     torch.testing.assert_close(runs[0].images, runs[1].images, rtol=0, atol=0)
     drawn = {puzzle_mix(x, sal, perm, 0.6, cfg, generator=torch.Generator().manual_seed(s)).block_num
@@ -148,7 +152,7 @@ def test_masks_and_images_equal_the_public_codes(block_num, lam):
     partner = reference_transport(normed[perm], reference_plan(1 - mask, unary1[perm], 0.8), t_num)
     mask = torch.nn.functional.interpolate(mask, size=32)
     mixed = (mask * own + (1 - mask) * partner) * STD + MEAN
-    torch.testing.assert_close(ours.mask, mask, rtol=0, atol=0)
+    torch.testing.assert_close(ours.mask, mask, rtol=0, atol=0)  # labels of a discrete set, copied: exact
     torch.testing.assert_close(ours.images, mixed, rtol=1e-5, atol=1e-5)
     assert len(ours.mask.unique()) > 1 or block_num == 2  # the inputs do exercise the labels
 
@@ -190,7 +194,7 @@ def test_adversarial_batch_is_reproducible_and_inside_the_ball():
     cfg = PuzzleMixConfig(adv_p=1.0, block_nums=(2,), transport=False)
     a, _ = puzzlemix_batch(model, x, y, perm, 0.5, cfg, generator=torch.Generator().manual_seed(1))
     b, _ = puzzlemix_batch(model, x, y, perm, 0.5, cfg, generator=torch.Generator().manual_seed(1))
-    torch.testing.assert_close(a.images, b.images, rtol=0, atol=0)
+    torch.testing.assert_close(a.images, b.images, rtol=0, atol=0)  # same ops, same inputs: determinism
     plain = a.mask * x + (1 - a.mask) * x[perm]
     assert (a.images - plain).abs().max() <= 10 / 255 + 1e-6
     assert (a.images - plain).abs().max() > 0
@@ -247,5 +251,6 @@ def test_equal_to_the_public_code_itself(block_num, monkeypatch):
                                             beta=1.2, gamma=0.5, eta=0.2, neigh_size=4, n_labels=3, mean=MEAN,
                                             std=STD, transport=True, t_eps=0.8, t_size=4, device="cpu")
         ours = puzzle_mix(x, sal, perm, lam, PuzzleMixConfig(), block_num=block_num, fill=MEAN)
+        # exact for the same reason as test_label_weight_is_the_mask_mean (halves over 1024 pixels)
         torch.testing.assert_close(ours.weights, ratio, rtol=0, atol=0)
         torch.testing.assert_close(ours.images, out * STD + MEAN, rtol=0, atol=1e-6)

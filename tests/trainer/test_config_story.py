@@ -40,6 +40,7 @@ def test_a_run_directory_of_the_flat_layout_still_loads(tmp_path):
     cfg, model = _flat_run(tmp_path)
     loaded, facts = load_run_model(tmp_path)
     x = torch.rand(2, 3, 32, 32)
+    # exact: the same weights through the same ops in one process (a round trip, not two code paths)
     torch.testing.assert_close(loaded(x), model.eval()(x), rtol=0, atol=0)
     assert facts["num_classes"] == 10 and facts["model"] == "preactresnet18"
     config, run = split_run_record(json.loads((tmp_path / "config.json").read_text()))
