@@ -28,6 +28,10 @@ class ReproducePlan:
     toy_epochs: int = 100
     train_overrides: tuple[str, ...] = ()
     needs_data_root: bool = False
+    # training/evaluation processes of one torch thread each (0: one after another in this process
+    # with torch's threads); two beat one two-thread process on these small convolutions
+    # (benchmarks/RESULTS.md, "Choosing the laptop protocol (issue 22)")
+    workers: int = 2
 
 
 PLANS: dict[str, ReproducePlan] = {
@@ -53,13 +57,13 @@ PLANS: dict[str, ReproducePlan] = {
         methods=("baseline", "noisymix"), width=4, epochs=1, seeds=(0,),
         corruptions=("gaussian_noise", "contrast"), eval_suites=("clean", "digits-c"),
         theory_points=5, theory_sympy=False, toy_seeds=2, toy_epochs=5,
-        train_overrides=("train_subset=128", "batch_size=64"),
+        train_overrides=("train_subset=128", "batch_size=64"), workers=0,
     ),
     "full": ReproducePlan(
         description="the paper's CIFAR-10 PreActResNet-18 rows (200 epochs; GPU and the CIFAR "
                     "batches under --data-root)",
         dataset="cifar10", width=64, epochs=200, seeds=(0, 1, 2),
         eval_suites=("clean", "cifar10-c", "calibration"), corrupted_suite="cifar10-c",
-        needs_data_root=True,
+        needs_data_root=True, workers=1,
     ),
 }

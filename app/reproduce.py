@@ -22,6 +22,7 @@ interrupted job resumes where it stopped (``--fresh`` reruns everything).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -167,7 +168,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     job with a ``RuntimeError`` naming it; steps already finished stay on disk and are skipped
     by the next run.
     """
-    from noisymix_app.sweep import check_config, run_local, run_record
+    from noisymix_app.sweep import check_config, run_local, run_record, run_state
 
     if plan.needs_data_root and data_root is None:
         raise ValueError(f"this plan ({plan.description}) needs --data-root with the {plan.dataset} data")
@@ -207,9 +208,18 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
         if corrupted_changed:  # its -C evaluation read a set that was just made anew
             (run_dir / "eval" / f"{plan.corrupted_suite}.json").unlink(missing_ok=True)
     ran: list[str] = []
+    pending = [spec.name for spec in runs.runs if run_state(out, spec) != "done"]
+    print(f"reproduce: {len(runs.runs) - len(pending)} of {len(runs.runs)} runs already done; training and "
+          f"evaluating {len(pending)} in {max(plan.workers, 1)} process(es)", flush=True)
+    line = _progress_line(out, pending, time.perf_counter())
+
+    def after_run(name: str, state: str) -> None:
+        ran.append(name)
+        print(line(name, state, len(ran)), flush=True)
+
     try:
-        states = run_local(runs, out, workers=0, retries=0, tabulate=False, retry_failed=True,
-                           after_run=lambda name, state: ran.append(name))
+        states = run_local(runs, out, workers=plan.workers, retries=0, tabulate=False, retry_failed=True,
+                           threads=1 if plan.workers else 0, after_run=after_run)
     finally:
         for spec in runs.runs:
             if spec.name in ran or run_record(out, spec.name).get("state") in ("failed", "interrupted"):
@@ -231,6 +241,32 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     write_summary(out, name)
     _write_index(out, plan, log)
     return log
+
+
+def _progress_line(out: Path, pending: list[str], started: float):
+    """``line(name, state, finished)``: a run's line as it finishes (issue 22, item 4): its accuracies
+    in %, the time since the runs began and an estimate of what is left (the mean time per finished
+    run so far times the runs still to go; runs finish in parallel, so this is wall time)."""
+
+    def line(name: str, state: str, finished: int) -> str:
+        elapsed = time.perf_counter() - started
+        left = elapsed / finished * (len(pending) - finished)
+        scores = []
+        for suite_file in sorted((out / "runs" / name / "eval").glob("*.json")):
+            with contextlib.suppress(ValueError, OSError):
+                summary = read_json(suite_file).get("summary") or {}
+                value = summary.get("mean_accuracy", summary.get("accuracy"))
+                if isinstance(value, (int, float)):
+                    scores.append(f"{suite_file.stem} {100 * value:.1f} %")
+        what = ", ".join(scores) if state == "done" and scores else state
+        return (f"[{finished}/{len(pending)}] {name}: {what} ({_minutes(elapsed)} elapsed, "
+                f"~{_minutes(left)} left)")
+
+    return line
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
 
 
 def _log_run(log: dict, log_path: Path, out: Path, spec, started: float) -> None:

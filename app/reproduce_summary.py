@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 
 from noisymix_infra.io import read_json, write_json, write_text
-from noisymix_infra.provenance import git_state
+from noisymix_infra.provenance import git_state, machine
 from theory.results import checks_of
 
 __all__ = ["BEGIN", "CODE_PATHS", "END", "main", "render", "summarize", "update_readme", "write_summary"]
@@ -93,6 +93,7 @@ def summarize(out: str | Path) -> dict:
             # the steps' own times: a resumed job's last invocation alone would understate it
             "git": _git(), "seconds": round(sum(e.get("seconds", 0) for e in log.get("steps", [])), 1),
             "table": table, "claims": claims,
+            "machine": {**machine(), "workers": plan.get("workers", 0)},
             "theory": _theory(out / "theory" / "theory.json"), "toy": _toy(out / "toy" / "toy.json")}
 
 
@@ -196,6 +197,15 @@ def render(summary: dict) -> str:
             f" [{d['mean'] - d['half_width']:+.1f}, {d['mean'] + d['half_width']:+.1f}]")
         mdd = "" if d.get("mdd80") is None else f"; MDD {d['mdd80']:.1f}"
         lines.append(f"- {c['statement']}: {d['mean']:+.1f}{interval}{mdd} — **{c['verdict']}**")
+    if summary.get("machine"):
+        m = summary["machine"]
+        v = m["versions"]
+        per = f"{m['workers']} worker process(es) of 1 torch thread" if m.get("workers") else \
+            f"one process of {m['torch_threads']} torch thread(s)"
+        lines += ["", f"Made on: {m['cpu_model']} ({m['cpu_count']} cores; torch's CPU kernels: "
+                  f"{m['cpu_capability']}), {per}; torch {v.get('torch')}, numpy {v.get('numpy')}, "
+                  f"Python {v.get('python')}. Float rounding differs between CPUs and libraries, so "
+                  "the numbers do too; the verdicts should not."]
     if summary.get("theory"):
         t = summary["theory"]
         failing = ", ".join(t["as_printed"]["failing"]) or "none"

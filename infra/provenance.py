@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PACKAGES", "ROOT", "git_state", "now", "provenance", "versions"]
+__all__ = ["PACKAGES", "ROOT", "git_state", "machine", "now", "provenance", "versions"]
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the packages whose versions change numbers
@@ -54,6 +54,25 @@ def versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             found[name] = None
     return found
+
+
+def machine() -> dict[str, Any]:
+    """What makes float results differ between machines (issue 22, item 3): the CPU model, the
+    vector instructions torch's CPU kernels dispatch to, torch's thread count and the versions."""
+    model = platform.processor() or None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            model = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), model)
+    except OSError:  # not Linux
+        pass
+    try:
+        import torch
+
+        capability, threads = torch.backends.cpu.get_cpu_capability(), torch.get_num_threads()
+    except ImportError:  # pragma: no cover - torch is a dependency
+        capability = threads = None
+    return {"cpu_model": model, "cpu_capability": capability, "cpu_count": os.cpu_count(),
+            "torch_threads": threads, "versions": versions()}
 
 
 def now() -> str:

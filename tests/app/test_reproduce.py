@@ -130,3 +130,20 @@ def test_another_plan_in_the_same_folder_reruns_the_steps_whose_arguments_differ
     calls.clear()
     reproduce(longer, out, command=_fake_command(calls))
     assert calls == []
+
+
+def test_each_run_gets_its_line_with_percent_elapsed_and_what_is_left(tmp_path):
+    """Issue 22, item 4: a run's line when it finishes, accuracies in %, elapsed and an estimate."""
+    import time
+
+    from noisymix_app.reproduce import _progress_line
+    from noisymix_infra.io import write_json
+
+    evals = tmp_path / "runs" / "nfm-seed0" / "eval"
+    evals.mkdir(parents=True)
+    write_json(evals / "clean.json", {"summary": {"accuracy": 0.9325}})
+    write_json(evals / "digits-c.json", {"summary": {"mean_accuracy": 0.5}})
+    line = _progress_line(tmp_path, ["nfm-seed0", "nfm-seed1", "nfm-seed2", "nfm-seed3"], time.perf_counter() - 90)
+    text = line("nfm-seed0", "done", 2)  # 2 of 4 finished after 90 s: about 90 s left
+    assert text.startswith("[2/4] nfm-seed0: clean 93.2 %, digits-c 50.0 % (1:30 elapsed, ~1:30 left)"), text
+    assert "failed" in line("nfm-seed1", "failed", 3)

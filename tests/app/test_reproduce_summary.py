@@ -70,3 +70,24 @@ def test_quick_plan_writes_the_summary_and_the_report_opens_with_it(tmp_path):
     assert report.index("## Findings") < report.index("## What was run")
     assert (out / "SUMMARY.md").read_text() in report
     assert "Theory (`noisymix verify`)" in report and "Toy experiment" in report
+
+
+def test_the_summary_records_the_machine_that_made_it():
+    """Issue 22, item 3: torch and numpy versions, CPU model and vector capability, threads."""
+    import platform
+
+    import numpy
+    import torch
+
+    from noisymix_infra.provenance import machine
+
+    m = machine()
+    assert m["versions"]["torch"].split("+")[0] == torch.__version__.split("+")[0]
+    assert m["versions"]["numpy"] == numpy.__version__
+    assert m["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert m["torch_threads"] == torch.get_num_threads()
+    if platform.system() == "Linux":
+        with open("/proc/cpuinfo") as info:
+            names = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
+        if names:
+            assert m["cpu_model"] == names[0]
