@@ -20,16 +20,18 @@ with 80 % power given the observed spread of the differences, (t_{0.975} + t_{0.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import re
 from pathlib import Path
 
-from noisymix_infra.io import read_json, write_json, write_text
+from noisymix_infra.io import read_json, write_bytes, write_json, write_text
 from noisymix_infra.provenance import git_state, machine
 from theory.results import checks_of
 
-__all__ = ["BEGIN", "CODE_PATHS", "END", "main", "render", "summarize", "update_readme", "write_summary"]
+__all__ = ["BEGIN", "CODE_PATHS", "END", "main", "readme_figures", "render", "stale_figures", "summarize",
+           "update_readme", "write_summary"]
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN = "<!-- reproduce-summary:begin -->"
@@ -229,17 +231,50 @@ def write_summary(out: str | Path, plan_name: str | None = None) -> dict:
     return summary
 
 
+FIGURE = re.compile(r"\]\((docs/figures/([\w.-]+\.png))\)")
+
+
+def readme_figures(readme: str) -> list[tuple[str, str]]:
+    """The figures the README shows: (path in the repository, file name the figures step writes)."""
+    return FIGURE.findall(readme)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def update_readme(out: str | Path, root: Path = ROOT) -> None:
-    """Copy ``out``'s summary to ``docs/reproduce-summary.*`` and into the README between the markers."""
+    """Copy ``out``'s summary to ``docs/reproduce-summary.*`` and into the README between the
+    markers, and every figure the README shows from ``out/figures`` to ``docs/figures``, with its
+    sha256 recorded in ``docs/reproduce-summary.json`` (``"figures"``), so that the README's figures
+    are the run's whose numbers it prints (issue 22; ``stale_figures`` checks it)."""
     out = Path(out)
     text = (out / "SUMMARY.md").read_text()
-    write_text(root / "docs" / "reproduce-summary.md", text)
-    write_json(root / "docs" / "reproduce-summary.json", read_json(out / "summary.json"))
     readme = (root / "README.md").read_text()
     pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), flags=re.S)
     if not pattern.search(readme):
         raise ValueError(f"README.md has no {BEGIN} ... {END} markers")
+    record = read_json(out / "summary.json")
+    record["figures"] = {}
+    for path, name in readme_figures(readme):
+        made = out / "figures" / name
+        if not made.is_file():
+            raise ValueError(f"the README shows {path}, but {made} was not written by this run")
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        write_bytes(root / path, made.read_bytes())
+        record["figures"][path] = _sha256(made)
+    write_text(root / "docs" / "reproduce-summary.md", text)
+    write_json(root / "docs" / "reproduce-summary.json", record)
     write_text(root / "README.md", pattern.sub(lambda _: f"{BEGIN}\n{text}{END}", readme))
+
+
+def stale_figures(root: Path = ROOT) -> list[str]:
+    """The README's figures that are not the ones ``update_readme`` copied with the committed
+    summary (missing from its record, or another file now): empty when all come from its run."""
+    recorded = read_json(root / "docs" / "reproduce-summary.json").get("figures", {})
+    readme = (root / "README.md").read_text()
+    return [path for path, _ in readme_figures(readme)
+            if path not in recorded or not (root / path).is_file() or _sha256(root / path) != recorded[path]]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -89,3 +89,34 @@ def test_update_readme_replaces_only_the_marked_block(tmp_path):
     (tmp_path / "README.md").write_text("no markers\n")
     with pytest.raises(ValueError, match="markers"):
         update_readme(out, root=tmp_path)
+
+
+def test_the_readme_figures_come_from_the_run_of_its_summary():
+    """Issue 22: each figure the README shows is the file ``--update-readme`` copied from the run
+    whose summary the README prints (its sha256 is recorded beside that summary)."""
+    from noisymix_app.reproduce_summary import readme_figures, stale_figures
+
+    assert readme_figures(_readme()), "the README shows no figure of the main job"
+    assert stale_figures(ROOT) == [], (
+        "README figures differ from the ones recorded with docs/reproduce-summary.json: run "
+        "`noisymix reproduce --out results --update-readme` and commit the result")
+
+
+def test_a_stale_figure_is_caught(tmp_path):
+    """The check above can fail: a run's figures are copied with their hashes; replacing one
+    afterwards (a figure of another run) or showing one the run did not write is reported."""
+    from noisymix_app.reproduce_summary import BEGIN, END, stale_figures, update_readme
+
+    out = tmp_path / "results"
+    (out / "figures").mkdir(parents=True)
+    (out / "SUMMARY.md").write_text("numbers\n")
+    (out / "summary.json").write_text("{}")
+    (out / "figures" / "a.png").write_bytes(b"figure of this run")
+    (tmp_path / "README.md").write_text(f"{BEGIN}\nold\n{END}\n![a](docs/figures/a.png)\n")
+    update_readme(out, root=tmp_path)
+    assert (tmp_path / "docs" / "figures" / "a.png").read_bytes() == b"figure of this run"
+    assert stale_figures(tmp_path) == []
+    (tmp_path / "docs" / "figures" / "a.png").write_bytes(b"figure of an older run")
+    assert stale_figures(tmp_path) == ["docs/figures/a.png"]
+    (tmp_path / "README.md").write_text(f"{BEGIN}\nold\n{END}\n![b](docs/figures/b.png)\n")
+    assert stale_figures(tmp_path) == ["docs/figures/b.png"]
