@@ -664,7 +664,9 @@ ESTIMATE_SOURCE = ("GPU-hours: CPU digits rows from the measured laptop-protocol
 
 
 def estimate_hours(spec: RunSpec) -> float:
-    """Estimated device-hours (GPU-hours, or CPU-hours for the digits analogue) of training."""
+    """Estimated device-hours (GPU-hours, or CPU-hours for the digits analogue) of training: the
+    view-images it processes over the throughput of ONE device, so it does not grow with the number
+    of devices the run spreads over (they share the work; issue 23: it was multiplied by them again)."""
     from fullscale.methods import get_method
 
     cfg = spec.config()
@@ -727,7 +729,7 @@ def dry_run_text(plan: Plan) -> str:
              f"{'run':44s} {'preset':34s} {'GPUs':>4s} {'hours':>7s}  suites; rows"]
     total = 0.0
     for spec in plan.runs:
-        hours = estimate_hours(spec) * spec.gpus
+        hours = estimate_hours(spec)  # device-hours already: a run on 8 GPUs is 1/8 of the wall time
         total += hours
         lines.append(f"{spec.name:44s} {spec.preset:34s} {spec.gpus:4d} {hours:7.2f}  "
                      f"{','.join(e.suite for e in spec.evals)}; {' | '.join(spec.rows)}")

@@ -352,3 +352,13 @@ def test_the_sweep_judges_a_stored_run_by_the_trainers_resume_rule():
     assert config_identity(older) == config_identity(planned)
     # ... and differs from a plan that asks for another value of it
     assert config_identity(older) != config_identity({**planned, "ddp_draws": "per_rank"})
+
+
+def test_imagenet_gpu_hours_are_not_multiplied_by_the_gpus_again(capsys):
+    """Issue 23: a ResNet-50 run on 8 GPUs is 1,281,167 images x 200 epochs at 2,500 images/s per
+    GPU = 28.47 GPU-hours (3.6 h on 8 GPUs), not 8 times that (227.76 before the fix)."""
+    assert main(["sweep", "results_imagenet", "--seeds", "1", "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    baseline = next(line for line in text.splitlines() if line.startswith("imagenet-resnet50-baseline-seed0"))
+    assert " 28.47 " in baseline and " 8 " in baseline, baseline
+    assert "227.76" not in text
