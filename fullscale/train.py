@@ -48,6 +48,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import json
 import math
 import os
 import time
@@ -369,10 +371,18 @@ def _run_record(cfg: TrainConfig, data: InMemoryData | StreamingImageNet, proces
 
 def _restore(checkpoint: Path, core: nn.Module, optimizer: torch.optim.Optimizer,
              scheduler: torch.optim.lr_scheduler.LRScheduler, generators: _Generators,
-             device: torch.device) -> tuple[int, int, Tensor | None]:
+             device: torch.device, *, identity: str) -> tuple[int, int, Tensor | None]:
     """Load a resumable checkpoint into the run's objects; return the epochs it finished, the
-    steps done of the next one and their loss history (mid-epoch checkpoints; else 0, None)."""
+    steps done of the next one and their loss history (mid-epoch checkpoints; else 0, None).
+    The checkpoint must carry this run's ``config_identity``: another run's checkpoint copied
+    into the folder would resume with its own optimizer state (lr, weight decay) and draws while
+    config.json names this run's (issue 23)."""
     state = load_state_dict(checkpoint, map_location=device)
+    theirs = state.get("config_identity") if isinstance(state, dict) else None
+    if theirs != identity:
+        why = ("it carries no config identity (written by an older version or not by `noisymix train`)"
+               if theirs is None else f"it was written by a run of another config ({theirs[:12]} != {identity[:12]})")
+        raise ValueError(f"cannot resume from {checkpoint}: {why}; train anew into another --out")
     try:
         core.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -392,11 +402,13 @@ def _restore(checkpoint: Path, core: nn.Module, optimizer: torch.optim.Optimizer
 def _save_checkpoint(checkpoint: Path, core: nn.Module, optimizer: torch.optim.Optimizer,
                      scheduler: torch.optim.lr_scheduler.LRScheduler, generators: _Generators, epoch: int,
                      device: torch.device, *, step: int = 0, order_state: Tensor | None = None,
-                     history: Tensor | None = None) -> None:
+                     history: Tensor | None = None, identity: str) -> None:
     """``epoch`` epochs done and ``step`` steps of the next; mid-epoch (``step > 0``) the order
-    generator as it was when the epoch began (``order_state``) and the epoch's loss history."""
+    generator as it was when the epoch began (``order_state``) and the epoch's loss history;
+    ``identity``: the run's ``config_identity``, checked on resume."""
     mid = {"order_generator": order_state, "history": history.cpu()} if step else {}
-    save_torch(checkpoint, {"model": core.state_dict(), "optimizer": optimizer.state_dict(),
+    save_torch(checkpoint, {"config_identity": identity, "model": core.state_dict(),
+                            "optimizer": optimizer.state_dict(),
                             "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
                             **generators.state(), **mid,
                             "torch_generator": torch.get_rng_state(),
@@ -418,6 +430,7 @@ class _Loop:
     scheduler: torch.optim.lr_scheduler.LRScheduler
     generators: _Generators
     checkpoint: Path
+    identity: str  # the run's config_identity, stored in its checkpoints
 
 
 def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: Tensor | None = None) -> dict:
@@ -461,7 +474,8 @@ def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: T
             if loop.process.writer:
                 _check_weights(loop.core, f"at epoch {epoch + 1}, step {step + 1}", loop.checkpoint)
                 _save_checkpoint(loop.checkpoint, loop.core, loop.optimizer, loop.scheduler, loop.generators,
-                                 epoch, device, step=step + 1, order_state=order_state, history=history[:step + 1])
+                                 epoch, device, step=step + 1, order_state=order_state, history=history[:step + 1],
+                                 identity=loop.identity)
     _check_finite(history, checked, steps_per_epoch, epoch, loop.checkpoint)
     sums = torch.cat([history[:, :1].sum(0), (history[:, :1] * history[:, 1:]).sum(0)])
     if loop.process.world > 1:
@@ -502,14 +516,16 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
     checkpoint = out / "checkpoint.pt"
     if resume and checkpoint.exists():
         _check_same_config(out / "config.json", record)
-        start_epoch, start_step, done = _restore(checkpoint, core, optimizer, scheduler, generators, device)
+        start_epoch, start_step, done = _restore(checkpoint, core, optimizer, scheduler, generators, device,
+                                                 identity=config_identity(record))
         metrics = [m for m in read_metrics(out) if m["epoch"] <= start_epoch]
     elif (out / "final.pt").exists() or checkpoint.exists():
         raise ValueError(f"{out} already holds a run; use --resume to continue it, or another --out")
     if process.writer:
         write_json(out / "config.json", record)
 
-    loop = _Loop(cfg, method, process, data, core, model, optimizer, scheduler, generators, checkpoint)
+    loop = _Loop(cfg, method, process, data, core, model, optimizer, scheduler, generators, checkpoint,
+                 config_identity(record))
     bar = (progress(total=total, initial=start_epoch * steps_per_epoch + start_step, desc=f"train {cfg.preset}",
                     unit="step") if process.writer else _SilentBar())
     for epoch in range(start_epoch, cfg.epochs):
@@ -521,7 +537,8 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
         if process.writer:
             _check_weights(core, f"after epoch {epoch + 1}", checkpoint)
             append_metrics(out, metrics)
-            _save_checkpoint(checkpoint, core, optimizer, scheduler, generators, epoch + 1, device)
+            _save_checkpoint(checkpoint, core, optimizer, scheduler, generators, epoch + 1, device,
+                             identity=loop.identity)
     bar.close()
     if process.writer:
         _check_weights(core, "at the end", checkpoint)
@@ -580,6 +597,13 @@ def _check_same_config(path: Path, record: dict) -> None:
     if changed:
         detail = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:3])
         raise ValueError(f"cannot resume {path.parent}: the config differs from the checkpoint's ({detail})")
+
+
+def config_identity(record: dict) -> str:
+    """The sha256 of what a run computes (its config and data facts, ``RESUMABLE_CHANGES`` aside):
+    stored in every checkpoint, compared on resume."""
+    computed = {k: v for k, v in _computed(record).items() if k not in RESUMABLE_CHANGES}
+    return hashlib.sha256(json.dumps(computed, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _computed(record: dict) -> dict:
