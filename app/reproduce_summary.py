@@ -28,7 +28,7 @@ from pathlib import Path
 
 from noisymix_infra.io import read_json, write_bytes, write_json, write_text
 from noisymix_infra.provenance import git_state, machine
-from theory.results import checks_of
+from theory.results import checks_of, tally, tally_sentence
 
 __all__ = ["BEGIN", "CODE_PATHS", "END", "main", "readme_figures", "render", "stale_figures", "summarize",
            "update_readme", "write_summary"]
@@ -142,13 +142,7 @@ def _claims(values: dict, methods: list[str]) -> list[dict]:
 def _theory(path: Path) -> dict | None:
     if not path.exists():
         return None
-    checks = checks_of(read_json(path), str(path))
-    out = {}
-    for form in ("as_printed", "corrected"):
-        chosen = [c for c in checks if c.get("form") == form]
-        out[form] = {"checks": len(chosen), "hold": sum(c.get("verdict") == "holds" for c in chosen),
-                     "failing": sorted({c["id"] for c in chosen if c.get("verdict") == "fails"})}
-    return out
+    return tally(checks_of(read_json(path), str(path)))
 
 
 def _toy(path: Path) -> dict | None:
@@ -210,10 +204,7 @@ def render(summary: dict) -> str:
                   "the numbers do too; the verdicts should not."]
     if summary.get("theory"):
         t = summary["theory"]
-        failing = ", ".join(t["as_printed"]["failing"]) or "none"
-        lines += ["", f"Theory (`noisymix verify`): as printed {t['as_printed']['hold']} of "
-                  f"{t['as_printed']['checks']} checks hold (failing: {failing}); "
-                  f"corrected forms {t['corrected']['hold']} of {t['corrected']['checks']} hold."]
+        lines += ["", f"Theory (`noisymix verify`): {tally_sentence(t)}"]
     if summary.get("toy"):
         toy = summary["toy"]
         lines += ["", f"Toy experiment (`noisymix toy`, {toy['seeds']} seeds):", ""]

@@ -9,7 +9,7 @@ import numpy as np
 
 from noisymix_figures.results import Results
 from noisymix_figures.tables import Table
-from theory.results import checks_of
+from theory.results import checks_of, tally, tally_sentence
 
 __all__ = ["write_report_text"]
 
@@ -90,13 +90,8 @@ def _theory_section(results: Results) -> list[str]:
         checks = checks_of(data, str(path))
     except ValueError as error:
         return ["## Theory", "", f"Unreadable theory results: {error}", ""]
-    printed = [c for c in checks if c.get("form") == "as_printed"]
-    corrected = [c for c in checks if c.get("form") == "corrected"]
-    failing = sorted({c["id"] for c in printed if c.get("verdict") == "fails"})
     lines = ["## Theory (`noisymix verify`)", "",
-             f"As printed: {sum(c.get('verdict') == 'holds' for c in printed)} of {len(printed)} checks hold; "
-             f"corrected forms: {sum(c.get('verdict') == 'holds' for c in corrected)} of {len(corrected)} hold. "
-             f"Statements with errata: {', '.join(failing) or 'none'}. Details: `{path}` and the theory report "
+             f"{tally_sentence(tally(checks))} Details: `{path}` and the theory report "
              "beside it.", ""]
     return lines
 

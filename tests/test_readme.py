@@ -120,3 +120,14 @@ def test_a_stale_figure_is_caught(tmp_path):
     assert stale_figures(tmp_path) == ["docs/figures/a.png"]
     (tmp_path / "README.md").write_text(f"{BEGIN}\nold\n{END}\n![b](docs/figures/b.png)\n")
     assert stale_figures(tmp_path) == ["docs/figures/b.png"]
+
+
+def test_the_commands_table_lists_each_command_once():
+    """Issue 21: the table listed `noisymix toy` and `noisymix train` twice, with different texts."""
+    section = _readme().split("## The commands", 1)[1].split("\n## ", 1)[0]
+    commands = [re.match(r"\| `noisymix (\w+)", line).group(1) for line in section.splitlines()
+                if line.startswith("| `noisymix ")]
+    assert commands and len(commands) == len(set(commands)), commands
+    from noisymix_app.cli import COMMANDS
+
+    assert set(commands) == set(COMMANDS), "the table and the front door's commands differ"

@@ -15,7 +15,7 @@ import numpy as np
 from noisymix_infra.io import write_bytes, write_json, write_text
 from noisymix_infra.provenance import provenance
 from theory.checks import SLOPE_TOLERANCE, Check
-from theory.results import theory_record
+from theory.results import tally, tally_sentence, theory_record
 
 __all__ = ["convergence_figure", "markdown", "write_report"]
 
@@ -113,9 +113,7 @@ def markdown(checks: list[Check], *, config: Any, timings: dict[str, float], sec
 
 def _header(checks: list[Check], config: Any, seconds: float) -> list[str]:
     """Title, when and how the run was made, and the summary counts."""
-    printed = [c for c in checks if c.form == "as_printed" and c.kind != "symbolic"]
-    corrected = [c for c in checks if c.form == "corrected" and c.kind != "symbolic"]
-    symbolic = [c for c in checks if c.kind == "symbolic"]
+    counts = tally(checks)
     return [
         "# NoisyMix theory, verified (`noisymix verify`)",
         "",
@@ -123,10 +121,7 @@ def _header(checks: list[Check], config: Any, seconds: float) -> list[str]:
         f"(Python {platform.python_version()}); {len(checks)} checks in {seconds:.1f} s; eps grid: "
         f"{config.points} points from {config.eps_high:g} down to {config.eps_low:g}; seed {config.seed}.",
         "",
-        f"**Summary.** As printed: {sum(c.verdict == 'holds' for c in printed)} of {len(printed)} checks "
-        f"hold. Corrected forms: {sum(c.verdict == 'holds' for c in corrected)} of {len(corrected)} hold. "
-        f"sympy agrees with our formulas in {sum(c.verdict == 'holds' for c in symbolic)} of "
-        f"{len(symbolic)} witnesses.",
+        f"**Summary.** {tally_sentence(counts)}",
         "",
     ]
 
@@ -343,3 +338,4 @@ def write_report(
     write_json(out / "theory.json", theory_record([c.to_json() for c in checks], provenance()))
     write_text(out / "theory.md", markdown(checks, config=config, timings=timings, seconds=seconds))
     write_bytes(out / "convergence.png", convergence_figure(checks))
+

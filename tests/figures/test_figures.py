@@ -70,7 +70,7 @@ def test_figures_writes_every_table_and_figure(results, tmp_path):
     report = (out / "REPORT.md").read_text()
     assert "broken/eval/clean.json" in report and "malformed" in report  # reported by name, no crash
     assert "small-scale analogue" in report
-    assert "## Theory (`noisymix verify`)" in report and "As printed: 0 of 1 checks hold" in report
+    assert "## Theory (`noisymix verify`)" in report and "As printed, 0 of 1 numerical checks hold" in report
 
 
 def test_our_value_beside_the_papers_with_the_difference(results, tmp_path):
