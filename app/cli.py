@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -62,6 +63,19 @@ def _parser(selected: str | None) -> tuple[argparse.ArgumentParser, dict[str, ar
     return parser, parsers
 
 
+def _continue_hint(command: str, argv: list[str]) -> str:
+    """How to pick up where an interrupted command stopped: ``train`` resumes from its last
+    checkpoint with ``--resume``; reproduce, sweep, corrupt and evaluate skip what they finished."""
+    again = shlex.join(["noisymix", *argv])
+    if command == "train":
+        if "--resume" not in argv:
+            again += " --resume"
+        return f"continue from the last checkpoint with: {again}"
+    if command in ("reproduce", "sweep", "corrupt", "evaluate"):
+        return f"rerun to continue (finished work is kept): {again}"
+    return "nothing was kept"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     selected = next((a for a in argv if not a.startswith("-")), None)
@@ -87,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"noisymix {args.command}: error: {reason}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"noisymix {args.command}: interrupted", file=sys.stderr)
+        print(f"noisymix {args.command}: interrupted; {_continue_hint(args.command, argv)}", file=sys.stderr)
         return 130
     return int(status or 0)
 

@@ -156,5 +156,17 @@ def run(args: argparse.Namespace) -> int:
                       device=args.device, options=options, model=args.model, out=args.out)
     summary = {k: v for k, v in record["summary"].items() if not isinstance(v, dict | list)}
     where = Path(args.out if args.model else args.run_dir)
-    print(f"{args.suite}: {summary} -> {where / 'eval' / (args.suite + '.json')}")
+    print(f"{args.suite}: {_percent(summary)} -> {where / 'eval' / (args.suite + '.json')}")
+
+
+def _percent(summary: dict) -> str:
+    """The summary's accuracies and errors in %, as the reports print them (fractions in the JSON)."""
+    parts = []
+    for key, value in summary.items():
+        if isinstance(value, float) and ("accuracy" in key or "error" in key or key in ("ece", "mce")) \
+                and "corruption_error" not in key:
+            parts.append(f"{key} {100 * value:.1f} %")
+        elif isinstance(value, (int, float, str)):
+            parts.append(f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}")
+    return ", ".join(parts)
     return 0

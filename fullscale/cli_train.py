@@ -9,7 +9,7 @@ import sys
 from fullscale.config import TrainConfig
 from fullscale.methods import NOT_IMPLEMENTED, get_method
 from fullscale.presets import PRESETS, preset_overrides
-from noisymix_infra.config import add_set_argument, apply_overrides, config_keys
+from noisymix_infra.config import add_set_argument, apply_overrides, describe_keys
 
 __all__ = ["add_arguments", "resolve_config", "run"]
 
@@ -19,9 +19,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_set_argument(parser, "--set epochs=3 --set mix.noise.add=0.4")
     parser.add_argument("--out", help="run directory (config.json, metrics.jsonl, checkpoint.pt, final.pt)")
     parser.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint.pt if present")
-    parser.add_argument("--data-root", default=None, help="directory with the CIFAR batches")
+    parser.add_argument("--data-root", default=None,
+                        help="the training data: the folder holding cifar-10-batches-py/ or cifar-100-python/ "
+                             "(CIFAR), or train/<wnid>/*.JPEG (ImageNet); not needed for dataset=digits "
+                             "(scikit-learn's bundled digits)")
     parser.add_argument("--list-presets", action="store_true", help="print the presets and exit")
-    parser.add_argument("--list-keys", action="store_true", help="print the config keys and exit")
+    parser.add_argument("--list-keys", action="store_true",
+                        help="print every --set key with its type, default and meaning, and exit")
 
 
 def resolve_config(preset: str, overrides: list[str], data_root: str | None = None) -> TrainConfig:
@@ -42,7 +46,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:40s} not implemented: {why}")
         return 0
     if args.list_keys:
-        print("\n".join(config_keys(TrainConfig())))
+        rows = describe_keys(TrainConfig())
+        width = max(len(key) for key, *_ in rows)
+        for key, kind, default, text in rows:
+            print(f"{key:{width}s}  {kind:28s} = {default:12s} {text}".rstrip())
         return 0
     if not args.out:
         raise ValueError("--out RUN is required")

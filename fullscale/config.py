@@ -18,31 +18,31 @@ class TrainConfig:
     """Defaults are the public NoisyMix CIFAR recipe: SGD Nesterov 0.9, lr 0.1, weight decay
     5e-4, batch 128, 200 epochs, cosine schedule per step down to 1e-6."""
 
-    preset: str = "baseline"
-    method: str = "baseline"
-    model: str = "preactresnet18"
+    preset: str = "baseline"  # the preset's name (set by --preset; recorded, not read)
+    method: str = "baseline"  # baseline, augmix_jsd, nfm, noisymix, ... (train --list-presets)
+    model: str = "preactresnet18"  # preactresnet18, wrn28_4, wrn28_2, resnet50, resnet50_transfer
     width: int = 0  # 0: the model's own default (64 for PreActResNet-18); smaller for CPU runs
-    dataset: str = "cifar10"
-    data_root: str = ""
-    epochs: int = 200
-    batch_size: int = 128
-    lr: float = 0.1
-    lr_min: float = 1e-6
-    momentum: float = 0.9
-    nesterov: bool = True
-    weight_decay: float = 5e-4
-    seed: int = 0
+    dataset: str = "cifar10"  # cifar10, cifar100, digits (built in), imagenet
+    data_root: str = ""  # the training data folder (--data-root); digits needs none
+    epochs: int = 200  # training epochs
+    batch_size: int = 128  # images per step (per process under torchrun)
+    lr: float = 0.1  # initial learning rate of SGD
+    lr_min: float = 1e-6  # the cosine schedule's final learning rate
+    momentum: float = 0.9  # SGD momentum
+    nesterov: bool = True  # Nesterov momentum (the public code)
+    weight_decay: float = 5e-4  # L2 weight decay of SGD
+    seed: int = 0  # initial weights, data order and every draw (0 .. 2**63 - 1)
     mix: MixConfig = field(default_factory=lambda: MixConfig(alpha=0.0))
     augmix: AugMixConfig = field(default_factory=AugMixConfig)
     puzzlemix: PuzzleMixConfig = field(default_factory=PuzzleMixConfig)  # method=puzzlemix only
-    jsd_weight: float = PUBLIC_CODE_JSD_WEIGHT
-    jsd_variant: Literal["exact", "augmix"] = "exact"
-    crop_padding: int = 4
+    jsd_weight: float = PUBLIC_CODE_JSD_WEIGHT  # gamma, the weight of the Jensen-Shannon stability term
+    jsd_variant: Literal["exact", "augmix"] = "exact"  # exact: generalized JSD; augmix: the AugMix code's form
+    crop_padding: int = 4  # pixels of zero padding before the random crop (CIFAR, digits)
     train_subset: int = 0  # > 0: train on the first N training images only (quick runs)
     heldout: int = 0  # > 0: hold out the last N training images for per-epoch accuracy
-    device: str = "auto"
+    device: str = "auto"  # auto, cpu, cuda or cuda:N
     amp: bool = True  # bf16 autocast on CUDA
-    compile: bool = False
+    compile: bool = False  # torch.compile the model (CUDA)
     # Under torchrun: "shared" draws each step's lambda and transform point alike on every rank,
     # as one process training on the whole batch would (the public code's recipe); per-sample
     # noise, partners and augmentations stay per rank. "per_rank": every rank draws its own.

@@ -68,7 +68,7 @@ class PuzzleMixConfig:
     gamma: float = 0.5  # data local smoothness
     eta: float = 0.2  # prior (lambda) term
     neigh_size: int = 4  # pooling of the images for the boundary differences
-    transport: bool = True
+    transport: bool = True  # move salient blocks (the public code's --transport)
     t_eps: float = 0.8  # transport cost coefficient
     t_size: int = 4  # transport block size in pixels; -1: the graph-cut block size (main.py's default)
     adv_p: float = 0.0  # probability of the adversarial perturbation, per side and step

@@ -35,6 +35,55 @@ def config_keys(cfg: Any, prefix: str = "") -> list[str]:
     return keys
 
 
+def describe_keys(cfg: Any, prefix: str = "") -> list[tuple[str, str, str, str]]:
+    """(key, type, default, help) of every dotted key of a config dataclass instance, for
+    ``--list-keys``; the help is the field's comment in the class's source (on its line, else the
+    comment lines just above it), so the dataclass stays the one place a key is documented."""
+    rows = []
+    comments = _field_comments(type(cfg))
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            rows += describe_keys(value, f"{prefix}{f.name}.")
+        else:
+            kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+            rows.append((prefix + f.name, str(kind).replace("typing.", ""), repr(value), comments.get(f.name, "")))
+    return rows
+
+
+def _field_comments(cls: type) -> dict[str, str]:
+    """Field -> its comment: the ``Attributes:`` entry of the class docstring, a comment on the
+    field's line, or the comment block above a group of fields (applied to each, up to a blank line)."""
+    import inspect
+    import re
+
+    found = {}
+    doc = inspect.getdoc(cls) or ""
+    if "Attributes:" in doc:
+        for line in doc.split("Attributes:", 1)[1].splitlines():
+            entry = re.match(r"\s+(\w+):\s*(.+)", line)
+            if entry:
+                found[entry.group(1)] = entry.group(2).strip()
+    try:
+        lines = inspect.getsource(cls).splitlines()
+    except (OSError, TypeError):  # no source (a frozen install)
+        return found
+    block: list[str] = []
+    for line in lines:
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("def ", "@")):
+            block = []
+        elif stripped.startswith("#"):
+            block.append(stripped.lstrip("# ").strip())
+        else:
+            field_line = re.match(r"\s+(\w+)\s*:[^#]*?(?:#\s*(.*))?$", line)
+            if field_line and not stripped.startswith(("class ", '"')):
+                text = (field_line.group(2) or " ".join(block)).strip()
+                if text:
+                    found.setdefault(field_line.group(1), text)
+    return found
+
+
 def parse_value(text: str, annotation: Any, key: str = "value") -> Any:
     """Parse ``text`` as ``annotation`` (bool, int, float, str, Literal, Optional, tuple)."""
     origin = get_origin(annotation)

@@ -55,12 +55,11 @@ class AugMixConfig:
     """The public code's ``--mixture-width``, ``--mixture-depth``, ``--aug-severity``, ``--all-ops``
     and the Dirichlet/Beta coefficient (1 in the NoisyMix code)."""
 
-    width: int = 3
-    depth: int = -1
-    severity: int = 3
-    alpha: float = 1.0
-    all_ops: bool = False
-
+    width: int = 3  # augmentation chains mixed per view (--mixture-width)
+    depth: int = -1  # ops per chain; -1: 1 to 3 at random (--mixture-depth)
+    severity: int = 3  # strength of each op, 1-10 (--aug-severity)
+    alpha: float = 1.0  # Dirichlet/Beta coefficient of the chain and skip weights
+    all_ops: bool = False  # also the ops that overlap the -C corruptions (--all-ops)
     def __post_init__(self) -> None:
         if self.width < 1:
             raise ValueError(f"AugMix width must be >= 1, got {self.width}")

@@ -43,3 +43,24 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, monkeypatch):
     assert main(["fake", "--path", "/nowhere"]) == 2
     err = capsys.readouterr().err
     assert err == "noisymix fake: error: no data at /nowhere\n"
+
+
+def test_ctrl_c_names_how_to_continue(monkeypatch, capsys):
+    """Issue 21: an interrupted train names the exact --resume command; sweep says rerun."""
+    import fullscale.cli_train as cli_train
+    from noisymix_app.cli import main
+
+    def interrupted(_args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_train, "run", interrupted)
+    assert main(["train", "--preset", "digits-noisymix", "--out", "runs/x y"]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("noisymix train --preset digits-noisymix --out 'runs/x y' --resume"), err
+
+
+def test_evaluate_result_line_prints_percent():
+    from fullscale.cli_evaluate import _percent
+
+    line = _percent({"accuracy": 0.5111, "mean_accuracy": 0.1, "n": 450})
+    assert line == "accuracy 51.1 %, mean_accuracy 10.0 %, n 450"
