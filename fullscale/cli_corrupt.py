@@ -21,6 +21,7 @@ from typing import Literal
 
 import torch
 
+from fullscale.config import check_device_name, check_seed
 from fullscale.corruptions import PARAMS, find_frost_dir
 from fullscale.corruptions.writer import check_names, count_images, default_names, write_imagenet_c, write_npy_set
 from fullscale.data import DATASETS, load_dataset
@@ -50,6 +51,10 @@ class CorruptOptions:
     frost_dir: str | None = None
     device: str = "cpu"
     limit: int = 0
+
+    def __post_init__(self) -> None:
+        check_device_name(self.device)
+        check_seed(self.seed)
 
 
 def _apply_set(args: argparse.Namespace) -> None:

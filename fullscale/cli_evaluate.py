@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from fullscale.config import check_device_name
 from fullscale.data import Preprocess
 from fullscale.evaluation import FGSM_EPSILONS, RESUMABLE, SUITES, Context, EvalOptions, run_suite
 from fullscale.runs import load_bare_model, load_run_model
@@ -81,6 +82,7 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
     options = options or EvalOptions()
     run_dir = Path(run_dir)
     try:
+        check_device_name(str(device), key="--device")
         dev = torch.device(device)
         torch.empty(0, device=dev)  # a device name torch knows but cannot use here fails now
     except (RuntimeError, AssertionError) as error:

@@ -135,3 +135,28 @@ def test_resume_from_another_runs_checkpoint_is_refused(tmp_path, capsys, cifar)
     assert main([*base, "--out", str(mine), "--resume"]) == 2
     line = _one_line(capsys)
     assert "checkpoint.pt" in line and "another config" in line, line
+
+
+@pytest.mark.parametrize("device", ["meta", "hpu"])
+@pytest.mark.parametrize("command", ["train", "corrupt", "evaluate"])
+def test_a_device_the_toolkit_cannot_run_on_is_one_line_and_leaves_nothing(tmp_path, capsys, device, command):
+    """Issue 23: `device=meta` or `hpu` gave tracebacks; corrupt left manifest.json and labels.npy."""
+    out = tmp_path / "out"
+    args = {"train": ["train", "--preset", "digits-baseline", "--out", str(out), "--set", f"device={device}"],
+            "corrupt": ["corrupt", "--dataset", "digits", "--kind", "c", "--out", str(out),
+                        "--set", f"device={device}"],
+            "evaluate": ["evaluate", str(out), "--suite", "clean", "--device", device]}[command]
+    assert main(args) == 2
+    assert device in _one_line(capsys)
+    assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.parametrize("command", ["train", "corrupt"])
+def test_a_seed_beyond_torchs_range_names_the_key_and_the_range(tmp_path, capsys, command):
+    seed = f"seed={2**70}"
+    args = {"train": ["train", "--preset", "digits-baseline", "--out", str(tmp_path / "r"), "--set", seed],
+            "corrupt": ["corrupt", "--dataset", "digits", "--kind", "c", "--out", str(tmp_path / "c"),
+                        "--set", seed]}[command]
+    assert main(args) == 2
+    line = _one_line(capsys)
+    assert "seed" in line and "2**63" in line, line
