@@ -158,6 +158,29 @@ def _resolve_suites(suites: Iterable[str], dataset: str, suite_roots: dict[str, 
     return tuple(out)
 
 
+def _check_names(table: str, suite_roots: dict[str, str], sources: dict[str, str]) -> None:
+    """Refuse a ``--suite-root`` of a suite the table does not evaluate and a ``--source`` of a row
+    it does not have: silently ignored, they made a sweep report "0/0 runs done" (issue 23)."""
+    if table == ANALOGUE:
+        suites, rows = {"digits-c"}, set()
+    elif table in TABLES:
+        spec = TABLES[table]
+        suites = {t.format(dataset=d) for d in spec.datasets
+                  for t in (*spec.suites, *spec.extra_suites.get(d, ()))}
+        rows = {m for m in spec.rows.values() if m} if table == "results_transfer" else set()
+    else:
+        return  # the unknown table is refused by the caller, with the list of known ones
+    needs_root = sorted(s for s in suites if s.endswith(("-c", "-p", "-r")))
+    unknown = sorted(set(suite_roots) - set(needs_root))
+    if unknown:
+        raise ValueError(f"--suite-root {unknown[0]}=...: table {table} evaluates no suite {unknown[0]!r} "
+                         f"from a folder; its suites with data folders: {', '.join(needs_root) or 'none'}")
+    unknown = sorted(set(sources) - rows)
+    if unknown:
+        raise ValueError(f"--source {unknown[0]}=...: table {table} has no source row {unknown[0]!r}; "
+                         + (f"its rows: {', '.join(sorted(rows))}" if rows else "only results_transfer takes --source"))
+
+
 def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (),
                suite_roots: dict[str, str] | None = None, data_root: str | None = None,
                sources: dict[str, str] | None = None) -> Plan:
@@ -169,6 +192,7 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
     from noisymix_infra.config import config_to_dict
 
     seeds, overrides, suite_roots = tuple(seeds), tuple(overrides), dict(suite_roots or {})
+    _check_names(table, suite_roots, dict(sources or {}))
     if table == ANALOGUE:
         from noisymix_app.plans import PLANS
 

@@ -51,7 +51,9 @@ def _assert_same(a, b):
             assert torch.equal(tensor, b[name]["weights"][key]), (name, key)
 
 
-def test_killed_sweep_rerun_matches_an_uninterrupted_one(tmp_path, monkeypatch):
+def test_killed_sweep_rerun_matches_an_uninterrupted_one(tmp_path, monkeypatch, one_torch_thread):
+    # bit-identity holds for equal thread counts: the worker process runs with threads=1, so this
+    # process does too (without xdist it would have torch's default, and sum convolutions otherwise)
     monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
     plan = _plan()
     # uninterrupted, in worker processes (the local launcher's queue, one CPU worker)
@@ -362,3 +364,18 @@ def test_imagenet_gpu_hours_are_not_multiplied_by_the_gpus_again(capsys):
     baseline = next(line for line in text.splitlines() if line.startswith("imagenet-resnet50-baseline-seed0"))
     assert " 28.47 " in baseline and " 8 " in baseline, baseline
     assert "227.76" not in text
+
+
+@pytest.mark.parametrize("option", [["--source", "bogus=/nowhere"], ["--suite-root", "bogus-c=/nowhere"],
+                                    ["--source", "noisymix=/nowhere", "--suite-root", "imagenet-c=/nowhere"]])
+def test_unknown_rows_and_suites_are_refused(option, capsys):
+    """Issue 23: they were silently ignored ("0/0 runs done", exit 0)."""
+    assert main(["sweep", "results_transfer", "--seeds", "1", "--dry-run", *option]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "bogus" in err or "imagenet-c" in err
+    assert "\n" not in err and "Traceback" not in err
+
+
+def test_a_source_outside_the_transfer_table_is_refused(capsys):
+    assert main(["sweep", "ablation", "--seeds", "1", "--dry-run", "--source", "noisymix=/nowhere"]) == 2
+    assert "only results_transfer takes --source" in capsys.readouterr().err
