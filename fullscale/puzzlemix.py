@@ -50,7 +50,7 @@ from torch import Tensor, nn
 from noisymix.loss import LossParts
 from noisymix.mixing import MixDraw, soft_cross_entropy
 
-__all__ = ["PuzzleMixConfig", "PuzzleMixResult", "adversarial_noise", "adversarial_start", "block_costs",
+__all__ = ["PuzzleMixConfig", "PuzzleMixResult", "adversarial_noise", "adversarial_start", "block_costs", "block_saliency",
            "mask_transport", "puzzle_mix", "puzzlemix_batch", "puzzlemix_loss",
            "puzzlemix_step",
            "saliency", "solve_masks", "transport_blocks"]
@@ -201,8 +201,7 @@ def block_costs(x: Tensor, sal: Tensor, perm: Tensor, lam: float, block_num: int
     neigh_size = min(cfg.neigh_size, block_size)
     beta = cfg.beta / block_num / 16
 
-    pooled = F.avg_pool2d(sal, block_size)
-    unary_own = pooled / pooled.reshape(batch, -1).sum(1).reshape(batch, 1, 1)
+    unary_own = block_saliency(sal, block_size)
     unary_partner = unary_own[perm]
 
     own = F.avg_pool2d(x, neigh_size)
@@ -259,6 +258,17 @@ def _workers(workers: int) -> int:
 @lru_cache(maxsize=4)
 def _pool(workers: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="puzzlemix-gco")
+
+
+def block_saliency(sal: Tensor, size: int) -> Tensor:
+    """The saliency (B, W, W) average-pooled to ``size``-pixel blocks and normalised to sum 1 per
+    image (the unary terms' and the transport's weights).  An image without any saliency (a
+    constant image, all gradients 0) gets uniform weights; the public code divides 0 by 0 there
+    and casts the NaN to int32 -2147483648 in the graph cut (issue 23)."""
+    pooled = F.avg_pool2d(sal, size)
+    total = pooled.reshape(len(pooled), -1).sum(1).reshape(-1, 1, 1)
+    uniform = torch.full_like(pooled, 1.0 / pooled[0].numel())
+    return torch.where(total > 0, pooled / total.clamp_min(torch.finfo(pooled.dtype).tiny), uniform)
 
 
 def solve_masks(unary: np.ndarray, edge_x: np.ndarray, edge_y: np.ndarray, *, workers: int = 0) -> np.ndarray:
@@ -394,8 +404,7 @@ def puzzle_mix(x: Tensor, sal: Tensor, perm: Tensor, lam: float, cfg: PuzzleMixC
         if cfg.t_size != -1 and t_size < block_size:
             t_block_num = width // t_size
             mask = F.interpolate(mask, size=t_block_num)
-            pooled = F.avg_pool2d(sal.float(), t_size)
-            sal_own = pooled / pooled.reshape(batch, -1).sum(1).reshape(batch, 1, 1)
+            sal_own = block_saliency(sal.float(), t_size)
         own = transport_blocks(own, mask_transport(mask, sal_own, cfg.t_eps), t_block_num, fill)
         partner = transport_blocks(partner, mask_transport(1 - mask, sal_own[perm], cfg.t_eps), t_block_num, fill)
 

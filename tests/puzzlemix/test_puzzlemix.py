@@ -254,3 +254,24 @@ def test_equal_to_the_public_code_itself(block_num, monkeypatch):
         # exact for the same reason as test_label_weight_is_the_mask_mean (halves over 1024 pixels)
         torch.testing.assert_close(ours.weights, ratio, rtol=0, atol=0)
         torch.testing.assert_close(ours.images, out * STD + MEAN, rtol=0, atol=1e-6)
+
+
+def test_an_image_without_saliency_gets_uniform_weights_and_a_valid_cut():
+    """Issue 23: constant images (all-zero saliency) gave 0/0 = NaN unary costs, cast to int32
+    -2147483648 with a RuntimeWarning; now uniform weights, finite costs, no warning."""
+    import warnings
+
+    from fullscale.puzzlemix import block_costs, block_saliency
+
+    sal = torch.zeros(2, 32, 32)
+    sal[1, :4, :4] = 1.0  # the second image has saliency in one corner block
+    weights = block_saliency(sal, 8)
+    torch.testing.assert_close(weights[0], torch.full((4, 4), 1 / 16))
+    expected = torch.zeros(4, 4)
+    expected[0, 0] = 1.0
+    torch.testing.assert_close(weights[1], expected)
+    x = torch.full((1, 3, 32, 32), 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the RuntimeWarning of the NaN cast would raise here
+        unary, *_ = block_costs(x, torch.zeros(1, 32, 32), torch.tensor([0]), 0.5, 4, PuzzleMixConfig())
+    assert np.isfinite(unary).all() and unary.min() > np.iinfo(np.int32).min
