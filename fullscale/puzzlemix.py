@@ -50,9 +50,8 @@ from torch import Tensor, nn
 from noisymix.loss import LossParts
 from noisymix.mixing import MixDraw, soft_cross_entropy
 
-__all__ = ["PuzzleMixConfig", "PuzzleMixResult", "adversarial_noise", "adversarial_start", "block_costs", "block_saliency",
-           "mask_transport", "puzzle_mix", "puzzlemix_batch", "puzzlemix_loss",
-           "puzzlemix_step",
+__all__ = ["PuzzleMixConfig", "PuzzleMixResult", "adversarial_noise", "adversarial_start", "block_costs",
+           "block_saliency", "mask_transport", "puzzle_mix", "puzzlemix_batch", "puzzlemix_loss", "puzzlemix_step",
            "saliency", "solve_masks", "transport_blocks"]
 
 
