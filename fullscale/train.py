@@ -431,6 +431,7 @@ class _Loop:
     generators: _Generators
     checkpoint: Path
     identity: str  # the run's config_identity, stored in its checkpoints
+    probe: Tensor | None  # a few training images whose logits must stay finite (_check_weights)
 
 
 def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: Tensor | None = None) -> dict:
@@ -472,7 +473,7 @@ def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: T
         if cfg.checkpoint_every and global_step % cfg.checkpoint_every == 0 and step + 1 < steps_per_epoch:
             checked = _check_finite(history, checked, step + 1, epoch, loop.checkpoint)
             if loop.process.writer:
-                _check_weights(loop.core, f"at epoch {epoch + 1}, step {step + 1}", loop.checkpoint)
+                _check_weights(loop.core, f"at epoch {epoch + 1}, step {step + 1}", loop.checkpoint, loop.probe)
                 _save_checkpoint(loop.checkpoint, loop.core, loop.optimizer, loop.scheduler, loop.generators,
                                  epoch, device, step=step + 1, order_state=order_state, history=history[:step + 1],
                                  identity=loop.identity)
@@ -524,8 +525,10 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
     if process.writer:
         write_json(out / "config.json", record)
 
+    probe = (to_float(data.images[:16]) if isinstance(data, InMemoryData) and not cfg.transfer
+             and data.images.dim() == 4 else None)  # streamed and upsampled inputs are made per step
     loop = _Loop(cfg, method, process, data, core, model, optimizer, scheduler, generators, checkpoint,
-                 config_identity(record))
+                 config_identity(record), probe)
     bar = (progress(total=total, initial=start_epoch * steps_per_epoch + start_step, desc=f"train {cfg.preset}",
                     unit="step") if process.writer else _SilentBar())
     for epoch in range(start_epoch, cfg.epochs):
@@ -535,13 +538,13 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
             entry["heldout_accuracy"] = _accuracy(core, heldout.images, heldout.labels)
         metrics.append(entry)
         if process.writer:
-            _check_weights(core, f"after epoch {epoch + 1}", checkpoint)
+            _check_weights(core, f"after epoch {epoch + 1}", checkpoint, loop.probe)
             append_metrics(out, metrics)
             _save_checkpoint(checkpoint, core, optimizer, scheduler, generators, epoch + 1, device,
                              identity=loop.identity)
     bar.close()
     if process.writer:
-        _check_weights(core, "at the end", checkpoint)
+        _check_weights(core, "at the end", checkpoint, loop.probe)
         save_torch(out / "final.pt", core.state_dict())
         record["run"]["finished"] = now()
         write_json(out / "config.json", record)
@@ -576,15 +579,26 @@ def _check_finite(history: Tensor, start: int, stop: int, epoch: int, checkpoint
     return stop
 
 
-def _check_weights(core: nn.Module, when: str, checkpoint: Path) -> None:
-    """Raise ``NonFiniteLoss`` before saving weights that hold NaN/inf: the last update of an
-    epoch is taken after its loss was checked, so only the weights show it went wrong."""
+def _check_weights(core: nn.Module, when: str, checkpoint: Path, probe: Tensor | None = None) -> None:
+    """Raise ``NonFiniteLoss`` before saving weights that hold NaN/inf, or finite weights whose
+    logits on ``probe`` (a few training images) are not finite (a diverged run: lr 1e38 leaves
+    weights of 3e37 that overflow in the next layer; issue 23): the last update of an epoch is
+    taken after its loss was checked, so only the weights show it went wrong.  Every checkpoint
+    passed this check when it was saved, so the one kept is good."""
     bad = [name for name, value in core.state_dict().items()
            if value.is_floating_point() and not bool(torch.isfinite(value).all())]
-    if bad:
+    what = f"non-finite weights {when} ({bad[0]}{' and others' if len(bad) > 1 else ''})" if bad else None
+    if what is None and probe is not None:
+        was_training = core.training
+        core.eval()
+        with torch.inference_mode():
+            finite = bool(torch.isfinite(core(probe).float()).all())
+        core.train(was_training)
+        if not finite:
+            what = f"diverged {when}: the weights are finite, the logits of {len(probe)} training images are not"
+    if what:
         kept = checkpoint if checkpoint.exists() else "none (first epoch)"
-        raise NonFiniteLoss(f"non-finite weights {when} ({bad[0]}{' and others' if len(bad) > 1 else ''}); "
-                            f"not saved, the last good checkpoint is {kept}")
+        raise NonFiniteLoss(f"{what}; not saved, the last good checkpoint is {kept}")
 
 
 def _check_same_config(path: Path, record: dict) -> None:

@@ -160,3 +160,17 @@ def test_a_seed_beyond_torchs_range_names_the_key_and_the_range(tmp_path, capsys
     assert main(args) == 2
     line = _one_line(capsys)
     assert "seed" in line and "2**63" in line, line
+
+
+def test_a_diverged_run_with_finite_weights_is_not_marked_finished(tmp_path, capsys):
+    """Issue 23: lr 1e38 leaves finite weights (~3e37) whose logits are not finite; training
+    reported success and marked the run finished, and evaluation then refused it."""
+    import json
+
+    out = tmp_path / "run"
+    assert main(["train", "--preset", "digits-baseline", "--out", str(out), "--set", "epochs=1",
+                 "--set", "lr=1e38", "--set", "train_subset=64", "--threads", "1"]) == 1
+    line = _one_line(capsys)
+    assert "diverged" in line and "logits" in line, line
+    assert not (out / "final.pt").exists() and not (out / "checkpoint.pt").exists()
+    assert "finished" not in json.loads((out / "config.json").read_text())["run"]
