@@ -22,12 +22,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import re
 from pathlib import Path
 
 from noisymix_infra.io import read_json, write_bytes, write_json, write_text
 from noisymix_infra.provenance import git_state, machine
+from noisymix_infra.stats import interval, paired
 from theory.results import checks_of, tally, tally_sentence
 
 __all__ = ["BEGIN", "CODE_PATHS", "END", "main", "readme_figures", "render", "stale_figures", "summarize",
@@ -47,20 +47,6 @@ LABELS = {"baseline": "Baseline", "augmix_jsd": "AugMix + JSD", "nfm": "NFM", "n
 CLEAN_TOLERANCE = 1.0  # points of clean accuracy a method may lose and still "keep" it
 METRICS = (("clean", "clean", "accuracy", True), ("corrupted", None, "mean_accuracy", True),
            ("rms_calibration_error", "calibration", "rms_calibration_error", False))
-
-
-def _t(q: float, df: int) -> float:
-    from scipy.stats import t
-    return float(t.ppf(q, df))
-
-
-def _interval(values: list[float]) -> dict:
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return {"n": n, "mean": mean, "half_width": None, "sd": None, "values": values}
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    return {"n": n, "mean": mean, "sd": sd, "half_width": _t(0.975, n - 1) * sd / math.sqrt(n), "values": values}
 
 
 def _git() -> dict:
@@ -88,7 +74,7 @@ def summarize(out: str | Path) -> dict:
                     values[method][name][seed] = 100 * float(record["summary"][key])
                     if file is None:
                         n_corruptions.add(len(record["summary"].get("per_corruption", {})))
-    table = {m: {name: _interval(list(v.values())) for name, v in per.items() if v} for m, per in values.items()}
+    table = {m: {name: interval(list(v.values())) for name, v in per.items() if v} for m, per in values.items()}
     claims = _claims(values, plan["methods"])
     return {"plan": plan, "plan_name": log.get("plan_name", "custom"), "corrupted_suite": suite,
             "corruptions": sorted(n_corruptions),
@@ -97,17 +83,6 @@ def summarize(out: str | Path) -> dict:
             "table": table, "claims": claims,
             "machine": {**machine(), "workers": plan.get("workers", 0)},
             "theory": _theory(out / "theory" / "theory.json"), "toy": _toy(out / "toy" / "toy.json")}
-
-
-def _paired(a: dict[int, float], b: dict[int, float]) -> dict | None:
-    seeds = sorted(set(a) & set(b))
-    if not seeds:
-        return None
-    diffs = [a[s] - b[s] for s in seeds]
-    result = _interval(diffs)
-    n = len(diffs)
-    result["mdd80"] = (None if n < 2 else (_t(0.975, n - 1) + _t(0.80, n - 1)) * result["sd"] / math.sqrt(n))
-    return result
 
 
 def _verdict(diff: dict | None, threshold: float) -> str:
@@ -124,16 +99,16 @@ def _claims(values: dict, methods: list[str]) -> list[dict]:
         return claims
     base = values["baseline"]
     for m in (m for m in methods if m != "baseline"):
-        d = _paired(values[m]["corrupted"], base["corrupted"])
+        d = paired(values[m]["corrupted"], base["corrupted"])
         claims.append({"id": f"robust_{m}", "statement": f"{LABELS.get(m, m)} is more robust than Baseline",
                        "difference": d, "threshold": 0.0, "verdict": _verdict(d, 0.0)})
-        d = _paired(values[m]["clean"], base["clean"])
+        d = paired(values[m]["clean"], base["clean"])
         claims.append({"id": f"clean_{m}",
                        "statement": f"{LABELS.get(m, m)} keeps clean accuracy (loses < {CLEAN_TOLERANCE:g} point)",
                        "difference": d, "threshold": -CLEAN_TOLERANCE, "verdict": _verdict(d, -CLEAN_TOLERANCE)})
     if "noisymix" in values:
         for m in (m for m in methods if m not in ("baseline", "noisymix")):
-            d = _paired(values["noisymix"]["corrupted"], values[m]["corrupted"])
+            d = paired(values["noisymix"]["corrupted"], values[m]["corrupted"])
             claims.append({"id": f"noisymix_beats_{m}", "statement": f"NoisyMix is more robust than {LABELS.get(m, m)}",
                            "difference": d, "threshold": 0.0, "verdict": _verdict(d, 0.0)})
     return claims

@@ -1,0 +1,109 @@
+"""``noisymix bench protocol``: the pilot that chooses the main job's protocol (issue 22).
+
+For each width x epochs of ``--grid``, the laptop plan's four methods are trained and evaluated on
+the same paired seeds (``noisymix sweep digits_analogue``, two one-thread worker processes, into
+``--workdir``; finished runs are kept, so a rerun only summarises).  Per grid point it reports
+what a protocol costs and how well it separates: seconds per epoch of each method, the seconds of
+its evaluations, the seed sd of clean and Digits-C accuracy, the sd of each claim's paired
+difference, and the projected MDD (80 % power) of the headline claim (NoisyMix vs Baseline on
+Digits-C) against the minutes a plan of n seeds would take.  The protocol is then chosen from
+cost and spread, never from which verdict a point gives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from noisymix_infra.io import read_json
+from noisymix_infra.stats import interval, mdd80, paired
+
+__all__ = ["add_arguments", "run"]
+
+METHODS = ("baseline", "augmix_jsd", "nfm", "noisymix")
+# the other steps of the main job (verify, toy, corrupt, figures) on an idle 2-core machine, in
+# minutes: the step times of the last laptop run (docs/reproduce-summary.json)
+FIXED_MINUTES = 1.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--grid", default="8x12,8x20", help="width x epochs points, comma-separated")
+    parser.add_argument("--seeds", type=int, default=5, help="paired seeds 0..N-1 per point")
+    parser.add_argument("--workdir", default="pilot", help="where the corrupted set and the sweeps live")
+    parser.add_argument("--workers", type=int, default=2, help="one-thread training/evaluation processes")
+
+
+def _cli(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "noisymix_app.cli", *args], check=True)
+
+
+def _values(folder: Path, suite: str, key: str) -> dict[str, dict[int, float]]:
+    out: dict[str, dict[int, float]] = {}
+    for run in sorted((folder / "runs").glob("*-seed*")):
+        method, seed = run.name.rsplit("-seed", 1)
+        path = run / "eval" / f"{suite}.json"
+        if path.is_file():
+            out.setdefault(method, {})[int(seed)] = 100 * read_json(path)["summary"][key]
+    return out
+
+
+def _timings(folder: Path) -> dict[str, dict[str, list[float]]]:
+    """Per method: training seconds and evaluation seconds of each run (the sweep's own records)."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for state in sorted((folder / "sweep" / "state").glob("*-seed*.json")):
+        method = state.stem.rsplit("-seed", 1)[0]
+        entry = out.setdefault(method, {"train": [], "evaluate": []})
+        steps = read_json(state).get("timings") or []
+        entry["train"].append(sum(s for step, s in steps if step == "train"))
+        entry["evaluate"].append(sum(s for step, s in steps if step.startswith("evaluate")))
+    return out
+
+
+def _point(folder: Path, epochs: int, workers: int) -> dict:
+    clean, corrupted = _values(folder, "clean", "accuracy"), _values(folder, "digits-c", "mean_accuracy")
+    timings = _timings(folder)
+    methods = [m for m in METHODS if m in clean]
+    per_seed_s = sum(sum(timings[m]["train"]) + sum(timings[m]["evaluate"]) for m in methods) / max(
+        1, len(clean.get("baseline", {})))
+    headline = paired(corrupted["noisymix"], corrupted["baseline"])
+    claims = {f"{m} vs baseline, Digits-C": paired(corrupted[m], corrupted["baseline"]) for m in methods[1:]}
+    claims |= {f"{m} vs baseline, clean": paired(clean[m], clean["baseline"]) for m in methods[1:]}
+    claims |= {f"noisymix vs {m}, Digits-C": paired(corrupted["noisymix"], corrupted[m])
+               for m in methods[1:-1]}
+    projection = {n: {"minutes": round(FIXED_MINUTES + n * per_seed_s / workers / 60, 1),
+                      "headline_mdd80": round(mdd80(headline["sd"], n), 2)} for n in range(3, 11)}
+    return {
+        "seconds_per_epoch": {m: round(sum(timings[m]["train"]) / len(timings[m]["train"]) / epochs, 2)
+                              for m in methods},
+        "evaluation_seconds": {m: round(sum(timings[m]["evaluate"]) / len(timings[m]["evaluate"]), 1)
+                               for m in methods},
+        "worker_seconds_per_seed": round(per_seed_s, 1),
+        "clean_sd": {m: round(interval(list(clean[m].values()))["sd"], 2) for m in methods},
+        "digits_c_sd": {m: round(interval(list(corrupted[m].values()))["sd"], 2) for m in methods},
+        "paired_sd": {k: round(v["sd"], 2) for k, v in claims.items()},
+        "max_other_mdd80_at_n_seeds": round(max(v["mdd80"] for k, v in claims.items()
+                                                if k != "noisymix vs baseline, Digits-C"), 2),
+        "seeds": len(clean.get("baseline", {})),
+        "projection": projection,
+    }
+
+
+def run(args: argparse.Namespace) -> dict:
+    work = Path(args.workdir).resolve()
+    corrupted = work / "digits-c"
+    if not (corrupted / "labels.npy").is_file():
+        _cli("corrupt", "--dataset", "digits", "--kind", "c", "--out", str(corrupted), "--seed", "0")
+    points = {}
+    for item in args.grid.split(","):
+        width, epochs = (int(v) for v in item.lower().split("x"))
+        folder = work / f"w{width}-e{epochs}"
+        started = time.perf_counter()
+        _cli("sweep", "digits_analogue", "--seeds", str(args.seeds), "--workers", str(args.workers),
+             "--set", f"width={width}", "--set", f"epochs={epochs}", "--suite-root", f"digits-c={corrupted}",
+             "--out", str(folder))
+        points[f"width {width} x {epochs} epochs"] = {**_point(folder, epochs, args.workers),
+                                                      "sweep_wall_s_this_call": round(time.perf_counter() - started)}
+    return {"grid": points, "workers": args.workers, "fixed_minutes_assumed": FIXED_MINUTES}
