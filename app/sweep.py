@@ -657,10 +657,18 @@ _IMAGES = {"cifar10": 50_000, "cifar100": 50_000, "digits": 1_347, "imagenet": 1
 #: 2,500 for ResNet-50 at 224x224 per GPU (bf16, one recent data-centre GPU).
 _SECONDS_PER_VIEW_IMAGE = {"cpu": 5.0 / (3 * 1347), "preactresnet18": 1 / 12_000, "wrn28_4": 1 / 5_000,
                            "wrn28_2": 1 / 12_000, "resnet50": 1 / 2_500}
-ESTIMATE_SOURCE = ("GPU-hours: CPU digits rows from the measured laptop-protocol figures (benchmarks/RESULTS.md, "
-                   "NoisyMix 5.0 s/epoch at width 8); GPU rows ASSUMED at 12k / 5k / 2.5k view-images/s per GPU "
-                   "for PreActResNet-18 / WRN-28-4 / ResNet-50 (no measured GPU training figure yet); "
-                   "JSD methods count 3 views per image; evaluation not included")
+ESTIMATE_CPU = ("CPU digits rows from the measured laptop-protocol figures (benchmarks/RESULTS.md, NoisyMix 5.0 "
+                "s/epoch at width 8)")
+ESTIMATE_GPU = ("GPU rows ASSUMED at 12k / 5k / 2.5k view-images/s per GPU for PreActResNet-18 / WRN-28-4 / "
+                "ResNet-50 (no measured GPU training figure yet)")
+ESTIMATE_NOTE = "JSD methods count 3 views per image; evaluation not included"
+
+
+def estimate_source(plan) -> str:
+    """Where the hours of ``plan``'s dry run come from: only the sources its rows use."""
+    digits = [spec.config().dataset == "digits" for spec in plan.runs]
+    parts = ([ESTIMATE_CPU] if any(digits) else []) + ([ESTIMATE_GPU] if not all(digits) else [])
+    return f"device-hours: {'; '.join(parts)}; {ESTIMATE_NOTE}"
 
 
 def estimate_hours(spec: RunSpec) -> float:
@@ -733,7 +741,7 @@ def dry_run_text(plan: Plan) -> str:
         total += hours
         lines.append(f"{spec.name:44s} {spec.preset:34s} {spec.gpus:4d} {hours:7.2f}  "
                      f"{','.join(e.suite for e in spec.evals)}; {' | '.join(spec.rows)}")
-    lines += ["", f"total: {total:.1f} device-hours ({ESTIMATE_SOURCE})"]
+    lines += ["", f"total: {total:.1f} device-hours ({estimate_source(plan)})"]
     lines += [f"note: {n}" for n in plan.notes]
     return "\n".join(lines)
 

@@ -207,7 +207,9 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
         evals = _resolve_suites((*spec.suites, *spec.extra_suites.get(dataset, ())), dataset, suite_roots, notes)
         for row, method in spec.rows.items():
             if method is None:
-                notes.append(f"{spec.label} row {row!r}: not implemented (no method)")
+                note = f"{spec.label} row {row!r}: not implemented (no method)"
+                if note not in notes:  # once, not once per data set
+                    notes.append(note)
                 continue
             preset = spec.preset.format(dataset=dataset, method=method, row=row)
             if preset not in PRESETS:

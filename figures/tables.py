@@ -259,7 +259,7 @@ def build_tables(groups: dict) -> list[Table]:
             continue
         header = ["Row", *table["columns"]]
         rows = [[name, *(_paper_text(c) for c in cells)] for name, cells in table["rows"]]
-        tables.append(Table(label.replace(":", "_"), f"{label} (paper values; no matching runs of ours)",
+        tables.append(Table(label.replace("tab:", ""), f"{label} (paper values; no matching runs of ours)",
                             header, rows, {}))
     return tables
 

@@ -379,3 +379,16 @@ def test_unknown_rows_and_suites_are_refused(option, capsys):
 def test_a_source_outside_the_transfer_table_is_refused(capsys):
     assert main(["sweep", "ablation", "--seeds", "1", "--dry-run", "--source", "noisymix=/nowhere"]) == 2
     assert "only results_transfer takes --source" in capsys.readouterr().err
+
+
+def test_dry_run_footer_names_only_the_sources_its_rows_use_and_notes_once(capsys):
+    """Issue 21: every footer mentioned "CPU digits rows", even for GPU tables; the AugMax note
+    printed once per data set."""
+    assert main(["sweep", "results_imagenet", "--seeds", "1", "--dry-run"]) == 0
+    gpu = capsys.readouterr().out
+    assert "ASSUMED" in gpu and "CPU digits rows" not in gpu
+    assert main(["sweep", "digits_analogue", "--seeds", "1", "--dry-run"]) == 0
+    cpu = capsys.readouterr().out
+    assert "CPU digits rows" in cpu and "ASSUMED" not in cpu
+    assert main(["sweep", "results_cifar10", "--seeds", "1", "--dry-run"]) == 0
+    assert capsys.readouterr().out.count("AugMax") == 1

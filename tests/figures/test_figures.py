@@ -112,3 +112,11 @@ def test_paper_wrn_rows_are_filled_from_wrn28_4_runs_and_say_so():
             assert "wrn28" not in " ".join(models)
             assert all(m in comp.title for m in models)
     assert seen == wrn
+
+
+def test_paper_only_tables_are_named_as_the_others():
+    """Issue 21: `results_cifar10.md` beside `tab_results_imagenet.md`: one scheme, no `tab_` prefix."""
+    from noisymix_figures.tables import build_tables
+
+    names = [t.name for t in build_tables({})]  # no runs: every table is the paper's alone
+    assert names and not [n for n in names if n.startswith("tab")], names
