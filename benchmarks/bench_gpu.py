@@ -43,7 +43,6 @@ import argparse
 import importlib
 import json
 import math
-import os
 import platform
 import re
 import shutil
@@ -80,21 +79,32 @@ LEAST_SECONDS = {"step_bf16_channels_last_compiled": 90, "step_fp32_channels_las
                  "digits_precision": 30, "step_resnet50_224": 20}
 
 
+#: timed repeats below which a figure is a smoke test only: no ratio from it (issue 21)
+MIN_SAMPLES = 3
+#: not run in a CPU smoke run: torch.compile on the CPU compiles for minutes and has hung inside a
+#: oneDNN backward for 51 minutes; it says nothing about the GPU figure anyway
+CPU_SKIPPED = ("step_bf16_channels_last_compiled", "step_fp32_channels_last_compiled")
+CPU_NOTE = "CPU smoke run: these figures say nothing about a GPU's speed; they only show the suite runs"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--budget", type=float, default=540.0, help="seconds for everything (default 9 min)")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds for everything, every figure included (default 540; quick: 100)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (the CPU smoke run)")
     parser.add_argument("--only", default=None, help="comma-separated figure names (default: all)")
     parser.add_argument("--seeds", type=int, default=None, help="digits seeds per precision (default 3; 1 quick)")
     parser.add_argument("--tests", default=None,
                         help="pytest paths for the -m gpu run (default: tests; quick: tests/gpu); 'none' skips")
     parser.add_argument("--tests-seconds", type=float, default=150.0, help="budget kept for the CUDA tests")
+    parser.add_argument("--sleep-figure", type=float, default=None, metavar="SECONDS",
+                        help="add a figure that only sleeps: checks that the budget stops a figure that hangs")
 
 
 class _Ctx:
     """What every figure needs: device, quick flag, the current size scale."""
 
-    def __init__(self, device: torch.device, quick: bool, seeds: int) -> None:
-        self.device, self.quick, self.seeds = device, quick, seeds
+    def __init__(self, device: torch.device, quick: bool, seeds: int, sleep: float | None = None) -> None:
+        self.device, self.quick, self.seeds, self.sleep = device, quick, seeds, sleep
         self.cuda = device.type == "cuda"
         self.scale = 1.0
 
@@ -128,9 +138,10 @@ def _augmix(ctx: _Ctx, size: int) -> dict:
     def views() -> None:
         to_float(x), augmix(x, cfg, generator=g), augmix(x, cfg, generator=g)
 
-    rate = n / best_seconds(views, device=str(ctx.device), repeats=3 if not ctx.quick else 1)
+    repeats = 3 if not ctx.quick else 1
+    rate = n / best_seconds(views, device=str(ctx.device), repeats=repeats)
     target = 100_000 if size == 32 else None
-    return {"value": round(rate, 1), "unit": "source images/s (clean + 2 views)", "images": n,
+    return {"value": round(rate, 1), "unit": "source images/s (clean + 2 views)", "images": n, "samples": repeats,
             "target": f">= {target:,}" if target else None,
             "met": _met(rate, target, below=False) if target and ctx.cuda else None}
 
@@ -196,6 +207,7 @@ def _step(ctx: _Ctx, precision: str, memory_format: str, compiled: bool, model: 
         memory_format=memory_format, compile_backend="eager" if (compiled and not ctx.cuda) else "inductor")
     r = bench_train_step.run(args)
     out = {"value": r["ratio"], "unit": "NoisyMix step / plain step (same 3 views)", "target": "<= 1.25",
+           "samples": args.repeats, "ratio": True,
            "met": _met(r["ratio"], 1.25, below=True) if ctx.cuda else None,
            **{k: r[k] for k in ("noisymix_step_s", "plain_step_s", "views_only_s", "batch", "image_size", "bf16",
                                 "channels_last", "compile", "noisymix_source_images_per_s", "peak_memory_gib")
@@ -299,7 +311,74 @@ def _figures(ctx: _Ctx) -> dict[str, Callable[[], dict]]:
     }
     for key in OPTIONAL_BENCHMARKS:
         figures[key] = lambda k=key: _optional(ctx, k)
+    if ctx.sleep is not None:  # --sleep-figure: a figure that hangs, to check the budget stops it
+        figures["sleep"] = lambda: (time.sleep(ctx.sleep), {"value": ctx.sleep, "unit": "s slept"})[1]
     return figures
+
+
+def _child(conn: Any, name: str, device: str, quick: bool, seeds: int, scale: float, sleep: float | None) -> None:
+    """One figure in its own process, so that a deadline can stop it (a hung kernel included)."""
+    ctx = _Ctx(torch.device(device), quick, seeds, sleep)
+    ctx.scale = scale
+    if not ctx.cuda:  # the smoke run measures nothing on the CPU; one thread cannot oversubscribe a busy one
+        torch.set_num_threads(1)
+    try:
+        record = _figures(ctx)[name]()
+    except Exception as error:  # one figure's failure is a result, not the end of the run
+        record = {"error": f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"}
+    conn.send(record)
+    conn.close()
+
+
+def _figure_in_child(name: str, ctx: _Ctx, deadline: float) -> dict:
+    """``name``'s record, or ``skipped: budget`` when it is still running after ``deadline`` seconds
+    (the child is killed).  Spawned, not forked: CUDA cannot be forked, and a fork after torch's
+    OpenMP threads ran can deadlock in the child (seen here: the fp32 step hung)."""
+    import multiprocessing
+
+    mp = multiprocessing.get_context("spawn")
+    receive, send = mp.Pipe(duplex=False)
+    child = mp.Process(target=_child, args=(send, name, str(ctx.device), ctx.quick, ctx.seeds, ctx.scale, ctx.sleep),
+                       daemon=True)
+    child.start()
+    send.close()
+    try:
+        if receive.poll(max(0.0, deadline)):
+            try:
+                return receive.recv()
+            except EOFError:
+                child.join()
+                return {"error": _died(child.exitcode)}
+        if child.is_alive():
+            return {"skipped": f"budget: killed after {deadline:.0f} s, the time left of the budget"}
+        return {"error": _died(child.exitcode)}
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join()
+        receive.close()
+
+
+def _died(code: int | None) -> str:
+    if code is not None and code < 0:
+        import signal
+
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+        return f"the figure's process crashed ({name}: a native crash inside torch or a library)"
+    return f"the figure's process died (exit code {code})"
+
+
+def _with_samples(record: dict) -> dict:
+    """Every figure says how many timed samples it rests on; a ratio from fewer than
+    ``MIN_SAMPLES`` is noise (one step of each kind), so it is not reported: smoke only."""
+    if "value" not in record:
+        return record
+    record = {**record, "samples": record.get("samples", 1)}
+    if record["samples"] < MIN_SAMPLES:
+        record["status"] = "smoke only"
+        if record.pop("ratio", False):
+            record["value"], record["met"] = None, None
+    return record
 
 
 # ---- environment and tests ----------------------------------------------------------------------
@@ -332,22 +411,40 @@ def environment(device: torch.device) -> dict[str, Any]:
     return info
 
 
+def _test_paths(args: argparse.Namespace, device: torch.device) -> tuple[list[str] | None, str | None]:
+    """The CUDA tests to run, or why none run.  The default is the repository's tests (found from
+    this file, not the working folder, so the command works from anywhere)."""
+    if args.tests == "none":
+        return None, "not run: --tests none"
+    if device.type != "cuda":
+        return None, "not run: no CUDA device (the CUDA tests run on a GPU)"
+    if args.tests:
+        return args.tests.split(","), None
+    tests = Path(__file__).resolve().parents[1] / "tests"
+    chosen = tests / "gpu" if args.quick else tests
+    if not chosen.is_dir():
+        return None, f"not run: {chosen} not found (installed without the repository)"
+    return [str(chosen)], None
+
+
 def _run_tests(paths: list[str], out: Path, seconds: float) -> dict[str, Any]:
-    """``pytest -m gpu PATHS``: counts from its summary line, the log in ``out/gpu_tests.log``."""
+    """``pytest -m gpu PATHS``: counts from its summary line, the log in ``out/gpu_tests.log``;
+    no test collected (exit 5) is "not run", not a failure."""
     command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
                *paths]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]),
-                                                        os.environ.get("PYTHONPATH", "")])}
     start = time.perf_counter()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=max(10.0, seconds), env=env)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=max(10.0, seconds))
         log, rc = done.stdout + done.stderr, done.returncode
     except subprocess.TimeoutExpired as error:
         log, rc = f"{error.stdout or ''}{error.stderr or ''}\ntimed out after {seconds:.0f} s", None
     write_text(out / "gpu_tests.log", log if isinstance(log, str) else log.decode(errors="replace"))
     counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|skipped|deselected|errors?)", str(log)[-2000:])}
-    return {"command": " ".join(command[1:]), "returncode": rc, "seconds": round(time.perf_counter() - start, 1),
-            "counts": counts, "ok": rc in (0, 5) and not counts.get("failed") and not counts.get("error")}
+    result = {"command": " ".join(command[1:]), "returncode": rc, "seconds": round(time.perf_counter() - start, 1),
+              "counts": counts, "ok": rc in (0, 5) and not counts.get("failed") and not counts.get("error")}
+    if rc == 5 or (rc == 0 and not counts.get("passed") and not counts.get("failed")):
+        result["not_run"] = "no CUDA test was collected or run"
+    return result
 
 
 # ---- the run ------------------------------------------------------------------------------------
@@ -360,52 +457,69 @@ def run(args: argparse.Namespace) -> dict:
         raise ValueError("--device cuda: no CUDA device here; for the CPU smoke run use --device cpu --quick")
     if device.type != "cuda" and not args.quick:
         raise ValueError(f"--device {device}: the full sizes are for a GPU; add --quick for the CPU smoke run")
+    budget_all = args.budget if args.budget is not None else (100.0 if args.quick else 540.0)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    ctx = _Ctx(device, args.quick, args.seeds or (1 if args.quick else 3))
+    ctx = _Ctx(device, args.quick, args.seeds or (1 if args.quick else 3), args.sleep_figure)
     figures = _figures(ctx)
     wanted = [f.strip() for f in args.only.split(",")] if args.only else list(figures)
     unknown = sorted(set(wanted) - set(figures))
     if unknown:
         raise ValueError(f"--only: unknown figure(s) {', '.join(unknown)}; known: {', '.join(figures)}")
-    test_paths = None if args.tests == "none" else (args.tests or ("tests/gpu" if args.quick else "tests")).split(",")
+    if device.type != "cuda":
+        print(f"[bench gpu] {CPU_NOTE}", file=sys.stderr, flush=True)
+    test_paths, tests_not_run = _test_paths(args, device)
     reserve = args.tests_seconds if test_paths and not args.quick else 0.0
-    budget = max(1.0, args.budget - reserve)
+    budget = max(1.0, budget_all - reserve)
     total_weight = sum(WEIGHTS.get(name, 1) for name in wanted)
     results: dict[str, dict] = {}
+    result = {"benchmark": "gpu", "quick": args.quick, "budget_s": budget_all, "wall_s": 0.0,
+              "environment": environment(device), "figures": results, "gpu_tests": None,
+              "cpu_note": CPU_NOTE if device.type != "cuda" else None, "provenance": provenance()}
+
+    def write() -> None:  # after every figure: a killed or interrupted run keeps what it measured
+        result["wall_s"] = round(time.perf_counter() - started, 1)
+        write_json(out / "gpu.json", result)
+        write_text(out / "gpu.md", markdown(result))
+
     planned_end = 0.0
-    for name in wanted:
-        planned = budget * WEIGHTS.get(name, 1) / total_weight
-        planned_end += planned
-        elapsed = time.perf_counter() - started
-        if elapsed > budget - LEAST_SECONDS.get(name, 5):
-            results[name] = {"skipped": f"time budget: {budget - elapsed:.0f} s of {budget:.0f} s left, "
-                                        f"needs {LEAST_SECONDS.get(name, 5)} s"}
-            continue
-        start = time.perf_counter()
-        try:
-            record = figures[name]()
-        except Exception as error:  # one figure's failure is a result, not the end of the run
-            record = {"error": f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"}
-        seconds = time.perf_counter() - start
-        record = {**record, "seconds": round(seconds, 1), "scale": round(ctx.scale, 3)}
-        results[name] = record
-        print(f"[bench gpu] {name}: {record.get('value', record.get('skipped', record.get('error')))} "
-              f"({seconds:.1f} s)", file=sys.stderr, flush=True)
-        # behind plan: smaller sizes for the figures still to come
-        behind = (time.perf_counter() - started) / max(planned_end, 1e-9)
-        if not args.quick and behind > 1.0:
-            ctx.scale = max(0.05, ctx.scale / behind)
-    tests = None
+    try:
+        for name in wanted:
+            planned_end += budget * WEIGHTS.get(name, 1) / total_weight
+            elapsed = time.perf_counter() - started
+            if device.type != "cuda" and name in CPU_SKIPPED:
+                results[name] = {"skipped": "torch.compile on the CPU: not a GPU figure (the CPU smoke run skips it)"}
+                write()
+                continue
+            if elapsed > budget - LEAST_SECONDS.get(name, 5):
+                results[name] = {"skipped": f"time budget: {budget - elapsed:.0f} s of {budget:.0f} s left, "
+                                            f"needs {LEAST_SECONDS.get(name, 5)} s"}
+                write()
+                continue
+            start = time.perf_counter()
+            record = _with_samples(_figure_in_child(name, ctx, budget - elapsed))
+            seconds = time.perf_counter() - start
+            results[name] = {**record, "seconds": round(seconds, 1), "scale": round(ctx.scale, 3)}
+            shown = record.get("status", record.get("value")) if "value" in record else \
+                record.get("skipped", record.get("error"))
+            print(f"[bench gpu] {name}: {shown} ({seconds:.1f} s)", file=sys.stderr, flush=True)
+            write()
+            # behind plan: smaller sizes for the figures still to come
+            behind = (time.perf_counter() - started) / max(planned_end, 1e-9)
+            if not args.quick and behind > 1.0:
+                ctx.scale = max(0.05, ctx.scale / behind)
+    except KeyboardInterrupt:
+        for name in wanted:
+            results.setdefault(name, {"skipped": "interrupted (Ctrl-C)"})
+        write()
+        raise
     if test_paths:
-        left = args.budget - (time.perf_counter() - started)
-        tests = _run_tests(test_paths, out, left if not args.quick else 120.0)
-    result = {"benchmark": "gpu", "quick": args.quick, "budget_s": args.budget,
-              "wall_s": round(time.perf_counter() - started, 1), "environment": environment(device),
-              "figures": results, "gpu_tests": tests, "provenance": provenance()}
-    write_json(out / "gpu.json", result)
-    write_text(out / "gpu.md", markdown(result))
+        left = budget_all - (time.perf_counter() - started)
+        result["gpu_tests"] = _run_tests(test_paths, out, left if not args.quick else 120.0)
+    else:
+        result["gpu_tests"] = {"not_run": tests_not_run}
+    write()
     return result
 
 
@@ -421,27 +535,31 @@ def markdown(result: dict) -> str:
     """The figures as a table: value, unit, target, met; then the environment and the tests."""
     env = result["environment"]
     lines = [f"# `noisymix bench gpu` ({'quick, ' if result['quick'] else ''}{env.get('gpu', env['device'])})", "",
+             *([f"**{result['cpu_note']}.**", ""] if result.get("cpu_note") else []),
              f"torch {env['torch']} (CUDA {env.get('cuda')}, cuDNN {env.get('cudnn')}), driver {env.get('driver')}, "
              f"Python {env['python']}; wall {result['wall_s']} s of a {result['budget_s']:.0f} s budget; "
              f"load average {result['provenance'].get('load_average')}; commit {result['provenance'].get('commit')}",
-             "", "| figure | value | unit | target | status | seconds |", "|---|---|---|---|---|---|"]
+             "", "| figure | value | unit | target | status | samples | seconds |", "|---|---|---|---|---|---|---|"]
     for name, r in result["figures"].items():
         if "value" in r:
-            status = _fmt(r.get("met")) if r.get("met") is not None else "–"
+            status = r.get("status") or (_fmt(r.get("met")) if r.get("met") is not None else "–")
             lines.append(f"| {name} | {_fmt(r['value'])} | {r.get('unit', '')} | {r.get('target') or '–'} | "
-                         f"{status} | {r.get('seconds')} |")
+                         f"{status} | {r.get('samples', '')} | {r.get('seconds')} |")
             if r.get("recompiles_after_warmup") is not None:
                 lines.append(f"| {name}: recompiles after warm-up | {r['recompiles_after_warmup']} | graphs "
-                             f"({r.get('compile_backend')}) | 0 | {_fmt(r['recompiles_after_warmup'] == 0)} | |")
+                             f"({r.get('compile_backend')}) | 0 | {_fmt(r['recompiles_after_warmup'] == 0)} | | |")
             if "projected_200_epochs_min" in r:
                 lines.append(f"| {name}: 200 epochs | {r['projected_200_epochs_min']} | min (projected) | "
-                             f"{r['projected_target']} | {_fmt(r.get('projected_met'))} | |")
+                             f"{r['projected_target']} | {_fmt(r.get('projected_met'))} | | |")
         else:
             why = r.get("skipped") or r.get("error") or json.dumps(r.get("result"))[:200]
-            lines.append(f"| {name} | – | {why} | – | {'error' if 'error' in r else 'skipped'} | "
+            lines.append(f"| {name} | – | {why} | – | {'error' if 'error' in r else 'skipped'} | | "
                          f"{r.get('seconds', '')} |")
     tests = result.get("gpu_tests")
-    if tests:
+    if tests and "command" not in tests:
+        lines += ["", f"CUDA tests: {tests['not_run']}"]
+    elif tests:
+        verdict = tests.get("not_run") or ("ok" if tests["ok"] else "**failed**")
         lines += ["", f"CUDA tests (`{tests['command']}`): {tests['counts']} in {tests['seconds']} s, "
-                  f"{'ok' if tests['ok'] else '**failed**'} (log: gpu_tests.log)"]
+                  f"{verdict} (log: gpu_tests.log)"]
     return "\n".join(lines) + "\n"
