@@ -130,16 +130,22 @@ def check_config(spec: RunSpec, run_dir: Path):
     return cfg
 
 
-def _eval_done(run_dir: Path, suite: str) -> bool:
+def _eval_done(run_dir: Path, ev) -> bool:
+    """``ev`` (an EvalSpec) is done: a complete evaluation of the run's final weights on the data
+    ``ev`` names (another ``--suite-root`` is another evaluation, not a finished one; issue 23)."""
     from noisymix_infra.io import sha256_file
 
-    path = run_dir / "eval" / f"{suite}.json"
+    path = run_dir / "eval" / f"{ev.suite}.json"
     if not path.is_file() or not (run_dir / "final.pt").is_file():
         return False
     try:
         record = read_json(path)
     except ValueError:
         return False
+    if ev.data_root is not None:
+        used = record.get("data_root") or (record.get("data") or {}).get("root")
+        if used is None or Path(used).resolve() != Path(ev.data_root).resolve():
+            return False
     return bool(record.get("complete")) and record.get("checkpoint", {}).get("sha256") == sha256_file(
         run_dir / "final.pt")
 
@@ -206,7 +212,7 @@ def _train_and_evaluate(spec: RunSpec, run_dir: Path, out: Path, device: str | N
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     for ev in spec.evals:
-        if _eval_done(run_dir, ev.suite):
+        if _eval_done(run_dir, ev):
             continue
         timings["_current"] = f"evaluate {ev.suite}"
         t0 = time.perf_counter()
@@ -220,7 +226,7 @@ def run_state(out: str | Path, spec: RunSpec) -> str:
     out = Path(out)
     run_dir = out / "runs" / spec.name
     state = _read_state(out, spec.name)
-    if (run_dir / "final.pt").is_file() and all(_eval_done(run_dir, e.suite) for e in spec.evals):
+    if (run_dir / "final.pt").is_file() and all(_eval_done(run_dir, e) for e in spec.evals):
         return "done"
     if state.get("state") == "running":  # running, or its process died: the lock tells
         lock_dir = _sweep_dir(out) / "locks" / spec.name
@@ -769,7 +775,7 @@ def status_text(out: str | Path) -> str:
         except ValueError:
             epochs = "?"
         total = (_stored_config(run_dir) or {}).get("epochs", "?")
-        evaluated = ",".join(e.suite for e in spec.evals if _eval_done(run_dir, e.suite)) or "-"
+        evaluated = ",".join(e.suite for e in spec.evals if _eval_done(run_dir, e)) or "-"
         progress_text = f"{epochs}/{total}"
         lines.append(f"{spec.name:44s} {state:12s} {stored.get('attempts', 0):5d} {progress_text:>9s}  {evaluated}")
         if state in ("failed", "interrupted"):

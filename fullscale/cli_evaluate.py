@@ -104,22 +104,30 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
     record = {"suite": suite, "run": str(run_dir), "checkpoint": {"path": str(weights), "sha256": digest},
               "model": config["model"], "dataset": config.get("dataset", ""), "device": str(dev),
               "options": options.as_dict(), "complete": False, "provenance": provenance()}
-    done = {}
+    root = data_root or config.get("data_root") or f"built-in {config.get('dataset')}"
+    record["data_root"] = str(Path(root).resolve()) if data_root else str(root)
+    done, identity = {}, {}
     if suite in RESUMABLE and target.is_file():
         previous = read_json(target)
+        # a partial result resumes only on the same checkpoint, options and data folder; within it,
+        # each entry also carries the hashes of the files it read (Context.done_identity)
         if (not previous.get("complete", True) and previous.get("checkpoint", {}).get("sha256") == digest
-                and previous.get("options") == record["options"]):
+                and previous.get("options") == record["options"] and previous.get("data_root") == record["data_root"]):
             done = dict(previous.get("results", {}))
+            identity = dict(previous.get("data_identity", {}))
     started = time.perf_counter()
 
-    def on_result(name: str, entry: dict) -> None:
+    def on_result(name: str, entry: dict, data_identity: str | None = None) -> None:
         done[name] = entry
-        write_json(target, {**record, "results": done, "created": _now(), "seconds": time.perf_counter() - started})
+        if data_identity is not None:
+            identity[name] = data_identity
+        write_json(target, {**record, "results": done, "data_identity": identity, "created": _now(),
+                            "seconds": time.perf_counter() - started})
 
-    ctx = Context(net, dev, config, Path(data_root) if data_root else None, options, dict(done), on_result,
-                  _clean_accuracy(run_dir, digest) if suite != "clean" else None)
+    ctx = Context(net, dev, config, Path(data_root) if data_root else None, options, dict(done), dict(identity),
+                  on_result, _clean_accuracy(run_dir, digest) if suite != "clean" else None)
     results, summary, files = run_suite(suite, ctx)
-    root = data_root or config.get("data_root") or f"built-in {config.get('dataset')}"
+    record["data_identity"] = identity
     record.update({"results": results, "summary": summary, "complete": True, "created": _now(),
                    "seconds": time.perf_counter() - started, "data": {"root": str(root), "files": files}})
     write_json(target, record)

@@ -110,7 +110,10 @@ class Context:
     data_root: Path | None
     options: EvalOptions = field(default_factory=EvalOptions)
     done: dict = field(default_factory=dict)
-    on_result: Callable[[str, dict], None] = lambda name, entry: None
+    # the data identity each entry of ``done`` was computed from (a -C set's file and labels hashes):
+    # an entry of another set under the same name is recomputed, not reused (issue 23)
+    done_identity: dict = field(default_factory=dict)
+    on_result: Callable[..., None] = lambda name, entry, identity=None: None
     clean_accuracy: float | None = None  # for relative mCE / the -C summary, when known
 
     @property
@@ -327,17 +330,20 @@ def corrupted_npy(ctx: Context) -> Results:
     data = read_c_set(root, names)
     _check_labels(data.labels, ctx.num_classes, root / "labels.npy")
     _check_resolution(ctx, data.image_size, root)
-    results, files = {n: e for n, e in ctx.done.items() if n in names}, [_file_record(root / "labels.npy", data.count)]
+    labels = _file_record(root / "labels.npy", data.count)
+    results, files = {n: e for n, e in ctx.done.items() if n in names}, [labels]
     for name in progress(names, desc="corruptions", unit="corruption"):
-        files.append(_file_record(data.path(name), 5 * data.count))
-        if name in results:
+        record = _file_record(data.path(name), 5 * data.count)
+        files.append(record)
+        identity = f"{record['sha256']}+{labels['sha256']}"
+        if name in results and ctx.done_identity.get(name) == identity:
             continue
         entry = {}
         for severity in range(1, 6):
             logits = logits_of(ctx.model, data.images(name, severity), ctx.device, ctx.options.batch_size)
             entry[str(severity)] = {"accuracy": accuracy(logits.argmax(1).numpy(), data.labels), "n": data.count}
         results[name] = entry
-        ctx.on_result(name, entry)
+        ctx.on_result(name, entry, identity)
     return results, _c_summary(ctx, results, names, missing, imagenet=False), files
 
 

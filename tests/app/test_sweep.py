@@ -392,3 +392,21 @@ def test_dry_run_footer_names_only_the_sources_its_rows_use_and_notes_once(capsy
     assert "CPU digits rows" in cpu and "ASSUMED" not in cpu
     assert main(["sweep", "results_cifar10", "--seeds", "1", "--dry-run"]) == 0
     assert capsys.readouterr().out.count("AugMax") == 1
+
+
+def test_a_rerun_with_another_suite_root_evaluates_again(tmp_path, monkeypatch, one_torch_thread):
+    """Issue 23: rerun with another --suite-root, the sweep said "done" and kept the old set's
+    evaluation while plan.json named the new one."""
+    monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
+    sets = {}
+    for name, seed in (("a", 0), ("b", 1)):  # gaussian noise of other seeds: other images
+        sets[name] = tmp_path / f"digits-c-{name}"
+        assert main(["corrupt", "--dataset", "digits", "--kind", "c", "--out", str(sets[name]),
+                     "--corruptions", "gaussian_noise", "--seed", str(seed)]) == 0
+    tiny = dataclasses.replace(_TINY, epochs=1, eval_suites=("clean", "digits-c"), corruptions=("gaussian_noise",))
+    out = tmp_path / "sweep"
+    for name in ("a", "b"):
+        plan = plan_from_reproduce(tiny, sets[name], seeds=(0,))
+        assert set(run_local(plan, out, workers=0, tabulate=False).values()) == {"done"}
+        record = json.loads((out / "runs" / plan.runs[0].name / "eval" / "digits-c.json").read_text())
+        assert record["data_root"] == str(sets[name].resolve()), name

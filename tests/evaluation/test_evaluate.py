@@ -4,6 +4,7 @@ folders, against predictions computed directly from the model; resume; clear err
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -136,6 +137,22 @@ def test_clean_c_suite_and_resume(tmp_path, digits, trained_state):
     assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root), "--batch-size", "7",
                  "--corruptions", "fog"]) == 0
     assert _read(run, "digits-c")["results"]["fog"]["1"]["accuracy"] == pytest.approx(expected[1], abs=1.5 / COUNT)
+
+    # issue 23: a partial result is bound to the data it read.  Another folder (set B) of the same
+    # shape: nothing of set A is kept; the same folder re-generated with other images: fog is redone
+    partial = {**result, "complete": False, "results": {"fog": {str(s): {"accuracy": -1.0, "n": COUNT}
+                                                                for s in range(1, 6)}}}
+    other = tmp_path / "digits-c-b"
+    shutil.copytree(root, other)
+    write_json(run / "eval" / "digits-c.json", partial)
+    assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(other), "--partial"]) == 0
+    assert _read(run, "digits-c")["results"]["fog"]["1"]["accuracy"] >= 0  # recomputed on B
+    write_json(run / "eval" / "digits-c.json", partial)
+    save_npy(root / "fog.npy", np.zeros_like(np.load(root / "fog.npy")))  # re-generated in place
+    assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(root), "--partial"]) == 0
+    regenerated = _read(run, "digits-c")["results"]["fog"]
+    blank = (_predict(model, torch.zeros_like(images)) == labels).mean()
+    assert regenerated["1"]["accuracy"] == pytest.approx(blank, abs=1.5 / COUNT)
 
 
 def test_full_c_suite_states_fifteen_corruptions(tmp_path, digits, trained_state):
