@@ -17,6 +17,7 @@ class Run:
     config: dict
     evals: dict[str, dict]
     metrics: list[dict]
+    computed: dict = field(default_factory=dict)  # the config part alone (what the run computes)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -38,10 +39,37 @@ class Results:
     problems: list[str] = field(default_factory=list)
 
     def groups(self) -> dict[tuple[str, str, str], list[Run]]:
+        """The runs of each table cell, pooled as its seeds; refused in one line when runs of one
+        cell differ in more than the seed (other epochs, widths, ...) or repeat a seed: they are not
+        seeds of one experiment (issue 23: a 1-epoch test run was pooled with 12-epoch ones)."""
         out: dict[tuple[str, str, str], list[Run]] = defaultdict(list)
         for run in self.runs:
             out[run.key].append(run)
+        for runs in out.values():
+            _check_one_experiment(runs)
         return dict(sorted(out.items()))
+
+
+#: config keys that do not change what a run computes, besides its seed (where and how it ran)
+NOT_THE_EXPERIMENT = frozenset({"seed", "preset", "data_root", "device", "workers", "decoder", "checkpoint_every",
+                                "compile", "source_weights", "started", "finished", "provenance", "host"})
+
+
+def _check_one_experiment(runs: list[Run]) -> None:
+    first = runs[0]
+    seeds: dict = {}
+    for run in runs:
+        if run.config.get("seed") in seeds:
+            raise ValueError(f"{seeds[run.config.get('seed')].path} and {run.path} are both seed "
+                             f"{run.config.get('seed')} of {'/'.join(run.key)}: one experiment's runs differ in their "
+                             "seed; point --results at the runs of one experiment")
+        seeds[run.config.get("seed")] = run
+        differ = sorted(k for k in set(first.computed) | set(run.computed)
+                        if k not in NOT_THE_EXPERIMENT and first.computed.get(k) != run.computed.get(k))
+        if differ:
+            detail = ", ".join(f"{k} {first.computed.get(k)!r} vs {run.computed.get(k)!r}" for k in differ[:3])
+            raise ValueError(f"{first.path} and {run.path} would be pooled as seeds of {'/'.join(run.key)} but "
+                             f"differ in {detail}; point --results at the runs of one experiment")
 
 
 def _read(path: Path, problems: list[str]) -> Any | None:
@@ -59,7 +87,9 @@ def collect(root: str | Path) -> Results:
     results = Results(root)
     for config_path in sorted(root.rglob("config.json")):
         config = _read(config_path, results.problems)
+        computed = config
         if isinstance(config, dict) and isinstance(config.get("config"), dict) and isinstance(config.get("run"), dict):
+            computed = config["config"]
             config = {**config["config"], **config["run"]}  # {config, run}; older runs wrote one flat object
         if not isinstance(config, dict) or "method" not in config:
             if config is not None:
@@ -83,7 +113,7 @@ def collect(root: str | Path) -> Results:
                     results.problems.append(f"`{metrics_path}`: a malformed line")
         if not (run_dir / "final.pt").exists():
             results.problems.append(f"`{run_dir}`: no final.pt (unfinished run; its evaluations are still used)")
-        results.runs.append(Run(run_dir, config, evals, metrics))
+        results.runs.append(Run(run_dir, config, evals, metrics, dict(computed)))
     for name, attr in (("theory.json", "theory"), ("toy.json", "toy")):
         for path in sorted(root.rglob(name)):
             data = _read(path, results.problems)

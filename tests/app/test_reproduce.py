@@ -78,7 +78,8 @@ def _fake_runs(monkeypatch, calls):
         calls.append(["evaluate", str(run), "--suite", suite])
         (run / "eval").mkdir(exist_ok=True)
         (run / "eval" / f"{suite}.json").write_text(json.dumps(
-            {"complete": True, "checkpoint": {"sha256": sha256_file(run / "final.pt")}, "summary": {}}))
+            {"complete": True, "checkpoint": {"sha256": sha256_file(run / "final.pt")}, "summary": {},
+             "data_root": kwargs.get("data_root")}))
 
     monkeypatch.setattr(trainer, "train", train)
     monkeypatch.setattr(evaluation, "evaluate", evaluate)

@@ -120,3 +120,18 @@ def test_paper_only_tables_are_named_as_the_others():
 
     names = [t.name for t in build_tables({})]  # no runs: every table is the paper's alone
     assert names and not [n for n in names if n.startswith("tab")], names
+
+
+@pytest.mark.parametrize("second", [{"seed": 1, "epochs": 4}, {"seed": 0, "epochs": 12}])
+def test_runs_of_other_experiments_or_repeated_seeds_are_not_pooled_as_seeds(tmp_path, capsys, second):
+    """Issue 23: three seed-0 runs of different epochs and widths were reported as three seeds of
+    one row ("baseline | 3 | 12,4 | 4,8"), a 1-epoch test run pulling the mean down."""
+    from noisymix_app.cli import main
+    from noisymix_infra.io import write_json
+
+    base = {"method": "baseline", "dataset": "digits", "model": "preactresnet18", "width": 8, "epochs": 12, "seed": 0}
+    for name, change in (("a", {}), ("b", second)):
+        write_json(tmp_path / "runs" / name / "config.json", {"config": {**base, **change}, "run": {"num_classes": 10}})
+    assert main(["figures", "--results", str(tmp_path / "runs"), "--out", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert ("\n" not in err and "pooled" in err) or "both seed 0" in err, err
