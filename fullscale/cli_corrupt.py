@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 from pathlib import Path
 from typing import Literal
 
@@ -29,7 +30,8 @@ from noisymix_infra.config import add_set_argument, apply_overrides
 from noisymix_infra.io import directory_lock, read_json, write_json
 
 # The manifest fields that decide the content of every file: a rerun must match them all.
-_IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_photographs")
+_IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_photographs",
+             "source_sha256")
 
 __all__ = ["THREADS", "CorruptOptions", "add_arguments", "run"]
 
@@ -112,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         if args.params not in (None, "imagenet"):
             raise ValueError("a folder tree is made with the ImageNet parameters (224x224)")
         count, source, params = count_images(args.dataset), str(Path(args.dataset).resolve()), "imagenet"
+        source_sha256 = f"folder:{source}"  # a tree is named by its folder (a content hash would read it all)
     else:
         if args.dataset not in DATASETS:
             raise FileNotFoundError(f"--dataset {args.dataset!r} is neither one of {', '.join(DATASETS)} "
@@ -122,8 +125,14 @@ def run(args: argparse.Namespace) -> int:
             images, labels = images[:args.limit], labels[:args.limit]
         params = args.params or "cifar"
         count, source = len(labels), data.source
+        # the content of the source images, not their folder: the same count from another
+        # --data-root (or a re-generated set) must not resume into this one (issue 23)
+        digest = hashlib.sha256(images.contiguous().numpy().tobytes())
+        digest.update(labels.numpy().astype("int64").tobytes())
+        source_sha256 = digest.hexdigest()
     manifest = {
-        "dataset": args.dataset, "kind": args.kind, "source": source, "count": count, "seed": args.seed,
+        "dataset": args.dataset, "kind": args.kind, "source": source, "source_sha256": source_sha256,
+        "count": count, "seed": args.seed,
         "chunk": args.chunk, "params": params, "severities": list(severities) if args.kind == "c" else None,
         "names": names, "skipped": skipped, "frost_photographs": frost,
         "generator": "per chunk: crc32(f'{seed}:{name}:{severity}:{chunk index}')",
@@ -158,6 +167,6 @@ def _merge_manifest(path: Path, new: dict) -> dict:
     if differ:
         detail = ", ".join(f"{k}: stored {old.get(k)!r}, asked {new[k]!r}" for k in differ[:3])
         raise ValueError(f"{path.parent} holds a set made with other values ({detail}); "
-                         "give another --out or the stored values")
+                         "give another --out or the stored values (source_sha256: the source images' content)")
     names = [n for n in old.get("names") or [] if isinstance(n, str)]
     return {**new, "names": names + [n for n in new["names"] if n not in names]}

@@ -189,3 +189,23 @@ def test_corrupt_takes_the_set_dialect_of_train(tmp_path, capsys):
     assert main(["corrupt", "--dataset", "digits", "--out", str(tmp_path / "d"), "--set", "chunks=5"]) == 2
     expected = "unknown config key 'chunks'; valid keys: corruptions, severities, seed, params, chunk"
     assert expected in capsys.readouterr().err
+
+
+def test_a_rerun_from_another_data_root_of_the_same_count_is_refused(tmp_path, capsys):
+    """Issue 23: `corrupt` into a folder made from another --data-root (same image count) exited 0,
+    kept the first set's contrast.npy and rewrote labels.npy and the manifest for the second."""
+    from fullscale.data import write_cifar_fixture
+
+    roots = []
+    for seed in (0, 1):
+        roots.append(tmp_path / f"data{seed}")
+        write_cifar_fixture(roots[-1], "cifar10", n_train=10, n_test=12, seed=seed)
+    out = tmp_path / "cifar10-c"
+    args = ["corrupt", "--dataset", "cifar10", "--kind", "c", "--out", str(out), "--corruptions", "contrast"]
+    assert main([*args, "--data-root", str(roots[0])]) == 0
+    made = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    capsys.readouterr()
+    assert main([*args, "--data-root", str(roots[1])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "source_sha256" in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == made  # nothing rewritten
