@@ -508,6 +508,10 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
     optimizer = torch.optim.SGD(core.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.nesterov,
                                 weight_decay=cfg.weight_decay)
     steps_per_epoch = data.steps_per_epoch(cfg.batch_size)
+    if steps_per_epoch < 1:  # an empty CIFAR batch file, an ImageNet tree smaller than one batch (issue 23)
+        where = getattr(data, "source", None) or cfg.data_root or cfg.dataset
+        raise ValueError(f"the training data ({where}) holds {len(data)} image(s): not one step of batch "
+                         f"{cfg.batch_size}{' per process' if process.world > 1 else ''}")
     total = cfg.epochs * steps_per_epoch
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, total, steps_per_epoch, cfg))
     generators = _Generators.create(cfg, process)

@@ -174,3 +174,19 @@ def test_a_diverged_run_with_finite_weights_is_not_marked_finished(tmp_path, cap
     assert "diverged" in line and "logits" in line, line
     assert not (out / "final.pt").exists() and not (out / "checkpoint.pt").exists()
     assert "finished" not in json.loads((out / "config.json").read_text())["run"]
+
+
+def test_training_data_without_one_batch_is_one_line(tmp_path, capsys):
+    """Issue 23: CIFAR batches of 0 training images and an ImageNet tree smaller than one batch
+    ended in ZeroDivisionError."""
+    from fullscale.data.imagenet_fixture import write_imagenet_tree
+
+    write_cifar_fixture(tmp_path / "cifar", "cifar10", n_train=0, n_test=5)
+    assert main(["train", "--preset", "baseline", "--data-root", str(tmp_path / "cifar"), "--out",
+                 str(tmp_path / "a"), "--set", "width=4", "--set", "epochs=1"]) == 2
+    assert "holds 0 image(s)" in _one_line(capsys)
+    write_imagenet_tree(tmp_path / "imagenet", n_train=2, n_val=1)
+    assert main(["train", "--preset", "imagenet-resnet50-baseline", "--set", f"data_root={tmp_path / 'imagenet'}",
+                 "--out", str(tmp_path / "b"), "--set", "width=4", "--set", "epochs=1", "--set", "batch_size=64",
+                 "--set", "workers=0", "--set", "image_size=32"]) == 2
+    assert "not one step of batch 64" in _one_line(capsys)
