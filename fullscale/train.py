@@ -311,9 +311,34 @@ def _training_data(cfg: TrainConfig, process: _Process) -> tuple[InMemoryData | 
     return InMemoryData(data.images.to(device), data.labels.to(device), data.num_classes, data.source), heldout
 
 
+def _available_bytes(device: torch.device) -> int | None:
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open("/proc/meminfo") as info:
+            fields = dict(line.split(":", 1) for line in info)
+        return int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):  # not Linux: no check
+        return None
+
+
+def _check_model_fits(cfg: TrainConfig, num_classes: int, device: torch.device) -> None:
+    """Count the model's parameters on the meta device (no memory) and refuse, in one line, a model
+    whose weights, gradients and momentum alone exceed the memory available (``--set
+    width=100000`` was an allocation traceback, or an out-of-memory kill; issue 23)."""
+    with torch.device("meta"):
+        count = sum(p.numel() for p in create_model(cfg.model, num_classes, **cfg.model_kwargs).parameters())
+    need, available = 3 * 4 * count, _available_bytes(device)
+    if available is not None and need > available:
+        raise ValueError(f"the model does not fit: {cfg.model} at width {cfg.width or 'default'} has "
+                         f"{count:,} parameters, {need / 2**30:.1f} GiB for weights, gradients and momentum "
+                         f"alone; {device.type} has {available / 2**30:.1f} GiB available")
+
+
 def _models(cfg: TrainConfig, num_classes: int, process: _Process) -> tuple[nn.Module, nn.Module]:
     """``(core, model)``: the network, and what the step calls (DDP and/or compiled around it)."""
     device = process.device
+    _check_model_fits(cfg, num_classes, device)
     core = create_model(cfg.model, num_classes, **cfg.model_kwargs).to(device)
     if cfg.transfer:  # the source's weights, a fresh classifier, frozen layers (before DDP sees them)
         load_source_backbone(core, cfg.source_weights)
