@@ -193,9 +193,9 @@ def test_training_data_without_one_batch_is_one_line(tmp_path, capsys):
 
 
 def test_a_model_that_cannot_fit_is_one_line_before_any_allocation(tmp_path, capsys):
-    """Issue 23: `--set width=100000` was an allocation traceback (27e12 parameters)."""
+    """Issue 23: `--set width=100000` was an allocation traceback."""
     out = tmp_path / "wide"
     assert main(["train", "--preset", "digits-baseline", "--set", "width=100000", "--out", str(out)]) == 2
     line = _one_line(capsys)
-    assert "does not fit" in line and "27,240,021,300,010 parameters" in line, line
+    assert "does not fit" in line and "parameters" in line and "GiB available" in line, line
     assert not (out / "config.json").exists()
