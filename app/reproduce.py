@@ -26,13 +26,14 @@ import contextlib
 import dataclasses
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from noisymix_app.plans import PLANS, ReproducePlan
-from noisymix_infra.io import read_json, write_json, write_text
+from noisymix_infra.io import directory_lock, read_json, write_json, write_text
 
 __all__ = ["PLANS", "ReproducePlan", "add_arguments", "reproduce", "run"]  # the plans live in app.plans
 
@@ -317,11 +318,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    log = reproduce(PLANS[args.plan], args.out, data_root=args.data_root, fresh=args.fresh)
-    if args.update_readme:
-        from noisymix_app.reproduce_summary import update_readme
+    # one job per folder: a second `reproduce` on it is one line at once, not "failed: None" later
+    with directory_lock(args.out, "reproducing"):
+        try:
+            log = reproduce(PLANS[args.plan], args.out, data_root=args.data_root, fresh=args.fresh)
+        except RuntimeError as error:  # a failing step: named, in one line; what finished is kept
+            print(f"noisymix reproduce: {error}; the finished steps are kept, rerun to continue "
+                  f"(the step's log: `noisymix sweep status {args.out}`)", file=sys.stderr)
+            return 1
+        if args.update_readme:
+            from noisymix_app.reproduce_summary import update_readme
 
-        update_readme(args.out)
+            update_readme(args.out)
     print(json.dumps({"out": str(args.out), "seconds": log["seconds"],
                       "report": str(Path(args.out) / "REPORT.md")}))
     return 0

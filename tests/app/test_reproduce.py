@@ -148,3 +148,23 @@ def test_each_run_gets_its_line_with_percent_elapsed_and_what_is_left(tmp_path):
     text = line("nfm-seed0", "done", 2)  # 2 of 4 finished after 90 s: about 90 s left
     assert text.startswith("[2/4] nfm-seed0: clean 93.2 %, digits-c 50.0 % (1:30 elapsed, ~1:30 left)"), text
     assert "failed" in line("nfm-seed1", "failed", 3)
+
+
+def test_a_second_reproduce_on_one_folder_and_a_failing_step_are_one_line(tmp_path, monkeypatch, capsys):
+    """Issue 23: a failing step was a RuntimeError traceback; a second concurrent `reproduce` on
+    the folder reported "failed: None"."""
+    from noisymix_app import reproduce as job
+    from noisymix_app.cli import main
+    from noisymix_infra.io import directory_lock
+
+    out = tmp_path / "out"
+    with directory_lock(out, "reproducing"):  # another process's job holds the folder
+        assert main(["reproduce", "--plan", "quick", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "in use by another process" in err, err
+
+    monkeypatch.setattr(job, "reproduce", lambda *a, **k: (_ for _ in ()).throw(
+        RuntimeError("step 'train baseline-seed0' failed: ValueError: planted")))
+    assert main(["reproduce", "--plan", "quick", "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err and "train baseline-seed0" in err and "rerun" in err
