@@ -25,6 +25,7 @@ import json
 import re
 from pathlib import Path
 
+from fullscale.methods import METHODS
 from noisymix_infra.io import read_json, write_bytes, write_json, write_text
 from noisymix_infra.provenance import git_state, machine
 from noisymix_infra.stats import interval, paired
@@ -43,7 +44,8 @@ CODE_PATHS = ("noisymix", "app/plans.py", "app/reproduce.py", "app/reproduce_sum
               "fullscale/evaluation.py", "fullscale/metrics.py", "fullscale/vocabulary.py", "fullscale/augment",
               "fullscale/corruptions", "fullscale/models", "fullscale/presets.py", "fullscale/config.py",
               "fullscale/data", "theory", "toy")
-LABELS = {"baseline": "Baseline", "augmix_jsd": "AugMix + JSD", "nfm": "NFM", "noisymix": "NoisyMix"}
+# method names as the paper writes them: the one label map, the methods' own titles (fullscale.methods)
+LABELS = {name: method.title for name, method in METHODS.items()}
 CLEAN_TOLERANCE = 1.0  # points of clean accuracy a method may lose and still "keep" it
 METRICS = (("clean", "clean", "accuracy", True), ("corrupted", None, "mean_accuracy", True),
            ("rms_calibration_error", "calibration", "rms_calibration_error", False))

@@ -15,6 +15,7 @@ import numpy as np
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, METHOD_ROWS
 from noisymix_figures.tables import _method_order, paper_values, seed_stats
 from noisymix_infra.io import write_bytes
+from noisymix_infra.stats import interval
 
 __all__ = ["category_bars", "copy_figure", "corruption_examples", "robust_c_bars", "robust_c_vs_r", "toy_bars"]
 
@@ -33,6 +34,25 @@ def _paper_rows(label: str) -> dict:
     return dict(paper_values()[label]["rows"])
 
 
+#: one colour per method in every panel, keyed by the method's name as the paper writes it
+#: (``fullscale.methods`` titles; the paper's "NoisyMix (ours)" row is NoisyMix)
+METHOD_COLORS = {"Baseline": "tab:gray", "Mixup": "tab:purple", "Manifold Mixup": "tab:pink", "CutMix": "tab:olive",
+                 "Puzzle Mix": "tab:brown", "AugMix": "tab:orange", "AugMix (no JSD)": "gold", "NFM": "tab:green",
+                 "NoisyMix": "tab:red", "Noise injections": "tab:cyan", "AugMax*": "tab:blue"}
+
+
+def method_label(name: str) -> str:
+    """A method id (``augmix_jsd``) or a paper row ("NoisyMix (ours)") as the paper names it."""
+    from fullscale.methods import METHODS
+
+    return METHODS[name].title if name in METHODS else name.replace(" (ours)", "")
+
+
+def _legend_outside(ax, **kwargs) -> None:
+    """The legend below the axes, where it covers no bar."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False, **kwargs)
+
+
 def _mean_of(cell) -> float:
     return cell["mean"] if isinstance(cell, dict) else cell
 
@@ -44,34 +64,44 @@ def robust_c_bars(groups: dict, out: Path) -> Path:
     methods = [m for m in _PAPER_TO_OURS if m in paper]
     series = {"paper CIFAR-10-C": [_mean_of(paper[m][1]) for m in methods],
               "paper CIFAR-100-C": [_mean_of(paper[m][3]) for m in methods]}
+    seeds: dict[str, list[list[float]]] = {}
     for (dataset, model, _), _runs in groups.items():
         label = f"ours {dataset}-C ({model})"
         if label in series:
             continue
-        values = []
+        values, per_seed = [], []
         for m in methods:
             runs = groups.get((dataset, model, _PAPER_TO_OURS[m]), [])
-            stats = seed_stats([100 * r.evals[f"{dataset}-c"]["summary"]["mean_accuracy"] for r in runs
-                                if f"{dataset}-c" in r.evals])
+            accs = [100 * r.evals[f"{dataset}-c"]["summary"]["mean_accuracy"] for r in runs
+                    if f"{dataset}-c" in r.evals]
+            stats = seed_stats(accs)
             values.append(np.nan if stats is None else stats["mean"])
+            per_seed.append(accs)
         if not all(np.isnan(values)):
-            series[label] = values
-    fig, ax = plt.subplots(figsize=(10, 4))
+            series[label], seeds[label] = values, per_seed
+    fig, ax = plt.subplots(figsize=(10, 4.6))
     width = 0.8 / len(series)
     for i, (label, values) in enumerate(series.items()):
-        ax.bar(np.arange(len(methods)) + i * width, values, width, label=label,
-               hatch="//" if label.startswith("paper") else None, alpha=0.85)
-    ax.set_xticks(np.arange(len(methods)) + 0.4 - width / 2, [m.replace(" (ours)", "") for m in methods])
+        x = np.arange(len(methods)) + i * width
+        errors = None
+        if label in seeds:  # our spread: 95 % t-interval of the mean, and every seed as a dot
+            errors = [interval(v)["half_width"] or 0.0 if len(v) > 1 else 0.0 for v in seeds[label]]
+        ax.bar(x, values, width, label=label + (" (mean, 95 % CI, dots: seeds)" if label in seeds else ""),
+               hatch="//" if label.startswith("paper") else None, alpha=0.85, yerr=errors, capsize=3)
+        for xi, v in zip(x, seeds.get(label, []), strict=False):
+            ax.scatter([xi] * len(v), v, s=8, color="black", zorder=3)
+    ax.set_xticks(np.arange(len(methods)) + 0.4 - width / 2, [method_label(m) for m in methods])
+    ax.set_ylim(0, 100)
     ax.set_ylabel("robust accuracy (%)")
     ax.set_title("Robust accuracy on corrupted test sets (paper: hatched)")
-    ax.legend(fontsize=8)
+    _legend_outside(ax, fontsize=8, ncol=2)
     return _save(fig, out)
 
 
 def category_bars(groups: dict, out: Path) -> Path:
     """fig:imagenet_type / fig:cifar10_wrs_type: accuracy per corruption category."""
     panels = {"paper ImageNet-C (ResNet-50)": ("tab:results_imagenet_c", None),
-              "paper CIFAR-10-C (WRN-28-2)": ("tab:results_wrs_cifar10_c", None)}
+              "paper CIFAR-10-C (\"WRN-28x2\"; the public code trained a WRN-28-4)": ("tab:results_wrs_cifar10_c", None)}
     ours = {}
     for (dataset, model, method), runs in groups.items():
         suite = f"{dataset}-c"
@@ -99,21 +129,26 @@ def _category_panel(ax, title: str, data: dict) -> None:
     cats = list(CATEGORIES)
     width = 0.8 / max(len(data), 1)
     for i, (method, values) in enumerate(data.items()):
-        ax.bar(np.arange(len(cats)) + i * width, [values.get(c, np.nan) for c in cats], width, label=method)
+        name = method_label(method)
+        ax.bar(np.arange(len(cats)) + i * width, [values.get(c, np.nan) for c in cats], width, label=name,
+               color=METHOD_COLORS.get(name))
     ax.set_xticks(np.arange(len(cats)) + 0.4 - width / 2, cats)
+    ax.set_ylim(0, 100)
     ax.set_title(title, fontsize=9)
     ax.set_ylabel("accuracy (%)")
-    ax.legend(fontsize=6)
+    _legend_outside(ax, fontsize=7, ncol=2)
 
 
 def robust_c_vs_r(groups: dict, out: Path) -> Path:
     """fig:robustCvsR: ImageNet-C vs ImageNet-R accuracy of ResNet-50s (the paper's table)."""
     rows = _paper_rows("tab:results_imagenet")
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
-    for name, cells in rows.items():
+    markers = "osD^v<>PXh*"
+    for k, (name, cells) in enumerate(rows.items()):  # a legend, not labels that collide on close points
         x, y = cells[1]["value"], cells[2]
-        ax.scatter(x, y, color="tab:red" if "NoisyMix" in name else "tab:blue")
-        ax.annotate(name.replace(" (ours)", ""), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        label = method_label(name)
+        ax.scatter(x, y, color=METHOD_COLORS.get(label, "tab:blue"), marker=markers[k % len(markers)], label=label)
+    _legend_outside(ax, fontsize=7, ncol=3)
     ours = [(k, r) for k, r in groups.items() if k[1] == "resnet50"]
     note = "ours: no ImageNet runs in these results" if not ours else "ours: see tables"
     ax.set_title(f"ImageNet-C vs ImageNet-R, paper values ({note})", fontsize=8)
@@ -165,9 +200,9 @@ def toy_bars(toy: dict, out: Path) -> Path:
     ax.bar(x - 0.2, paper, 0.4, label="paper (one seed)", hatch="//", alpha=0.8)
     ax.bar(x + 0.2, ours, 0.4, yerr=ci, capsize=3, label=f"ours (mean, 95% CI, {toy['experiment']['seeds']} seeds)")
     ax.set_xticks(x, [schemes[n]["label"] for n in names], fontsize=8, rotation=15)
-    ax.set_ylim(min(min(ours), min(paper)) - 6, 100)
+    ax.set_ylim(0, 100)
     ax.set_ylabel("test accuracy (%)")
-    ax.legend(fontsize=8)
+    _legend_outside(ax, fontsize=8, ncol=2)
     return _save(fig, out)
 
 

@@ -278,6 +278,7 @@ def convergence_figure(checks: list[Check]) -> bytes:
         ("corrected", "holds"): "tab:blue",
         ("corrected", "fails"): "tab:orange",
     }
+    used: set[tuple[str, str]] = set()
     for ax, key in zip(axes.flat, ids):
         drawn = set()
         group = [c for c in checks if c.id == key and c.eps is not None and c.residuals is not None]
@@ -291,6 +292,7 @@ def convergence_figure(checks: list[Check]) -> bytes:
             mag = np.abs(res)
             ok = mag > 0
             color = colors[(c.form, c.verdict)]
+            used.add((c.form, c.verdict))
             ax.loglog(eps[ok], mag[ok], "-", color=color, alpha=0.75, lw=1.2)
             negative = ok & (res < 0) if key == "thm3" else np.zeros_like(ok)
             if negative.any():
@@ -306,8 +308,7 @@ def convergence_figure(checks: list[Check]) -> bytes:
             )
             for order, style in ((1, ":"), (2, "--"), (3, "-.")):
                 ref = top * (e / e[0]) ** order
-                ax.loglog(e, ref, style, color="gray", lw=0.9)
-                ax.annotate(f"eps^{order}", (e[-1], ref[-1]), fontsize=7, color="gray")
+                ax.loglog(e, ref, style, color="gray", lw=0.9)  # named by its style in the legend
         n_p = sum(c.form == "as_printed" and c.verdict == "fails" for c in checks if c.id == key)
         ax.set_title(f"{TITLES.get(key, key)}\n{n_p} as-printed failing", fontsize=9)
         ax.set_xlabel("eps", fontsize=8)
@@ -315,8 +316,8 @@ def convergence_figure(checks: list[Check]) -> bytes:
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(ids) :]:
         ax.axis("off")
-    handles = [
-        plt.Line2D([], [], color=v, label=f"{k[0].replace('_', ' ')}, {k[1]}") for k, v in colors.items()
+    handles = [  # only the kinds of line drawn
+        plt.Line2D([], [], color=v, label=f"{k[0].replace('_', ' ')}, {k[1]}") for k, v in colors.items() if k in used
     ]
     handles += [
         plt.Line2D([], [], color="gray", ls=s, label=f"slope {o}")
