@@ -101,7 +101,8 @@ def robust_c_bars(groups: dict, out: Path) -> Path:
 def category_bars(groups: dict, out: Path) -> Path:
     """fig:imagenet_type / fig:cifar10_wrs_type: accuracy per corruption category."""
     panels = {"paper ImageNet-C (ResNet-50)": ("tab:results_imagenet_c", None),
-              "paper CIFAR-10-C (\"WRN-28x2\"; the public code trained a WRN-28-4)": ("tab:results_wrs_cifar10_c", None)}
+              "paper CIFAR-10-C (\"WRN-28x2\"; the public code trained a WRN-28-4)":
+                  ("tab:results_wrs_cifar10_c", None)}
     ours = {}
     for (dataset, model, method), runs in groups.items():
         suite = f"{dataset}-c"
