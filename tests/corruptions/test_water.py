@@ -55,10 +55,11 @@ def test_capped_distance_is_scipys_exact_distance_capped(cap):
     ours = capped_distance(mask, cap)
     other = capped_distance(mask, cap, engine="torch")
     # The contract of the two engines is the exact integer squared distance; only the final float32
-    # sqrt differs: numpy's is correctly rounded, torch's CPU sqrt is not on every CPU (it is off by
-    # one ulp for 142 of the integers 0..800 on an AMD EPYC with AVX2, whatever ATEN_CPU_CAPABILITY
-    # says; it was exact where this test was first written).  So: squares exactly, roots to 2 ulp
-    # (each within 1 ulp of the true root; ulp(v) <= v * 2**-23).
+    # sqrt differs: numpy's is the correctly rounded hardware instruction; torch's CPU sqrt calls
+    # MKL's vector sqrt, whose generic kernel (taken on non-Intel CPUs) is off by one ulp for 142 of
+    # the integers 0..800 on an AMD EPYC, whatever ATEN_CPU_CAPABILITY or MKL_CBWR say; it was exact
+    # on the machine this test was first written on.  So: squares exactly, roots to 2 ulp (each
+    # within 1 ulp of the true root; ulp(v) <= v * 2**-23).
     torch.testing.assert_close(other.double().square().round(), ours.double().square().round(), rtol=0, atol=0)
     torch.testing.assert_close(other, ours, rtol=2**-22, atol=0)
     for k in range(3):
