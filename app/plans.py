@@ -32,6 +32,8 @@ class ReproducePlan:
     # with torch's threads; on the 2-core VM two workers were no faster: benchmarks/RESULTS.md,
     # "Choosing the laptop protocol (issue 22)")
     workers: int = 0
+    # seeds of one method trained as one stacked model (fullscale.members; 1: one seed at a time)
+    members: int = 1
 
 
 PLANS: dict[str, ReproducePlan] = {

@@ -220,7 +220,8 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
 
     try:
         states = run_local(runs, out, workers=plan.workers, retries=0, tabulate=False, retry_failed=True,
-                           threads=1 if plan.workers else 0, after_run=after_run)
+                           threads=1 if plan.workers else 0, after_run=after_run,
+                           members=plan.members if not plan.workers else 1)
     finally:
         for spec in runs.runs:
             if spec.name in ran or run_record(out, spec.name).get("state") in ("failed", "interrupted"):

@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import math
 import os
 import socket
@@ -150,10 +151,12 @@ def _eval_done(run_dir: Path, ev) -> bool:
         run_dir / "final.pt")
 
 
-def execute_run(spec: RunSpec, out: str | Path, *, device: str | None = None) -> str:
+def execute_run(spec: RunSpec, out: str | Path, *, device: str | None = None,
+                train_seconds: float | None = None) -> str:
     """Train (or resume, or skip) and evaluate one run of the sweep; return ``"done"``.
 
-    Typed calls of ``fullscale.train.train`` and ``fullscale.cli_evaluate.evaluate``.  Under
+    Typed calls of ``fullscale.train.train`` and ``fullscale.cli_evaluate.evaluate``;
+    ``train_seconds``: this run's share of the stacked group that trained it (``--members``).  Under
     ``torchrun``-style environments (``RANK``) only rank 0 takes the run's lock, writes its
     state and evaluates; every rank trains.  A failure raises ``RunFailed``."""
     out = Path(out)
@@ -170,7 +173,8 @@ def execute_run(spec: RunSpec, out: str | Path, *, device: str | None = None) ->
         if rank0:
             _write_state(out, spec.name, state="running", attempts=attempts, error=None, timings={})
         started = time.perf_counter()
-        timings: dict[str, float] = {}  # step -> seconds, for the steps run by this call
+        # step -> seconds, for the steps run by this call (and its share of a group's training)
+        timings: dict[str, float] = {} if train_seconds is None else {"train": train_seconds}
         try:
             _train_and_evaluate(spec, run_dir, out, device, rank0, timings)
         except BaseException as error:
@@ -356,10 +360,13 @@ def _rank_envs(slots: list[int | None]) -> list[dict[str, str]]:
 
 
 def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: int = 1, retries: int = 2,
-              threads: int = 0, retry_failed: bool = False, after_run=None, tabulate: bool = True) -> dict[str, str]:
+              threads: int = 0, retry_failed: bool = False, after_run=None, tabulate: bool = True,
+              members: int = 1) -> dict[str, str]:
     """Run every unfinished run of ``plan``; return {run: final state}.
 
-    ``workers=0``: in this process, one after another (what ``noisymix reproduce`` does).
+    ``workers=0``: in this process, one after another (what ``noisymix reproduce`` does); there
+    ``members > 1`` trains up to that many seeds of one config as one stacked model
+    (``fullscale.members``) before each is evaluated as usual.
     ``after_run(name, state)`` is called when a run ends (tests inject interruptions there);
     ``tabulate=False`` leaves the table to the caller (``noisymix reproduce`` makes its figures).
     KeyboardInterrupt stops the workers (each keeps its last checkpoint) and propagates."""
@@ -403,7 +410,7 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
     show()
     try:
         if workers == 0:
-            _serial(plan, out, pending, retries, counts, finished, show)
+            _serial(plan, out, pending, retries, counts, finished, show, members)
         else:
             _parallel(out, pending, _slots(workers, runs_per_gpu), retries, threads, counts, finished, show)
     finally:
@@ -413,13 +420,60 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
     return {spec.name: run_state(out, spec) for spec in plan.runs}
 
 
-def _serial(plan: Plan, out: Path, pending: list[RunSpec], retries: int, counts: dict, finished, show) -> None:
+def _member_groups(out: Path, pending: list[RunSpec], members: int) -> dict[str, list[RunSpec]]:
+    """Pending runs to train as stacked groups: up to ``members`` runs whose configs differ only in
+    the seed and none of which is trained yet, by the name of each group's first run."""
+    from fullscale.members import groupable
+    from noisymix_infra.config import config_to_dict
+
+    by_config: dict[str, list[RunSpec]] = {}
     for spec in pending:
+        run_dir = out / "runs" / spec.name
+        if (run_dir / "final.pt").is_file() or (run_dir / "checkpoint.pt").is_file():
+            continue
+        cfg = spec.config()
+        if groupable(cfg):
+            key = json.dumps(config_to_dict(dataclasses.replace(cfg, seed=0, preset="")), sort_keys=True)
+            by_config.setdefault(key, []).append(spec)
+    groups = {}
+    for specs in by_config.values():
+        for start in range(0, len(specs), members):
+            chunk = specs[start:start + members]
+            if len(chunk) > 1:
+                groups[chunk[0].name] = chunk
+    return groups
+
+
+def _train_group(out: Path, group: list[RunSpec]) -> float:
+    """Train ``group`` as one stacked model; the seconds it took per run."""
+    from fullscale.members import train_members
+
+    t0 = time.perf_counter()
+    cfg = group[0].config()
+    train_members(cfg, [spec.seed for spec in group], [out / "runs" / spec.name for spec in group])
+    return (time.perf_counter() - t0) / len(group)
+
+
+def _serial(plan: Plan, out: Path, pending: list[RunSpec], retries: int, counts: dict, finished, show,
+            members: int = 1) -> None:
+    groups = _member_groups(out, pending, members) if members > 1 else {}
+    trained: dict[str, float] = {}  # run -> its share of its group's training seconds
+    for spec in pending:
+        if spec.name in groups:
+            counts["running"] = len(groups[spec.name])
+            show()
+            try:
+                share = _train_group(out, groups[spec.name])
+                trained |= {s.name: round(share, 2) for s in groups[spec.name]}
+            except (ValueError, RuntimeError) as error:  # each run then trains alone and fails, or not, alone
+                print(f"sweep: training {', '.join(s.name for s in groups[spec.name])} as one model failed "
+                      f"({str(error).splitlines()[0] if str(error) else type(error).__name__}); one at a time",
+                      file=sys.stderr)
         for attempt in range(retries + 1):
             counts["running"] = 1
             show()
             try:
-                execute_run(spec, out)
+                execute_run(spec, out, train_seconds=trained.get(spec.name))
                 counts["running"] = 0
                 finished(spec, "done")
                 break
@@ -721,6 +775,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=1,
                         help="local, no GPU: parallel CPU runs (0: one after another in this process)")
     parser.add_argument("--runs-per-gpu", type=int, default=1, help="local: runs sharing one GPU (small models)")
+    parser.add_argument("--members", type=int, default=1,
+                        help="local, --workers 0: train up to N seeds of one config as one stacked model "
+                             "(fullscale.members; pays on a GPU, not on a CPU: benchmarks/RESULTS.md)")
     parser.add_argument("--partition", default=None, help="slurm: partition")
     parser.add_argument("--account", default=None, help="slurm: account")
     parser.add_argument("--time", type=int, default=24 * 60, help="slurm: time limit per job in minutes")
@@ -828,8 +885,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"submitted {len(jobs)} runs: {', '.join(str(j.job_id) for j in jobs[:8])}"
               f"{' ...' if len(jobs) > 8 else ''}; follow with `noisymix sweep status {out}`")
         return 0
+    if args.members < 1 or (args.members > 1 and args.workers != 0):
+        raise ValueError(f"--members {args.members}: give N >= 1, and N > 1 only with --workers 0 (one process "
+                         "trains the group)")
     states = run_local(plan, out, workers=args.workers, runs_per_gpu=args.runs_per_gpu, retries=args.retries,
-                       threads=args.threads or 0, retry_failed=args.retry_failed)
+                       threads=args.threads or 0, retry_failed=args.retry_failed, members=args.members)
     failed = sorted(n for n, s in states.items() if s != "done")
     print(f"sweep {plan.table}: {len(states) - len(failed)}/{len(states)} runs done; table: {out / 'table'}")
     if failed:

@@ -1,7 +1,8 @@
 """``noisymix bench protocol``: the pilot that chooses the main job's protocol (issue 22).
 
-For each width x epochs of ``--grid``, the laptop plan's four methods are trained and evaluated on
-the same paired seeds (``noisymix sweep digits_analogue``, two one-thread worker processes, into
+For each width x epochs (x training batch) of ``--grid``, the laptop plan's four methods are trained
+and evaluated on the same paired seeds (``noisymix sweep digits_analogue``, by default one after
+another in one process with torch's threads, as ``noisymix reproduce`` runs them, into
 ``--workdir``; finished runs are kept, so a rerun only summarises).  Per grid point it reports
 what a protocol costs and how well it separates: seconds per epoch of each method, the seconds of
 its evaluations, the seed sd of clean and Digits-C accuracy, the sd of each claim's paired
@@ -30,10 +31,13 @@ FIXED_MINUTES = 1.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--grid", default="8x12,8x20", help="width x epochs points, comma-separated")
+    parser.add_argument("--grid", default="8x12,8x20",
+                        help="width x epochs [x batch] points, comma-separated (e.g. 8x20,16x10x32; batch: the "
+                             "laptop plan's when left out)")
     parser.add_argument("--seeds", type=int, default=5, help="paired seeds 0..N-1 per point")
     parser.add_argument("--workdir", default="pilot", help="where the corrupted set and the sweeps live")
-    parser.add_argument("--workers", type=int, default=2, help="one-thread training/evaluation processes")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="one-thread training/evaluation processes (0: one after another in one process)")
 
 
 def _cli(*args: str) -> None:
@@ -73,7 +77,7 @@ def _point(folder: Path, epochs: int, workers: int) -> dict:
     claims |= {f"{m} vs baseline, clean": paired(clean[m], clean["baseline"]) for m in methods[1:]}
     claims |= {f"noisymix vs {m}, Digits-C": paired(corrupted["noisymix"], corrupted[m])
                for m in methods[1:-1]}
-    projection = {n: {"minutes": round(FIXED_MINUTES + n * per_seed_s / workers / 60, 1),
+    projection = {n: {"minutes": round(FIXED_MINUTES + n * per_seed_s / max(workers, 1) / 60, 1),
                       "headline_mdd80": round(mdd80(headline["sd"], n), 2)} for n in range(3, 11)}
     return {
         "seconds_per_epoch": {m: round(sum(timings[m]["train"]) / len(timings[m]["train"]) / epochs, 2)
@@ -98,12 +102,17 @@ def run(args: argparse.Namespace) -> dict:
         _cli("corrupt", "--dataset", "digits", "--kind", "c", "--out", str(corrupted), "--seed", "0")
     points = {}
     for item in args.grid.split(","):
-        width, epochs = (int(v) for v in item.lower().split("x"))
-        folder = work / f"w{width}-e{epochs}"
+        values = [int(v) for v in item.lower().split("x")]
+        if len(values) not in (2, 3):
+            raise ValueError(f"--grid point {item!r} is not WIDTHxEPOCHS or WIDTHxEPOCHSxBATCH")
+        width, epochs, batch = (*values, None)[:3]
+        folder = work / (f"w{width}-e{epochs}" + (f"-b{batch}" if batch else ""))
         started = time.perf_counter()
         _cli("sweep", "digits_analogue", "--seeds", str(args.seeds), "--workers", str(args.workers),
-             "--set", f"width={width}", "--set", f"epochs={epochs}", "--suite-root", f"digits-c={corrupted}",
+             "--set", f"width={width}", "--set", f"epochs={epochs}",
+             *(("--set", f"batch_size={batch}") if batch else ()), "--suite-root", f"digits-c={corrupted}",
              "--out", str(folder))
-        points[f"width {width} x {epochs} epochs"] = {**_point(folder, epochs, args.workers),
+        name = f"width {width} x {epochs} epochs" + (f" x batch {batch}" if batch else "")
+        points[name] = {**_point(folder, epochs, args.workers),
                                                       "sweep_wall_s_this_call": round(time.perf_counter() - started)}
     return {"grid": points, "workers": args.workers, "fixed_minutes_assumed": FIXED_MINUTES}

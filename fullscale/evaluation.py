@@ -64,13 +64,19 @@ __all__ = ["FGSM_EPSILONS", "SUITES", "Context", "EvalOptions", "logits_of", "ru
 #: pixel-space epsilons of the FGSM suite (images in [0, 1]): 1, 2, 4 and 8 grey levels
 FGSM_EPSILONS = (1 / 255, 2 / 255, 4 / 255, 8 / 255)
 Results = tuple[dict, dict, list]
+# Images per model call when none is given.  On the CPU a batch whose activations stay in cache:
+# PreActResNet-18 at width 16 ran 4,057 images/s at 64 and 1,799 at 500 (2 threads, 2-core AMD
+# EPYC; width 8: 4,646 vs 3,946; benchmarks/RESULTS.md, issue 22); an accelerator wants large calls.
+CPU_BATCH = 64
+ACCELERATOR_BATCH = 500
 
 
 @dataclass(frozen=True)
 class EvalOptions:
     """Everything that changes a suite's numbers (stored in the JSON; a resume needs equal options)."""
 
-    batch_size: int = 500
+    # images per model call; 0: by device (CPU_BATCH on the CPU, ACCELERATOR_BATCH elsewhere)
+    batch_size: int = 0
     workers: int = 2  # DataLoader processes decoding image folders / videos
     rms_estimator: str = "exact"  # "exact" | "public" (fullscale.metrics.rms_calibration_error)
     epsilons: tuple[float, ...] = FGSM_EPSILONS
@@ -82,8 +88,9 @@ class EvalOptions:
     partial: bool = False
 
     def __post_init__(self) -> None:
-        if self.batch_size < 1 or self.workers < 0:
-            raise ValueError(f"need batch_size >= 1 and workers >= 0, got {self.batch_size}, {self.workers}")
+        if self.batch_size < 0 or self.workers < 0:
+            raise ValueError(f"need batch_size >= 0 (0: by device) and workers >= 0, "
+                             f"got {self.batch_size}, {self.workers}")
         if self.rms_estimator not in ("exact", "public"):
             raise ValueError(f"rms_estimator must be 'exact' or 'public', got {self.rms_estimator!r}")
         if self.weather not in P_WEATHER_CHOICES:
@@ -119,6 +126,13 @@ class Context:
     @property
     def num_classes(self) -> int:
         return int(self.config["num_classes"])
+
+    @property
+    def batch_size(self) -> int:
+        """``options.batch_size``, or by device when it is 0 (``CPU_BATCH``, ``ACCELERATOR_BATCH``)."""
+        if self.options.batch_size:
+            return self.options.batch_size
+        return CPU_BATCH if self.device.type == "cpu" else ACCELERATOR_BATCH
 
 
 # --------------------------------------------------------------------------- model application
@@ -188,7 +202,7 @@ class _TestData:
 def _test_data(ctx: Context) -> _TestData:
     """The test split of the run's own dataset: built-in/CIFAR in memory (it is small), ImageNet
     (``dataset: imagenet``) as class folders of the validation set under --data-root."""
-    dataset, bs = ctx.config.get("dataset"), ctx.options.batch_size
+    dataset, bs = ctx.config.get("dataset"), ctx.batch_size
     if dataset == "imagenet":
         _need_imagenet(ctx)
         data = read_val_folder(_need_root(ctx, "the ImageNet validation images (class folders, or flat with "
@@ -219,7 +233,7 @@ def clean(ctx: Context) -> Results:
     """Clean top-1 accuracy on the run's test split."""
     data = _test_data(ctx)
     correct = sum(int((_logits(ctx.model, x, ctx.device).argmax(1) == y).sum())
-                  for x, y in progress(data.batches(), desc="clean", total=-(-data.n // ctx.options.batch_size)))
+                  for x, y in progress(data.batches(), desc="clean", total=-(-data.n // ctx.batch_size)))
     acc = correct / data.n
     return {"clean": {"accuracy": acc, "n": data.n}}, {"accuracy": acc}, data.files
 
@@ -238,7 +252,7 @@ def calibration(ctx: Context) -> Results:
     """RMS calibration error (bins of 100), ECE (15 bins) and AURRA on the run's test split."""
     data = _test_data(ctx)
     logits, labels = [], []
-    for x, y in progress(data.batches(), desc="calibration", total=-(-data.n // ctx.options.batch_size)):
+    for x, y in progress(data.batches(), desc="calibration", total=-(-data.n // ctx.batch_size)):
         logits.append(_logits(ctx.model, x, ctx.device))
         labels.append(y)
     summary = _calibration_summary(torch.cat(logits), torch.cat(labels), ctx.options.rms_estimator)
@@ -251,7 +265,7 @@ def fgsm(ctx: Context) -> Results:
     8 grey levels).  Gradients in float32 (no autocast: the sign of small gradients matters)."""
     data = _test_data(ctx)
     correct = dict.fromkeys(ctx.options.epsilons, 0)
-    for x_u8, y in progress(data.batches(), desc="fgsm", total=-(-data.n // ctx.options.batch_size)):
+    for x_u8, y in progress(data.batches(), desc="fgsm", total=-(-data.n // ctx.batch_size)):
         x = to_float(x_u8.to(ctx.device)).requires_grad_(True)
         y = y.to(ctx.device)
         (grad,) = torch.autograd.grad(F.cross_entropy(_finite(ctx.model(x)), y), x)
@@ -340,7 +354,7 @@ def corrupted_npy(ctx: Context) -> Results:
             continue
         entry = {}
         for severity in range(1, 6):
-            logits = logits_of(ctx.model, data.images(name, severity), ctx.device, ctx.options.batch_size)
+            logits = logits_of(ctx.model, data.images(name, severity), ctx.device, ctx.batch_size)
             entry[str(severity)] = {"accuracy": accuracy(logits.argmax(1).numpy(), data.labels), "n": data.count}
         results[name] = entry
         ctx.on_result(name, entry, identity)
@@ -368,7 +382,7 @@ def imagenet_c(ctx: Context) -> Results:
         entry = {}
         for severity, data in enumerate(sets, 1):
             correct = sum(int((_logits(ctx.model, x, ctx.device).argmax(1) == y).sum())
-                          for x, y in data.batches(ctx.options.batch_size, ctx.options.workers))
+                          for x, y in data.batches(ctx.batch_size, ctx.options.workers))
             entry[str(severity)] = {"accuracy": correct / len(data), "n": len(data)}
         results[name] = entry
         ctx.on_result(name, entry)
@@ -382,8 +396,8 @@ def imagenet_r(ctx: Context) -> Results:
     data = read_class_folders(_need_root(ctx, "ImageNet-R class folders"), imagenet_r_wnids(), ctx.options.preprocess)
     keep = imagenet_r_indices()
     logits, labels = [], []
-    for x, y in progress(data.batches(ctx.options.batch_size, ctx.options.workers), desc="imagenet-r",
-                         total=-(-len(data) // ctx.options.batch_size)):
+    for x, y in progress(data.batches(ctx.batch_size, ctx.options.workers), desc="imagenet-r",
+                         total=-(-len(data) // ctx.batch_size)):
         logits.append(_logits(ctx.model, x, ctx.device)[:, keep])
         labels.append(y)
     summary = _calibration_summary(torch.cat(logits), torch.cat(labels), ctx.options.rms_estimator)
@@ -436,7 +450,7 @@ def perturbed_npy(ctx: Context) -> Results:
     if ctx.options.alexnet_flip:
         read_alexnet_flip_table(ctx.options.alexnet_flip)  # a bad table fails before the work
     results, files = {n: e for n, e in ctx.done.items() if n in names}, []
-    chunk = max(1, ctx.options.batch_size // max(data.frames.values()))  # sequences per model batch
+    chunk = max(1, ctx.batch_size // max(data.frames.values()))  # sequences per model batch
     for name in progress(names, desc="perturbations", unit="perturbation"):
         files.append(_file_record(data.path(name), data.count))
         if name in results:
@@ -470,9 +484,9 @@ def imagenet_p(ctx: Context) -> Results:
         if name in results:
             continue
         preds = []
-        for videos in data.videos(max(1, ctx.options.batch_size // 32), ctx.options.workers):
+        for videos in data.videos(max(1, ctx.batch_size // 32), ctx.options.workers):
             lengths = [v.shape[0] for v in videos]
-            logits = logits_of(ctx.model, torch.cat(videos), ctx.device, ctx.options.batch_size)
+            logits = logits_of(ctx.model, torch.cat(videos), ctx.device, ctx.batch_size)
             preds += [p.numpy() for p in logits.argmax(1).split(lengths)]
         entry = {"flip_probability": flip_probability(preds, noise=is_noise_sequence(name)),
                  "n_sequences": len(preds), "frames": int(max(len(p) for p in preds))}

@@ -410,3 +410,34 @@ def test_a_rerun_with_another_suite_root_evaluates_again(tmp_path, monkeypatch, 
         assert set(run_local(plan, out, workers=0, tabulate=False).values()) == {"done"}
         record = json.loads((out / "runs" / plan.runs[0].name / "eval" / "digits-c.json").read_text())
         assert record["data_root"] == str(sets[name].resolve()), name
+
+
+def test_members_train_a_methods_seeds_as_one_model_then_evaluate_each(tmp_path, monkeypatch, one_torch_thread):
+    """``--members 2``: the two seeds train as one stacked model (recorded in each run's config.json),
+    each is evaluated as a run of its own, and the runs equal their seeds trained alone up to the
+    rounding of grouped convolutions (tests/trainer/test_members.py holds the tolerances)."""
+    monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
+    plan = _plan()
+    states = run_local(plan, tmp_path / "grouped", workers=0, members=2)
+    assert set(states.values()) == {"done"}
+    run_local(plan, tmp_path / "alone", workers=0)
+    for spec in plan.runs:
+        grouped = json.loads((tmp_path / "grouped" / "runs" / spec.name / "config.json").read_text())
+        assert grouped["run"]["members"]["seeds"] == [0, 1]
+        state = json.loads((tmp_path / "grouped" / "sweep" / "state" / f"{spec.name}.json").read_text())
+        assert dict(state["timings"])["train"] > 0  # its share of the group's training
+        for suite in ("clean", "calibration"):
+            ours, theirs = (json.loads((tmp_path / d / "runs" / spec.name / "eval" / f"{suite}.json").read_text())
+                            ["summary"] for d in ("grouped", "alone"))
+            assert ours.keys() == theirs.keys()
+        first = [json.loads(line)["loss"] for line in
+                 (tmp_path / "grouped" / "runs" / spec.name / "metrics.jsonl").read_text().splitlines()][0]
+        alone = [json.loads(line)["loss"] for line in
+                 (tmp_path / "alone" / "runs" / spec.name / "metrics.jsonl").read_text().splitlines()][0]
+        assert first == pytest.approx(alone, rel=1e-2)
+
+
+def test_members_need_one_process(tmp_path, capsys):
+    assert main(["sweep", "digits_analogue", "--seeds", "2", "--members", "2", "--workers", "1",
+                 "--out", str(tmp_path)]) == 2
+    assert "--members 2" in capsys.readouterr().err

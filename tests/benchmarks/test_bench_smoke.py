@@ -29,3 +29,12 @@ def test_bench_transfer_counts_the_stored_data_of_both_ways(tmp_path):
     stored = result["stored_data_bytes_subset"]
     assert stored == {"ours": 4 * 3 * 32 * 32, "naive": 4 * 3 * 40 * 40 * 4}
     assert result["speed_ratio_ours_over_naive"] > 0
+
+
+def test_bench_members_times_both_ways_and_writes_the_ratio(tmp_path):
+    out = tmp_path / "m.json"
+    assert main(["bench", "--out", str(out), "members", "--", "--members", "2", "--widths", "2",
+                 "--thread-counts", "1", "--methods", "baseline", "--epochs", "1", "--batch-size", "256"]) == 0
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["members"] == 2 and row["width"] == 2 and row["threads"] == 1
+    assert math.isclose(row["speedup"], row["one_after_another_s"] / row["stacked_s"], rel_tol=0.02)

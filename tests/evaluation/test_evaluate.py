@@ -303,7 +303,7 @@ def test_clear_errors(tmp_path, digits):
     assert main(["evaluate", str(run), "--suite", "imagenet-r", "--data-root", str(tmp_path)]) == 2  # 10 classes
     assert main(["evaluate", str(run), "--suite", "fgsm", "--epsilons", "a/b"]) == 2
     assert main(["evaluate", str(run), "--suite", "clean", "--threads", "-1"]) == 2
-    assert main(["evaluate", str(run), "--suite", "calibration", "--batch-size", "0"]) == 2
+    assert main(["evaluate", str(run), "--suite", "calibration", "--batch-size", "-1"]) == 2  # 0: by device
     root = tmp_path / "c"
     save_npy(root / "fog.npy", np.zeros((10, 32, 32, 3), np.uint8))
     save_npy(root / "labels.npy", np.full(2, 12))  # labels beyond the model's 10 classes
@@ -386,3 +386,14 @@ def test_evaluate_takes_the_same_set_dialect_as_train():
     with pytest.raises(ValueError, match="unknown config key 'batchsize'; valid keys: batch_size"):
         apply_overrides(EvalOptions(), ["batchsize=7"])
     assert main(["evaluate", "nowhere", "--suite", "clean", "--set", "batchsize=7"]) == 2
+
+
+def test_the_model_batch_is_chosen_by_device_unless_given():
+    """0 (the default) is a cache-sized batch on the CPU and a large one on accelerators; a given
+    batch size is used as it is (the numbers do not depend on it: eval-mode BatchNorm)."""
+    from fullscale.evaluation import ACCELERATOR_BATCH, CPU_BATCH, Context, EvalOptions
+
+    model = torch.nn.Identity()
+    assert Context(model, torch.device("cpu"), {}, None).batch_size == CPU_BATCH == 64
+    assert Context(model, torch.device("meta"), {}, None).batch_size == ACCELERATOR_BATCH == 500
+    assert Context(model, torch.device("cpu"), {}, None, EvalOptions(batch_size=7)).batch_size == 7

@@ -1,0 +1,410 @@
+"""Several seeds of one config trained as one model: the members live side by side in the channels.
+
+A method's seeds are independent models of one shape.  ``stack_models`` turns M of them into one
+network whose every layer holds the M members side by side: a convolution becomes a grouped
+convolution of M groups, a BatchNorm layer keeps M x C channels (so its statistics stay per member:
+a channel's mean is over that member's images alone), the classifier becomes M independent linear
+maps.  The input is (N, M * 3, H, W), member m's images in channels 3m..3m+2, so every member sees
+its own batch; the output is (N, M, K).
+
+``train_members`` trains such a stack with one SGD optimiser (SGD, momentum and weight decay act per
+element, so one optimiser over the stacked parameters is M optimisers) and draws everything per
+member from that member's own generators, exactly as ``fullscale.train`` draws a run of that seed
+alone: the batch order, crops, flips, AugMix views, partners, lambda, transform point and noise.
+Member k is therefore run ``seed k`` alone up to float rounding (``tests/trainer/test_members.py``
+holds the two against each other and catches a shared generator or pooled BatchNorm statistics).
+Each member is written as an ordinary run folder (``config.json``, ``metrics.jsonl``, per-epoch
+``checkpoint.pt`` and ``final.pt`` in the plain model's layout), so evaluation, figures and sweeps
+read it as any run, and a killed group resumes from its members' checkpoints.
+
+Where it pays: on an accelerator, where a small model is bound by kernel launches, M members cost
+about one.  On a CPU the work is the arithmetic itself and grouped convolutions are no faster than
+M plain ones (benchmarks/RESULTS.md, issue 22: ``noisymix bench members``), so the CPU plans train
+one seed at a time.  None of the reference codes can train seeds together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from fullscale.augment import to_float
+from fullscale.config import TrainConfig
+from fullscale.hooks import stage_module
+from fullscale.methods import get_method
+from fullscale.models import Normalize, create_model
+from fullscale.runs import append_metrics, read_metrics
+from noisymix.loss import noisymix_loss
+from noisymix.mixing import draw_mix, mix_targets, noisy_feature_mixup
+from noisymix_infra.io import directory_lock, load_state_dict, save_torch, write_json
+from noisymix_infra.progress import progress
+from noisymix_infra.provenance import now
+
+__all__ = ["MemberLinear", "groupable", "member_state_dicts", "stack_models", "stack_state_dicts", "train_members"]
+
+
+class MemberLinear(nn.Module):
+    """M independent linear maps: (N, M * C) -> (N, M, K); member m's weight is ``weight[m]``."""
+
+    def __init__(self, members: int, in_features: int, out_features: int) -> None:
+        super().__init__()
+        self.members = members
+        self.weight = nn.Parameter(torch.empty(members, out_features, in_features))
+        self.bias = nn.Parameter(torch.empty(members, out_features))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x.reshape(x.shape[0], self.members, -1)
+        return torch.einsum("nmc,mkc->nmk", x, self.weight) + self.bias
+
+
+# how a stacked state-dict entry holds its members: "chunks" along dim 0 (convolutions, BatchNorm),
+# "index" along a new dim 0 (MemberLinear), "shared" (BatchNorm's step count, equal for all)
+_Layout = dict[str, str]
+
+
+def _stack_batchnorm(layer: nn.BatchNorm2d, members: int) -> nn.Module:
+    """M x C channels: each channel's statistics are over its own member's images only."""
+    return nn.BatchNorm2d(layer.num_features * members, layer.eps, layer.momentum, layer.affine,
+                          layer.track_running_stats)
+
+
+def _convert(module: nn.Module, members: int, layout: _Layout, prefix: str = "") -> None:
+    for name, child in module.named_children():
+        key = f"{prefix}{name}"
+        if isinstance(child, nn.Conv2d):
+            setattr(module, name, nn.Conv2d(
+                child.in_channels * members, child.out_channels * members, child.kernel_size, child.stride,
+                child.padding, child.dilation, child.groups * members, child.bias is not None, child.padding_mode))
+            layout[f"{key}.weight"] = "chunks"
+            if child.bias is not None:
+                layout[f"{key}.bias"] = "chunks"
+        elif isinstance(child, nn.BatchNorm2d):
+            setattr(module, name, _stack_batchnorm(child, members))
+            for entry in ("weight", "bias", "running_mean", "running_var"):
+                layout[f"{key}.{entry}"] = "chunks"
+            layout[f"{key}.num_batches_tracked"] = "shared"
+        elif isinstance(child, nn.Linear):
+            setattr(module, name, MemberLinear(members, child.in_features, child.out_features))
+            layout[f"{key}.weight"] = layout[f"{key}.bias"] = "index"
+        elif isinstance(child, Normalize):  # buffers not saved: repeat them per member
+            child.mean, child.std = child.mean.repeat(1, members, 1, 1), child.std.repeat(1, members, 1, 1)
+        elif isinstance(child, nn.Dropout) and child.p > 0:
+            raise ValueError("members: a model with dropout cannot be stacked (its draws come from the global "
+                             "generator, shared by the members)")
+        elif any(True for _ in child.parameters(recurse=False)) or any(True for _ in child.buffers(recurse=False)):
+            raise ValueError(f"members: cannot stack a {type(child).__name__} layer ({key}); stackable: Conv2d, "
+                             "BatchNorm2d, Linear after global pooling, parameter-free layers")
+        else:
+            _convert(child, members, layout, f"{key}.")
+
+
+def stack_models(models: Sequence[nn.Module]) -> nn.Module:
+    """One network holding ``models`` (same architecture) as members; ``stack._member_layout``
+    says how each state-dict entry holds them.  Mixing stages keep their names."""
+    if not models:
+        raise ValueError("members: nothing to stack")
+    stack = copy.deepcopy(models[0])
+    layout: _Layout = {}
+    _convert(stack, len(models), layout)
+    stack._member_layout = layout
+    stack._members = len(models)
+    stack.load_state_dict(stack_state_dicts([m.state_dict() for m in models], layout))
+    return stack
+
+
+def stack_state_dicts(states: Sequence[dict[str, Tensor]], layout: _Layout) -> dict[str, Tensor]:
+    """The stacked state dict of members' plain state dicts."""
+    out = {}
+    for key, kind in layout.items():
+        values = [s[key] for s in states]
+        out[key] = values[0].clone() if kind == "shared" else (
+            torch.cat(values) if kind == "chunks" else torch.stack(values))
+    return out
+
+
+def member_state_dicts(stack: nn.Module) -> list[dict[str, Tensor]]:
+    """Each member's state dict in the plain model's layout (what ``create_model`` loads)."""
+    members, layout = stack._members, stack._member_layout
+    return _unstack(stack.state_dict(), layout, members)
+
+
+def _unstack(state: dict[str, Tensor], layout: _Layout, members: int) -> list[dict[str, Tensor]]:
+    out: list[dict[str, Tensor]] = [{} for _ in range(members)]
+    for key, kind in layout.items():
+        value = state[key]
+        parts = ([value] * members if kind == "shared"
+                 else value.chunk(members) if kind == "chunks" else value.unbind(0))
+        for m in range(members):
+            out[m][key] = parts[m].detach().clone()
+    return out
+
+
+def _optimizer_states(stack: nn.Module, optimizer: torch.optim.Optimizer) -> list[dict]:
+    """Each member's SGD state dict as a plain run's optimiser would hold it (momentum sliced)."""
+    members, layout = stack._members, stack._member_layout
+    names = [n for n, _ in stack.named_parameters()]
+    full = optimizer.state_dict()
+    out = []
+    for m in range(members):
+        state = {}
+        for index, per_param in full["state"].items():
+            kind = layout[names[index]]
+            state[index] = {k: (v.chunk(members)[m] if kind == "chunks" else v[m]).clone()
+                            if isinstance(v, Tensor) and v.dim() > 0 else v for k, v in per_param.items()}
+        out.append({"state": state, "param_groups": copy.deepcopy(full["param_groups"])})
+    return out
+
+
+def _stack_optimizer_states(stack: nn.Module, states: Sequence[dict]) -> dict:
+    layout = stack._member_layout
+    names = [n for n, _ in stack.named_parameters()]
+    merged = {}
+    for index in states[0]["state"]:
+        kind = layout[names[index]]
+        merged[index] = {k: (torch.cat if kind == "chunks" else torch.stack)([s["state"][index][k] for s in states])
+                         if isinstance(v, Tensor) and v.dim() > 0 else v
+                         for k, v in states[0]["state"][index].items()}
+    return {"state": merged, "param_groups": states[0]["param_groups"]}
+
+
+# --------------------------------------------------------------------------------- training
+@dataclasses.dataclass
+class _Member:
+    """One seed of the group: its config, folder, generators and record."""
+
+    cfg: TrainConfig
+    out: Path
+    generators: object  # fullscale.train._Generators
+    record: dict
+    identity: str
+    torch_state: Tensor  # the global generator after its weights were drawn (no dropout: unused after)
+
+
+def groupable(cfg: TrainConfig) -> bool:
+    """Whether seeds of ``cfg`` can train as one stacked model: in-memory data, no transfer, no
+    CutMix/Puzzle Mix (their per-pair boxes and masks), epoch-end checkpoints, no held-out split."""
+    from fullscale.train import _STREAMED
+
+    return not (cfg.dataset in _STREAMED or cfg.transfer or get_method(cfg.method).mixing in ("cutmix", "puzzlemix")
+                or cfg.checkpoint_every or cfg.heldout)
+
+
+def _check_group(cfg: TrainConfig, seeds: Sequence[int], outs: Sequence[Path]) -> None:
+    if len(seeds) != len(outs) or len(set(seeds)) != len(seeds) or len(seeds) < 1:
+        raise ValueError(f"members: need distinct seeds, one folder each (got seeds {list(seeds)}, "
+                         f"{len(outs)} folders)")
+    if not groupable(cfg):
+        raise ValueError(f"members: {cfg.method} on {cfg.dataset} trains one seed at a time (members take in-memory "
+                         "data without a held-out split, no transfer, no CutMix/Puzzle Mix, epoch-end checkpoints)")
+
+
+def train_members(cfg: TrainConfig, seeds: Sequence[int], outs: Sequence[str | Path], *,
+                  resume: bool = True) -> list[Path]:
+    """Train ``cfg`` with each of ``seeds`` into ``outs`` (one run folder per seed) as one stacked
+    model; return the folders.  Member k equals ``train(replace(cfg, seed=seeds[k]), outs[k])`` up
+    to float rounding.  Folders whose members all finished are left as they are; a group whose
+    members all hold a checkpoint of the same epoch resumes from it."""
+    from fullscale.train import _process
+
+    outs = [Path(o) for o in outs]
+    _check_group(cfg, seeds, outs)
+    if all((o / "final.pt").is_file() for o in outs):
+        return outs
+    process = _process(cfg)
+    if process.world > 1:
+        raise ValueError("members: one process trains the group (not under torchrun)")
+    with contextlib.ExitStack() as locks:
+        for out in outs:
+            locks.enter_context(directory_lock(out, "training"))
+        _train_group(cfg, list(seeds), outs, process, resume)
+    return outs
+
+
+def _train_group(cfg: TrainConfig, seeds: list[int], outs: list[Path], process, resume: bool) -> None:
+    from fullscale.train import (
+        InMemoryData,
+        _check_model_fits,
+        _check_weights,
+        _Generators,
+        _lr_factor,
+        _run_record,
+        _training_data,
+        config_identity,
+    )
+
+    device = process.device
+    method = get_method(cfg.method)
+    data, heldout = _training_data(cfg, process)
+    assert isinstance(data, InMemoryData) and heldout is None  # groupable()
+    steps_per_epoch = data.steps_per_epoch(cfg.batch_size)
+    if steps_per_epoch < 1:
+        raise ValueError(f"the training data ({data.source}) holds {len(data)} image(s): not one step of batch "
+                         f"{cfg.batch_size}")
+    _check_model_fits(cfg, data.num_classes, device)
+    members, models = [], []
+    for seed, out in zip(seeds, outs, strict=True):
+        member_cfg = dataclasses.replace(cfg, seed=seed)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)  # the weights a run of this seed alone draws (fullscale.train.train)
+            models.append(create_model(cfg.model, data.num_classes, **cfg.model_kwargs).to(device))
+            torch_state = torch.get_rng_state()
+        record = _run_record(member_cfg, data, process)
+        record["run"]["members"] = {"seeds": seeds, "index": len(members)}
+        members.append(_Member(member_cfg, out, _Generators.create(member_cfg, process), record,
+                               config_identity(record), torch_state))
+    stack = stack_models(models)
+    optimizer = torch.optim.SGD(stack.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.nesterov,
+                                weight_decay=cfg.weight_decay)
+    total = cfg.epochs * steps_per_epoch
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, total, steps_per_epoch, cfg))
+    start_epoch, metrics = _resume(stack, optimizer, scheduler, members, device, resume)
+    for member in members:
+        write_json(member.out / "config.json", member.record)
+    probe = to_float(data.images[:16])
+    plain = create_model(cfg.model, data.num_classes, **cfg.model_kwargs).to(device)
+    bar = progress(total=total, initial=start_epoch * steps_per_epoch, desc=f"train {cfg.preset} x{len(seeds)}",
+                   unit="step")
+    for epoch in range(start_epoch, cfg.epochs):
+        t0 = time.perf_counter()
+        history = _epoch(stack, optimizer, scheduler, members, data, method, cfg, epoch, bar)
+        seconds = time.perf_counter() - t0
+        states = member_state_dicts(stack)
+        for m, member in enumerate(members):
+            plain.load_state_dict(states[m])
+            _check_weights(plain, f"after epoch {epoch + 1} (seed {member.cfg.seed})", member.out / "checkpoint.pt",
+                           probe)
+        optimizer_states = _optimizer_states(stack, optimizer)
+        for m, member in enumerate(members):
+            sums = torch.cat([history[m, :, :1].sum(0), (history[m, :, :1] * history[m, :, 1:]).sum(0)])
+            n = float(sums[0])
+            metrics[m].append({"epoch": epoch + 1, "loss": float(sums[1] / n), "cross_entropy": float(sums[2] / n),
+                               "jsd": float(sums[3] / n), "lr": optimizer.param_groups[0]["lr"],
+                               "images_per_s": n / seconds, "seconds": seconds, "members": len(members)})
+            append_metrics(member.out, metrics[m])
+            save_torch(member.out / "checkpoint.pt", {
+                "config_identity": member.identity, "model": states[m], "optimizer": optimizer_states[m],
+                "scheduler": scheduler.state_dict(), "epoch": epoch + 1, "step": 0, **member.generators.state(),
+                "torch_generator": member.torch_state})
+    bar.close()
+    for member, state in zip(members, member_state_dicts(stack), strict=True):
+        plain.load_state_dict(state)
+        _check_weights(plain, f"at the end (seed {member.cfg.seed})", member.out / "checkpoint.pt", probe)
+        save_torch(member.out / "final.pt", state)
+        member.record["run"]["finished"] = now()
+        write_json(member.out / "config.json", member.record)
+
+
+def _resume(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler, members: list[_Member],
+            device: torch.device, resume: bool) -> tuple[int, list[list[dict]]]:
+    """The epoch to start from and each member's metrics so far: 0 for a new group; with ``resume``
+    and every member holding a checkpoint of its own config at one epoch, that epoch."""
+    found = [m.out / "checkpoint.pt" for m in members if (m.out / "checkpoint.pt").is_file()]
+    held = [m.out for m in members if (m.out / "final.pt").is_file() or (m.out / "checkpoint.pt").is_file()]
+    if not found:
+        if held:
+            raise ValueError(f"members: {held[0]} already holds a run; use another --out")
+        return 0, [[] for _ in members]
+    if not resume or len(found) != len(members):
+        raise ValueError(f"members: {len(found)} of {len(members)} folders hold a checkpoint ({found[0]}); "
+                         "resume needs all of the group's, or train into new folders")
+    states = []
+    for member in members:
+        state = load_state_dict(member.out / "checkpoint.pt", map_location=device)
+        if not isinstance(state, dict) or state.get("config_identity") != member.identity or state.get("step"):
+            raise ValueError(f"cannot resume from {member.out / 'checkpoint.pt'}: not an epoch-end checkpoint of "
+                             "this run's config; train anew into another --out")
+        states.append(state)
+    epochs = {int(s["epoch"]) for s in states}
+    if len(epochs) != 1:
+        raise ValueError(f"members: the group's checkpoints are of different epochs ({sorted(epochs)}); "
+                         "train anew into other folders")
+    stack.load_state_dict(stack_state_dicts([s["model"] for s in states], stack._member_layout))
+    optimizer.load_state_dict(_stack_optimizer_states(stack, [s["optimizer"] for s in states]))
+    scheduler.load_state_dict(states[0]["scheduler"])
+    for member, state in zip(members, states, strict=True):
+        member.generators.restore(state)
+    epoch = epochs.pop()
+    return epoch, [[e for e in read_metrics(m.out) if e["epoch"] <= epoch] for m in members]
+
+
+def _epoch(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler, members: list[_Member], data,
+           method, cfg: TrainConfig, epoch: int, bar) -> Tensor:
+    """One epoch of the group; the per-member, per-step history (M, steps, 4): images, loss, CE, JSD."""
+    from fullscale.train import NonFiniteLoss, _step_mix_config, _views
+
+    steps = data.steps_per_epoch(cfg.batch_size)
+    device = data.images.device
+    history = torch.zeros(len(members), steps, 4, device=device)
+    streams = [data.batches(m.generators.order, cfg.batch_size, _one_process(device)) for m in members]
+    mix_cfg = _step_mix_config(method, cfg)
+    stack.train()
+    for step, batches in enumerate(zip(*streams, strict=True)):
+        views, draws, stages, labels = [], [], [], []
+        for member, (x_u8, y) in zip(members, batches, strict=True):  # each member's draws, in its run's order
+            g = member.generators.aug
+            views.append(_views(x_u8, method, cfg, g))
+            draws.append(draw_mix(y.shape[0], mix_cfg, generator=g))
+            if method.feature_transform:
+                names = stack.stages if method.any_stage else ("input",)
+                stages.append(names[int(torch.randint(len(names), (1,), generator=member.generators.stage))])
+            labels.append(y)
+        with _member_transforms(stack, members, stages, draws, mix_cfg, method.views):
+            logits = stack(torch.cat(views, dim=1))
+        losses = []
+        for m, y in enumerate(labels):
+            parts = noisymix_loss(logits[:, m].float(), mix_targets(y, draws[m], data.num_classes),
+                                  views=method.views, gamma=cfg.jsd_weight, jsd_variant=cfg.jsd_variant)
+            history[m, step] = torch.stack([parts.total.new_tensor(float(len(y))), parts.total.detach(),
+                                            parts.cross_entropy.detach(), parts.jsd.detach()])
+            losses.append(parts.total)
+        if not bool(torch.isfinite(history[:, step, 1:]).all()):
+            m = int((~torch.isfinite(history[:, step, 1:]).all(1)).nonzero()[0, 0])
+            raise NonFiniteLoss(f"non-finite loss at epoch {epoch + 1}, step {step + 1} (seed {members[m].cfg.seed}); "
+                                f"stopped, the last good checkpoints are the members' checkpoint.pt")
+        optimizer.zero_grad(set_to_none=True)
+        torch.stack(losses).sum().backward()  # members share no weight: each gets its own gradient
+        optimizer.step()
+        scheduler.step()
+        bar.update(1)
+    return history
+
+
+def _one_process(device: torch.device):
+    from fullscale.train import _Process
+
+    return _Process(device, 0, 1)
+
+
+@contextlib.contextmanager
+def _member_transforms(stack: nn.Module, members: list[_Member], stages: list[str], draws, mix_cfg, views: int):
+    """During the forward pass, member m's slice of the features at its stage is replaced by
+    M_{lambda,xi} with its own draw and noise generator (what ``transform_stage`` does for one run)."""
+    if not stages:
+        yield
+        return
+    count = len(members)
+    handles = []
+    for name in sorted(set(stages)):
+        at = [m for m, s in enumerate(stages) if s == name]
+
+        def hook(_module, _inputs, out: Tensor, at=at) -> Tensor:
+            parts = list(out.split(out.shape[1] // count, dim=1))
+            for m in at:
+                parts[m] = noisy_feature_mixup(parts[m].float(), draws[m], mix_cfg, generator=members[m].generators.aug,
+                                               views=views).to(out.dtype)
+            return torch.cat(parts, dim=1)
+
+        handles.append(stage_module(stack, name).register_forward_hook(hook))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
