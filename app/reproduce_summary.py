@@ -40,7 +40,8 @@ END = "<!-- reproduce-summary:end -->"
 # the code whose change makes a summary stale (methods, trainer, evaluation, metrics, augmentation,
 # corruptions, models and the reproduce job itself)
 CODE_PATHS = ("noisymix", "app/plans.py", "app/reproduce.py", "app/reproduce_summary.py", "app/sweep.py",
-              "app/sweep_plan.py", "fullscale/train.py", "fullscale/hooks.py", "fullscale/methods.py",
+              "app/sweep_plan.py", "fullscale/train.py", "fullscale/members.py", "fullscale/hooks.py",
+              "fullscale/methods.py",
               "fullscale/evaluation.py", "fullscale/metrics.py", "fullscale/vocabulary.py", "fullscale/augment",
               "fullscale/corruptions", "fullscale/models", "fullscale/presets.py", "fullscale/config.py",
               "fullscale/data", "theory", "toy")
