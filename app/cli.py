@@ -90,13 +90,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         with torch_threads(args.threads):
             status = module.run(args)
     except _INPUT_ERRORS as error:
+        from noisymix_infra.io import printable  # here, not at the top: `noisymix --help` imports no torch
+
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        print(f"noisymix {args.command}: error: {message}", file=sys.stderr)
+        print(f"noisymix {args.command}: error: {printable(message)}", file=sys.stderr)
         return 2
     except OSError as error:  # a full disk, a read-only folder, ...: the system's reason, one line
         if error.errno is None:
             raise
-        where = f": {error.filename}" if error.filename else ""
+        from noisymix_infra.io import printable
+
+        where = f": {printable(error.filename)}" if error.filename else ""
         reason = error.strerror or errno.errorcode.get(error.errno, str(error.errno))
         print(f"noisymix {args.command}: error: {reason}{where}", file=sys.stderr)
         return 2

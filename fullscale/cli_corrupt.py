@@ -3,7 +3,8 @@
 NAME (cifar10, cifar100, digits): ``<corruption>.npy`` uint8 (5 N, H, W, 3) + ``labels.npy`` as
 CIFAR-10-C ships them, or ``<perturbation>.npy`` (N, frames, H, W, 3) for ``--kind p``; CIFAR
 parameters by default.  PATH (a class-folder tree ``<wnid>/*.JPEG``): ImageNet-C's
-``<corruption>/<severity>/<wnid>/*.JPEG`` with the ImageNet parameters.  Resumable (finished
+``<corruption>/<severity>/<wnid>/*.JPEG`` with the ImageNet parameters; its images are decoded
+once before anything is written, and a bad one is refused in one line counting and naming them.  Resumable (finished
 files are kept), chunked (bounded memory), with a progress bar; ``manifest.json`` records what
 was made (seed, parameters, source, frost photographs, skipped corruptions).  It is written
 before the first file, and a rerun into the same folder must ask for the same set (same data,
@@ -24,7 +25,7 @@ import torch
 
 from fullscale.config import check_device_name, check_seed
 from fullscale.corruptions import PARAMS, find_frost_dir
-from fullscale.corruptions.writer import check_names, count_images, default_names, write_imagenet_c, write_npy_set
+from fullscale.corruptions.writer import check_names, check_tree, default_names, write_imagenet_c, write_npy_set
 from fullscale.data import DATASETS, load_dataset
 from noisymix_infra.config import add_set_argument, apply_overrides
 from noisymix_infra.io import directory_lock, read_json, write_json
@@ -113,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("a folder tree makes ImageNet-C (--kind c); ImageNet-P is videos, not made here")
         if args.params not in (None, "imagenet"):
             raise ValueError("a folder tree is made with the ImageNet parameters (224x224)")
-        count, source, params = count_images(args.dataset), str(Path(args.dataset).resolve()), "imagenet"
+        # every image decoded once before the manifest: a bad one is refused with nothing written
+        count, source, params = check_tree(args.dataset), str(Path(args.dataset).resolve()), "imagenet"
         source_sha256 = f"folder:{source}"  # a tree is named by its folder (a content hash would read it all)
     else:
         if args.dataset not in DATASETS:

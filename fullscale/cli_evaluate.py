@@ -125,8 +125,10 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
         write_json(target, {**record, "results": done, "data_identity": identity, "created": _now(),
                             "seconds": time.perf_counter() - started})
 
+    clean_accuracy, clean_from = (_clean_accuracy(run_dir, digest, options, config.get("dataset") == "imagenet")
+                                  if suite != "clean" else (None, None))
     ctx = Context(net, dev, config, Path(data_root) if data_root else None, options, dict(done), dict(identity),
-                  on_result, _clean_accuracy(run_dir, digest) if suite != "clean" else None)
+                  on_result, clean_accuracy, clean_from)
     results, summary, files = run_suite(suite, ctx)
     record["data_identity"] = identity
     record.update({"results": results, "summary": summary, "complete": True, "created": _now(),
@@ -135,15 +137,25 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
     return record
 
 
-def _clean_accuracy(run_dir: Path, digest: str) -> float | None:
-    """The same checkpoint's clean accuracy from RUN/eval/clean.json, if evaluated (for relative mCE)."""
+def _clean_accuracy(run_dir: Path, digest: str, options: EvalOptions,
+                    folders: bool) -> tuple[float | None, dict | None]:
+    """(accuracy, where it was read) of RUN/eval/clean.json for relative mCE, or (None, None): it
+    must be of the same checkpoint and, for image ``folders`` (ImageNet; in-memory sets are not
+    preprocessed), of images preprocessed alike (the same resize and crop; issue 23: a clean
+    accuracy at another crop is the accuracy of other images).  Its data root and file digests go
+    into the summary beside it, so the reader sees which test set it came from."""
     path = run_dir / "eval" / "clean.json"
     if not path.is_file():
-        return None
+        return None, None
     clean = read_json(path)
-    if clean.get("complete") and clean.get("checkpoint", {}).get("sha256") == digest:
-        return clean.get("summary", {}).get("accuracy")
-    return None
+    if not isinstance(clean, dict) or not clean.get("complete") or clean.get("checkpoint", {}).get("sha256") != digest:
+        return None, None
+    preprocess = options.as_dict()["preprocess"]
+    if folders and (clean.get("options") or {}).get("preprocess") != preprocess:
+        return None, None
+    where = {"path": str(path), "data_root": clean.get("data_root"), "options": {"preprocess": preprocess},
+             "files": (clean.get("data") or {}).get("files")}
+    return clean.get("summary", {}).get("accuracy"), where
 
 
 def _now() -> str:

@@ -122,6 +122,8 @@ class Context:
     done_identity: dict = field(default_factory=dict)
     on_result: Callable[..., None] = lambda name, entry, identity=None: None
     clean_accuracy: float | None = None  # for relative mCE / the -C summary, when known
+    # where clean_accuracy was read (RUN/eval/clean.json: its path, data and options), for the summary
+    clean_accuracy_from: dict | None = None
 
     @property
     def num_classes(self) -> int:
@@ -314,6 +316,8 @@ def _c_summary(ctx: Context, results: dict, names: tuple[str, ...], missing: lis
         summary["missing_corruptions"] = missing
     if ctx.clean_accuracy is not None:
         summary["clean_accuracy"] = ctx.clean_accuracy
+        if ctx.clean_accuracy_from is not None:
+            summary["clean_accuracy_from"] = ctx.clean_accuracy_from
     if all(c in standard for c in CORRUPTIONS):  # tab:results_transfer's all / noise / other
         summary["transfer"] = transfer_summary(standard)
     if imagenet and all(c in results for c in CORRUPTIONS):

@@ -82,7 +82,7 @@ from fullscale.transfer import (
 from noisymix.loss import noisymix_loss
 from noisymix.mixing import cutmix, draw_mix, mix_targets, noisy_feature_mixup
 from noisymix_infra.config import config_to_dict
-from noisymix_infra.io import directory_lock, load_state_dict, read_json, save_torch, write_json
+from noisymix_infra.io import directory_lock, load_state_dict, read_json, save_torch, sha256_file, write_json
 from noisymix_infra.progress import progress
 from noisymix_infra.provenance import now, provenance
 
@@ -387,11 +387,13 @@ def _run_record(cfg: TrainConfig, data: InMemoryData | StreamingImageNet, proces
     """``config.json``: ``{"config": the TrainConfig, "run": the facts of this run}``; the config
     part reads back with ``config_from_dict(TrainConfig, record["config"])``."""
     device = process.device
-    return {"config": config_to_dict(cfg),
-            "run": {"num_classes": data.num_classes, "model_kwargs": cfg.model_kwargs, "train_images": len(data),
-                    "data_source": data.source, "world_size": process.world,
-                    "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device),
-                    "started": now(), "provenance": provenance()}}
+    run = {"num_classes": data.num_classes, "model_kwargs": cfg.model_kwargs, "train_images": len(data),
+           "data_source": data.source, "world_size": process.world,
+           "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device),
+           "started": now(), "provenance": provenance()}
+    if cfg.transfer:  # the source by its content, not only its path (checked on resume: _check_same_config)
+        run["source_weights_sha256"] = sha256_file(cfg.source_weights)
+    return {"config": config_to_dict(cfg), "run": run}
 
 
 def _restore(checkpoint: Path, core: nn.Module, optimizer: torch.optim.Optimizer,
@@ -635,11 +637,19 @@ def _check_same_config(path: Path, record: dict) -> None:
     config part of ``config.json`` and the data facts of its run part must be equal."""
     if not path.exists():
         return
-    old, new = _computed(read_json(path)), _computed(record)
+    stored = read_json(path)
+    old, new = _computed(stored), _computed(record)
     changed = sorted(k for k in set(old) | set(new) if k not in RESUMABLE_CHANGES and old.get(k) != new.get(k))
     if changed:
         detail = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:3])
         raise ValueError(f"cannot resume {path.parent}: the config differs from the checkpoint's ({detail})")
+    # a transfer run's source by content (runs started before it was recorded carry no digest)
+    was = (stored.get("run") or {}).get("source_weights_sha256") if isinstance(stored, dict) else None
+    now_digest = record["run"].get("source_weights_sha256")
+    if was and now_digest and was != now_digest:
+        raise ValueError(f"cannot resume {path.parent}: source_weights {record['config'].get('source_weights')} "
+                         f"changed since the run started (sha256 {was[:12]} -> {now_digest[:12]}); "
+                         "restore that file or start a new run")
 
 
 def config_identity(record: dict) -> str:

@@ -26,6 +26,7 @@ __all__ = [
     "atomic_write",
     "directory_lock",
     "load_state_dict",
+    "printable",
     "read_json",
     "read_state_dict",
     "save_npy",
@@ -98,6 +99,42 @@ def sweep_orphans(directory: str | os.PathLike[str]) -> list[Path]:
     return removed
 
 
+def printable(name: object) -> str:
+    """``name`` (a path or a message naming one) as text that any stream can print: bytes that
+    are not UTF-8 (a file named ``b'\\xff.JPEG'``, which Python holds as a lone surrogate) and
+    other lone surrogates become backslash escapes, so the message about a bad file cannot itself
+    raise ``UnicodeEncodeError``."""
+    text = os.fsdecode(name) if isinstance(name, (bytes, os.PathLike)) else str(name)
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that no file name decodes to
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# The descriptors of the locks this process holds (``directory_lock``).
+_HELD_LOCKS: set[int] = set()
+
+
+def _drop_locks_in_child() -> None:
+    """In a forked child: let go of the parent's locks.  ``flock`` belongs to the open file, which
+    a forked child (a DataLoader worker) shares, so a child that outlives a killed parent would
+    keep the folder locked.  The descriptors are pointed at /dev/null rather than closed: their
+    numbers stay valid for the file objects that still own them."""
+    if not _HELD_LOCKS:
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        for fd in _HELD_LOCKS:
+            os.dup2(null, fd, inheritable=False)
+    finally:
+        os.close(null)
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_locks_in_child)
+
+
 @contextlib.contextmanager
 def directory_lock(directory: str | os.PathLike[str], what: str = "writing") -> Iterator[Path]:
     """Hold an exclusive lock on the output folder ``directory`` (created if missing) while
@@ -107,13 +144,16 @@ def directory_lock(directory: str | os.PathLike[str], what: str = "writing") -> 
 
     ``fcntl.flock`` on a lock file: released by the kernel when the process dies (so ``kill -9``
     leaves no stale lock) and honoured across machines on NFS (Linux >= 2.6.12 emulates flock
-    with NFS byte-range locks, which the server arbitrates).
+    with NFS byte-range locks, which the server arbitrates).  The lock is this process's alone: its
+    descriptor is closed on exec (Python opens files non-inheritable) and dropped in forked
+    children (``_drop_locks_in_child``), so a worker orphaned by ``kill -9`` does not hold it.
     """
     folder = Path(directory)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder} exists and is not a folder: give a new or existing folder")
     folder.mkdir(parents=True, exist_ok=True)
-    handle = open(folder / ".lock", "a+b")  # held open for the lock's lifetime
+    handle = open(folder / ".lock", "a+b")  # held open for the lock's lifetime; not inheritable (PEP 446)
+    _HELD_LOCKS.add(handle.fileno())
     try:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -125,6 +165,7 @@ def directory_lock(directory: str | os.PathLike[str], what: str = "writing") -> 
         sweep_orphans(folder)
         yield folder
     finally:
+        _HELD_LOCKS.discard(handle.fileno())
         handle.close()  # closing the descriptor releases the lock
 
 

@@ -199,3 +199,153 @@ def test_a_model_that_cannot_fit_is_one_line_before_any_allocation(tmp_path, cap
     line = _one_line(capsys)
     assert "does not fit" in line and "parameters" in line and "GiB available" in line, line
     assert not (out / "config.json").exists()
+
+
+# ---- images: ImageNet val (evaluate) and a class-folder tree (corrupt) -----------------------------
+
+@pytest.fixture
+def imagenet_run(tmp_path):
+    """A 1000-class run of `dataset: imagenet` (a tiny untrained model) and a 10-class val tree."""
+    from fullscale.data.imagenet_fixture import write_imagenet_tree
+    from fullscale.models import create_model
+    from noisymix_infra.io import save_torch, write_json
+
+    run = tmp_path / "run"
+    save_torch(run / "final.pt", create_model("preactresnet18", 1000, width=4).state_dict())
+    write_json(run / "config.json", {"model": "preactresnet18", "model_kwargs": {"width": 4}, "num_classes": 1000,
+                                     "dataset": "imagenet", "method": "baseline", "preset": "baseline", "seed": 0})
+    tree = write_imagenet_tree(tmp_path / "imagenet", n_train=1, n_val=1, side=(24, 32))
+    return run, tree / "val"
+
+
+def _evaluate(run, data_root, workers):
+    return main(["evaluate", str(run), "--suite", "clean", "--data-root", str(data_root), "--resize", "20",
+                 "--crop", "16", "--workers", str(workers), "--device", "cpu", "--batch-size", "4"])
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("kind", ["bomb", "truncated", "empty", "huge_1bit"])
+def test_a_bad_val_image_is_one_line_naming_it(imagenet_run, capsys, kind, workers):
+    """Issue 23: a decompression bomb in the val folder was PIL's DecompressionBombError traceback;
+    with --workers 2 any bad file was "Caught ValueError in DataLoader worker process 0." without
+    its name; a 12000 x 12000 1-bit PNG (17.5 kB) was decoded to 1.8 GB."""
+    from fullscale.data import imagenet_wnids
+    from fullscale.data.imagenet_fixture import write_hostile_image
+
+    run, val = imagenet_run
+    write_hostile_image(val / imagenet_wnids()[3] / f"bad_{kind}.png", kind)
+    assert _evaluate(run, val, workers) == 2
+    line = _one_line(capsys)
+    assert f"bad_{kind}.png" in line, line
+    assert not (run / "eval" / "clean.json").exists()
+
+
+def test_non_utf8_file_names_are_read_and_named(imagenet_run, capsys):
+    """Issue 23: a file named b'\\xff.JPEG' made the listing digest raise UnicodeEncodeError; a bad one
+    must be named in one line that can itself be printed."""
+    import os
+    import shutil
+
+    from fullscale.data import imagenet_wnids
+    from fullscale.data.imagenet_fixture import write_hostile_image
+
+    run, val = imagenet_run
+    folder = val / imagenet_wnids()[0]
+    good = next(folder.iterdir())
+    shutil.copy(good, os.fsencode(folder) + b"/\xff.JPEG")
+    assert _evaluate(run, val, 0) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    write_hostile_image(os.fsdecode(os.fsencode(folder) + b"/\xfe.JPEG"), "truncated")
+    assert _evaluate(run, val, 2) == 2
+    line = _one_line(capsys)
+    assert "\\xfe.JPEG" in line, line
+    line.encode("utf-8")  # printable anywhere: no lone surrogates
+
+
+@pytest.mark.parametrize("kind", ["long_field", "not_utf8"])
+def test_a_bad_solution_csv_is_one_line_naming_it(imagenet_run, tmp_path, capsys, kind):
+    """Issue 23: a 200 kB field was `_csv.Error: field larger than field limit` (a traceback); a
+    non-UTF-8 file was a decoding error that did not name the file."""
+    import shutil
+
+    run, val = imagenet_run
+    flat = tmp_path / "flat" / "val"
+    flat.mkdir(parents=True)
+    rows = ["ImageId,PredictionString"]
+    for path in sorted(val.rglob("*.JPEG")):
+        shutil.copy(path, flat / path.name)
+        rows.append(f"{path.stem},{path.parent.name} 0 0 10 10")
+    body = ("\n".join(rows) + "\n").encode()
+    body += {"long_field": b"x," + b"y" * 200_000 + b"\n", "not_utf8": b"\xff\xfe,\xff\n"}[kind]
+    (tmp_path / "flat" / "LOC_val_solution.csv").write_bytes(body)
+    assert _evaluate(run, flat, 0) == 2
+    line = _one_line(capsys)
+    assert "LOC_val_solution.csv" in line, line
+
+
+@pytest.mark.parametrize("kind", ["truncated", "empty", "bomb"])
+def test_a_bad_image_in_a_corrupt_tree_is_one_line_and_leaves_nothing(tmp_path, capsys, kind):
+    """Issue 23: `corrupt --dataset TREE` with a truncated, empty or bomb image was a traceback that
+    left manifest.json (and the first finished images) behind."""
+    from fullscale.data import imagenet_wnids
+    from fullscale.data.imagenet_fixture import write_hostile_image, write_imagenet_tree
+
+    tree = write_imagenet_tree(tmp_path / "imagenet", n_train=1, n_val=1, side=(24, 32)) / "val"
+    write_hostile_image(tree / imagenet_wnids()[9] / f"zz_{kind}.JPEG", kind)
+    out = tmp_path / "c"
+    assert main(["corrupt", "--dataset", str(tree), "--out", str(out), "--corruptions", "contrast",
+                 "--severities", "1", "--chunk", "4"]) == 2
+    line = _one_line(capsys)
+    assert f"zz_{kind}.JPEG" in line and "1 of 11" in line, line
+    assert not out.exists() or not any(out.iterdir())
+
+
+class _Hung(Exception):
+    pass
+
+
+def _alarm(seconds):
+    """A context that raises ``_Hung`` in the test after ``seconds`` (a blocked ``open`` included)."""
+    import contextlib
+    import signal
+
+    @contextlib.contextmanager
+    def guard():
+        def hung(signum, frame):
+            raise _Hung(f"still running after {seconds} s")
+
+        previous = signal.signal(signal.SIGALRM, hung)
+        signal.alarm(seconds)
+        try:
+            yield
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
+
+    return guard()
+
+
+def test_entries_that_are_not_regular_files_are_skipped_and_reported_by_corrupt(tmp_path, capsys):
+    """Issue 23: a FIFO named x.JPEG in the tree blocked `corrupt` forever in open(); a folder
+    named d.JPEG was an IsADirectoryError.  Readers take regular files only, and say what they
+    skipped in one line."""
+    import os
+
+    from fullscale.data import imagenet_wnids
+    from fullscale.data.imagenet_fixture import write_imagenet_tree
+
+    tree = write_imagenet_tree(tmp_path / "imagenet", n_train=1, n_val=1, side=(24, 32)) / "val"
+    folder = tree / imagenet_wnids()[4]
+    os.mkfifo(folder / "x.JPEG")
+    (folder / "d.JPEG").mkdir()
+    (folder / "loop.JPEG").symlink_to(folder / "loop.JPEG")
+    out = tmp_path / "c"
+    with _alarm(20):
+        status = main(["corrupt", "--dataset", str(tree), "--out", str(out), "--corruptions", "contrast",
+                       "--severities", "1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 0, err
+    assert len(err) == 1 and "3 entries" in err[0] and "not regular files" in err[0], err
+    assert str(folder) in err[0]
+    made = sorted(p.name for p in (out / "contrast" / "1").rglob("*.JPEG"))
+    assert len(made) == 10 and not {"x.JPEG", "d.JPEG", "loop.JPEG"} & set(made)

@@ -8,7 +8,10 @@
   skips finished files and memory stays at one chunk.
 * ImageNet-C folders: ``<corruption>/<severity>/<wnid>/<file>.JPEG`` (JPEG quality 85, as
   ``make_imagenet_c.py`` saves them) from a class-folder tree, after Resize(256) and
-  CenterCrop(224); a finished (corruption, severity) folder gets a ``.complete`` marker.
+  CenterCrop(224); a finished (corruption, severity) folder gets a ``.complete`` marker.  The
+  tree's files are taken and opened as ``fullscale.data.image_files`` says (regular files only,
+  the pixel limit checked from the header); ``check_tree`` decodes every image once before
+  anything is written, so a bad one is refused with the count of them all, not met mid-set.
 
 Every chunk draws from its own generator, seeded from (seed, name, severity, chunk index), so
 the result does not depend on which corruptions are made, in which order, or on resuming.
@@ -28,11 +31,12 @@ from PIL import Image
 from fullscale.corruptions.frost import find_frost_dir
 from fullscale.corruptions.perturbations import FRAMES, PERTURBATIONS, perturbation_sequence
 from fullscale.corruptions.registry import CORRUPTIONS, SPECS, corrupt
+from fullscale.data.image_files import list_images, open_image, report_skipped
 from noisymix.random import generator_for
-from noisymix_infra.io import atomic_write, save_npy, write_bytes, write_json
+from noisymix_infra.io import atomic_write, printable, save_npy, write_bytes, write_json
 from noisymix_infra.progress import progress
 
-__all__ = ["IMAGE_SUFFIXES", "check_names", "chunk_generator", "count_images", "default_names", "write_imagenet_c",
+__all__ = ["IMAGE_SUFFIXES", "check_names", "check_tree", "chunk_generator", "default_names", "write_imagenet_c",
            "write_npy_set"]
 
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png", ".bmp", ".ppm", ".webp")
@@ -112,31 +116,57 @@ def _blocks(images: torch.Tensor, kind: str, name: str, severities: tuple[int, .
                 yield y.permute(0, 1, 3, 4, 2).cpu().numpy()
 
 
-def _image_files(root: Path) -> list[tuple[str, Path]]:
+def _tree(root: Path) -> tuple[list[tuple[str, Path]], list[Path]]:
+    """((wnid, image) of the class-folder tree ``root``, the entries skipped: ``list_images``)."""
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory")
-    files = [(cls.name, f) for cls in sorted(p for p in root.iterdir() if p.is_dir())
-             for f in sorted(cls.iterdir()) if f.suffix.lower() in IMAGE_SUFFIXES]
+    files, skipped = [], []
+    for cls in sorted(p for p in root.iterdir() if p.is_dir()):
+        images, odd = list_images(cls, IMAGE_SUFFIXES)
+        files += [(cls.name, f) for f in images]
+        skipped += odd
     if not files:
         raise FileNotFoundError(f"{root}: no class folders with images ({', '.join(IMAGE_SUFFIXES)})")
-    return files
+    return files, skipped
 
 
-def count_images(root: str | Path) -> int:
-    """The number of images of the class-folder tree ``root`` that ``write_imagenet_c`` reads."""
-    return len(_image_files(Path(root)))
+def _image_files(root: Path) -> list[tuple[str, Path]]:
+    return _tree(root)[0]
+
+
+def check_tree(root: str | Path) -> int:
+    """The number of images of the class-folder tree ``root`` that ``write_imagenet_c`` reads,
+    each decoded once as it will be (a progress bar): a bad one (damaged, empty, over the pixel
+    limit) is one ``ValueError`` counting them all and naming them, before anything is written
+    (an ImageNet-C set needs every image of its clean set).  Entries that are not regular files
+    are reported in one line and left out."""
+    files, skipped = _tree(Path(root))
+    report_skipped(skipped, Path(root))
+    bad = []
+    for _, path in progress(files, desc="check images", unit="image"):
+        try:
+            _load_224(path)
+        except ValueError as error:
+            bad.append((path, str(error)))
+    if bad:
+        others = ", ".join(printable(p) for p, _ in bad[1:5]) + (" ..." if len(bad) > 5 else "")
+        raise ValueError(f"{len(bad)} of {len(files)} images of {printable(root)} cannot be used (remove or replace "
+                         f"them: ImageNet-C needs every image): {bad[0][1]}" + (f"; also {others}" if others else ""))
+    return len(files)
 
 
 def _load_224(path: Path) -> np.ndarray:
-    """torchvision Resize(256) + CenterCrop(224) on the PIL image, as make_imagenet_c.py."""
-    img = Image.open(path).convert("RGB")
-    w, h = img.size
-    short, long = (w, h) if w <= h else (h, w)
-    size_long = int(256 * long / short)
-    img = img.resize((256, size_long) if w <= h else (size_long, 256), Image.BILINEAR)
-    w, h = img.size
-    top, left = round((h - 224) / 2), round((w - 224) / 2)
-    return np.asarray(img.crop((left, top, left + 224, top + 224)))
+    """torchvision Resize(256) + CenterCrop(224) on the PIL image, as make_imagenet_c.py; a
+    ``ValueError`` naming the file when it cannot be used (``open_image``)."""
+    with open_image(path) as img:
+        img = img.convert("RGB")
+        w, h = img.size
+        short, long = (w, h) if w <= h else (h, w)
+        size_long = int(256 * long / short)
+        img = img.resize((256, size_long) if w <= h else (size_long, 256), Image.BILINEAR)
+        w, h = img.size
+        top, left = round((h - 224) / 2), round((w - 224) / 2)
+        return np.asarray(img.crop((left, top, left + 224, top + 224)))
 
 
 def write_imagenet_c(root: str | Path, out: str | Path, names: list[str], *,

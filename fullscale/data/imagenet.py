@@ -28,18 +28,28 @@ DCT scaling by the largest factor (1/2, 1/4, 1/8) that still leaves the crop box
 dimensions first, so the draws are identical for every decoder.  ``tests/data/test_imagenet.py``
 checks the crops stay >= 35 dB PSNR of full-size decoding on real photos.
 
-Bad input: a file that cannot be decoded (unreadable, truncated) becomes a hole in its batch
-(the batch is shorter) and is reported in ``Batch.bad``; ``BadFiles`` counts them and stops the
-run with the list when they exceed ``max_bad_fraction`` of the listing.  Grayscale, CMYK and
-PNG-inside-``.JPEG`` files are converted to RGB (PIL ``convert("RGB")``, as ``ImageFolder``).
+Bad input: a file that cannot be decoded (unreadable, truncated, over the pixel limit checked
+from its header: ``fullscale.data.image_files``) becomes a hole in its batch (the batch is
+shorter) and is reported in ``Batch.bad``; ``BadFiles`` counts them and stops the run with the
+list when they exceed ``max_bad_fraction`` of the listing.  Entries named like images that are
+not regular files (FIFOs, folders, broken links) are left out of the listing and reported in one
+line.  Grayscale, CMYK and PNG-inside-``.JPEG`` files are converted to RGB (PIL
+``convert("RGB")``, as ``ImageFolder``).
+
+What is bad does not depend on the decoder: PIL decides, as in the public code.  libjpeg reports
+some damage only as a warning (a scan cut short but closed by an end marker: PIL decodes it,
+grey below the cut, and Pillow does not expose the warning); simplejpeg, run strict, raises on
+such a warning, and the file is then decoded by PIL on the same crop box.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import importlib.util
 import math
+import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -49,18 +59,20 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from fullscale.data.folders import IMAGE_SUFFIXES, FolderSet, Preprocess, decode, read_class_folders
+from fullscale.data.image_files import check_pixels, list_images, open_image, read_regular, report_skipped
 from fullscale.data.wnids import imagenet_wnids
+from noisymix_infra.io import printable
+from noisymix_infra.workers import exit_with_parent
 
 __all__ = ["DECODERS", "BadFiles", "Batch", "ImageNetFiles", "RunSampler", "StreamingImageNet", "TrainCrop",
            "crop_box", "decode_train", "read_imagenet", "read_val_folder", "resize_crop", "sample_seed",
            "train_loader", "val_loader"]
 
 DECODERS = ("pil", "pil-draft", "simplejpeg")
-_DECODE_ERRORS = (OSError, UnidentifiedImageError, ValueError, SyntaxError, Image.DecompressionBombError)
 
 
 # ---- listing ------------------------------------------------------------------------------------
@@ -79,22 +91,22 @@ class ImageNetFiles:
     def listing_sha256(self) -> str:
         """Digest of (relative path, label): changes when a file is added, removed or moved."""
         digest = hashlib.sha256()
-        for path, label in self.samples:
-            digest.update(f"{path.relative_to(self.root)}\t{label}\n".encode())
+        for path, label in self.samples:  # names as the bytes on disk: any name, UTF-8 or not
+            digest.update(os.fsencode(path.relative_to(self.root)) + f"\t{label}\n".encode())
         return digest.hexdigest()
 
 
-def _images_in(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
-
-
-def _class_folders(split_dir: Path) -> dict[str, list[Path]]:
+def _class_folders(split_dir: Path) -> tuple[dict[str, list[Path]], list[Path]]:
+    """({wnid: images}, entries skipped: ``list_images``) of the class folders of ``split_dir``."""
     folders = sorted(p for p in split_dir.iterdir() if p.is_dir())
-    listing = {p.name: _images_in(p) for p in folders}
+    listing, skipped = {}, []
+    for folder in folders:
+        listing[folder.name], odd = list_images(folder, IMAGE_SUFFIXES)
+        skipped += odd
     empty = [str(split_dir / name) for name, files in listing.items() if not files]
     if empty:
         raise ValueError(f"empty class folders (no {', '.join(IMAGE_SUFFIXES)} files): {', '.join(empty)}")
-    return listing
+    return listing, skipped
 
 
 def _solution_csv(root: Path) -> Path | None:
@@ -105,31 +117,47 @@ def _solution_csv(root: Path) -> Path | None:
     return None
 
 
-def _flat_val(val_dir: Path, root: Path) -> dict[str, list[Path]]:
+def _read_solution(table: Path) -> dict[str, str]:
+    """{ImageId: wnid} of Kaggle's ``LOC_val_solution.csv``; a file that is not such a table (not
+    UTF-8, a field over the csv module's limit of 128 KiB: the real fields are < 1 kB) is one
+    ``ValueError`` naming it."""
+    wnid_of: dict[str, str] = {}
+    try:
+        with open(table, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, None)
+            if header is None or [h.strip() for h in header[:2]] != ["ImageId", "PredictionString"]:
+                raise ValueError(f"{printable(table)}: expected the header ImageId,PredictionString, "
+                                 f"got {printable(header)}")
+            for row in reader:
+                if len(row) >= 2 and row[1].split():
+                    wnid_of[row[0].strip()] = row[1].split()[0]
+    except (csv.Error, UnicodeDecodeError) as error:
+        where = f" line {reader.line_num}" if isinstance(error, csv.Error) else ""
+        raise ValueError(f"{printable(table)}{where}: not a readable LOC_val_solution.csv "
+                         f"({str(error).splitlines()[0]})") from None
+    return wnid_of
+
+
+def _flat_val(val_dir: Path, root: Path) -> tuple[dict[str, list[Path]], list[Path]]:
     table = _solution_csv(root)
     if table is None:
         raise ValueError(f"{val_dir} has images but no class folders, and no LOC_val_solution.csv was found "
                          f"in {root} or above it")
-    wnid_of: dict[str, str] = {}
-    with open(table, newline="") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if header is None or [h.strip() for h in header[:2]] != ["ImageId", "PredictionString"]:
-            raise ValueError(f"{table}: expected the header ImageId,PredictionString, got {header}")
-        for row in reader:
-            if len(row) >= 2 and row[1].split():
-                wnid_of[row[0].strip()] = row[1].split()[0]
+    wnid_of = _read_solution(table)
     listing: dict[str, list[Path]] = {}
     missing = []
-    for path in _images_in(val_dir):
+    images, skipped = list_images(val_dir, IMAGE_SUFFIXES)
+    for path in images:
         wnid = wnid_of.get(path.stem)
         if wnid is None:
             missing.append(path.name)
         else:
             listing.setdefault(wnid, []).append(path)
     if missing:
-        raise ValueError(f"{table}: no label for {len(missing)} images of {val_dir}, e.g. {missing[:5]}")
-    return listing
+        raise ValueError(f"{printable(table)}: no label for {len(missing)} images of {printable(val_dir)}, "
+                         f"e.g. {printable(missing[:5])}")
+    return listing, skipped
 
 
 def _check_wnids(classes: Sequence[str], where: Path) -> None:
@@ -152,7 +180,7 @@ def read_imagenet(root: str | Path, split: str) -> ImageNetFiles:
     train_dir = root / "train"
     if not train_dir.is_dir():
         raise ValueError(f"{root} is not an ImageNet root: no {train_dir} (train/<wnid>/*.JPEG)")
-    train = _class_folders(train_dir)
+    train, skipped = _class_folders(train_dir)
     if not train:
         raise ValueError(f"{train_dir} has no class folders (<wnid>/*.JPEG)")
     classes = tuple(sorted(train))
@@ -163,15 +191,16 @@ def read_imagenet(root: str | Path, split: str) -> ImageNetFiles:
         split_dir = root / "val"
         if not split_dir.is_dir():
             raise ValueError(f"{root}: no {split_dir} (val/<wnid>/*.JPEG, or val/*.JPEG with LOC_val_solution.csv)")
-        listing = _class_folders(split_dir)
+        listing, skipped = _class_folders(split_dir)
         if not listing:
-            listing = _flat_val(split_dir, root)
+            listing, skipped = _flat_val(split_dir, root)
         only_train = sorted(set(classes) - set(listing))
         only_val = sorted(set(listing) - set(classes))
         if only_train or only_val:
             raise ValueError(f"train/val class mismatch: {len(only_train)} classes only in {train_dir} "
                              f"({', '.join(only_train[:5])}), {len(only_val)} only in {split_dir} "
                              f"({', '.join(only_val[:5])})")
+    report_skipped(skipped, split_dir)
     index = {wnid: i for i, wnid in enumerate(classes)}
     samples = tuple((path, index[wnid]) for wnid in sorted(listing) for path in listing[wnid])
     return ImageNetFiles(split_dir, samples, classes)
@@ -182,10 +211,11 @@ def read_val_folder(root: str | Path, classes: Sequence[str], preprocess: Prepro
     ``root/<wnid>/*.JPEG`` (``read_class_folders``), or the flat ``root/*.JPEG`` labelled by
     ``LOC_val_solution.csv`` (in ``root`` or up to three folders above); labels index ``classes``."""
     root, preprocess = Path(root), preprocess or Preprocess()
-    if not root.is_dir() or any(p.is_dir() for p in root.iterdir()) or not _images_in(root):
+    if not root.is_dir() or any(p.is_dir() for p in root.iterdir()) or not list_images(root, IMAGE_SUFFIXES)[0]:
         return read_class_folders(root, classes, preprocess)
     index = {wnid: i for i, wnid in enumerate(classes)}
-    listing = _flat_val(root, root)
+    listing, skipped = _flat_val(root, root)
+    report_skipped(skipped, root)
     unknown = sorted(set(listing) - set(index))
     if unknown:
         raise ValueError(f"{root}: wnids {unknown[:5]} of LOC_val_solution.csv are not among the "
@@ -290,8 +320,9 @@ def _draft_factor(box_h: int, box_w: int, size: int) -> int:
 def _pil_reduced(path: Path, box: Any, size: int, draft: bool) -> tuple[np.ndarray, float, tuple]:
     """(RGB uint8 (H', W', 3), factor, crop box): the file decoded at 1/s size when ``draft`` (JPEG
     only).  ``box`` maps (width, height) -> (top, left, h, w); it is called once the header is read,
-    so the box is drawn on the full-size dimensions whatever the decoder."""
-    with Image.open(path) as image:
+    so the box is drawn on the full-size dimensions whatever the decoder.  ``open_image`` refuses
+    what is not a regular file or is over the pixel limit before anything is decoded."""
+    with open_image(path) as image:
         width, height = image.size
         top, left, h, w = box(width, height)
         factor = 1.0
@@ -307,22 +338,27 @@ def _pil_reduced(path: Path, box: Any, size: int, draft: bool) -> tuple[np.ndarr
 
 def _simplejpeg_reduced(path: Path, box: Any, size: int) -> tuple[np.ndarray, float, tuple]:
     sj = _simplejpeg()
-    data = path.read_bytes()
+    data = read_regular(path)
     try:
         height, width, colorspace, _ = sj.decode_jpeg_header(data)
     except ValueError:
         return _pil_reduced(path, box, size, draft=True)  # PNG inside .JPEG, or damaged: PIL decides
     if colorspace not in ("RGB", "YCbCr", "Gray"):  # CMYK/YCCK: PIL converts as ImageFolder does
         return _pil_reduced(path, box, size, draft=True)
-    top, left, h, w = box(width, height)
+    check_pixels(path, width, height)  # the limit of every decoder, from the same header
+    region = box(width, height)
     # Only the power-of-two factors of PIL's draft: libjpeg-turbo also offers n/8, but its
     # non-SIMD scaled IDCTs for those were measured slower than decoding at full size.
-    s = _draft_factor(h, w, size)
-    array = sj.decode_jpeg(data, colorspace="RGB", min_width=math.ceil(width / s), min_height=math.ceil(height / s),
-                           strict=True)
+    s = _draft_factor(region[2], region[3], size)
+    try:
+        array = sj.decode_jpeg(data, colorspace="RGB", min_width=math.ceil(width / s),
+                               min_height=math.ceil(height / s), strict=True)
+    except ValueError:
+        # damage libjpeg may only warn about: PIL decides (the module's docstring), on the box drawn
+        return _pil_reduced(path, lambda *_: region, size, draft=True)
     # libjpeg-turbo's 1/s output is ceil(W / s) wide and maps pixel x to x / s
     factor = 1.0 / s if array.shape[1] == math.ceil(width / s) else array.shape[1] / width
-    return array, factor, (top, left, h, w)
+    return array, factor, region
 
 
 def resize_crop(array: np.ndarray, box: tuple[int, int, int, int], factor: float, size: int) -> torch.Tensor:
@@ -343,19 +379,16 @@ def resize_crop(array: np.ndarray, box: tuple[int, int, int, int], factor: float
 def decode_train(path: Path, crop: TrainCrop, seed: int) -> torch.Tensor:
     """uint8 (3, size, size): the random resized crop (then flip) of one file, drawn from ``seed``.
 
-    Raises ValueError naming the file when it cannot be decoded."""
+    Raises ValueError naming the file when it cannot be decoded (``image_files.BadImage``)."""
     g = torch.Generator().manual_seed(seed)
 
     def box(width: int, height: int) -> tuple[int, int, int, int]:
         return crop_box(width, height, crop.scale, crop.ratio, g)
 
-    try:
-        if crop.decoder == "simplejpeg":
-            array, factor, region = _simplejpeg_reduced(path, box, crop.size)
-        else:
-            array, factor, region = _pil_reduced(path, box, crop.size, crop.decoder == "pil-draft")
-    except _DECODE_ERRORS as error:
-        raise ValueError(f"{path}: not a decodable image ({error})") from None
+    if crop.decoder == "simplejpeg":
+        array, factor, region = _simplejpeg_reduced(path, box, crop.size)
+    else:
+        array, factor, region = _pil_reduced(path, box, crop.size, crop.decoder == "pil-draft")
     out = resize_crop(array, region, factor, crop.size)
     if float(torch.rand((), generator=g)) < crop.flip:
         out = out.flip(-1)
@@ -466,13 +499,15 @@ class RunSampler(Sampler):
                 yield [(i, epoch) for i in mine[step * self.batch_size:(step + 1) * self.batch_size]]
 
 
-def _worker_init(_: int) -> None:
+def _worker_init(parent: int, _: int) -> None:
+    exit_with_parent(parent)  # not ~5 s after a kill -9 of the run, when torch's watchdog looks
     torch.set_num_threads(1)  # decoding is one image per process; no intra-op threads
 
 
 def _loader(dataset: Dataset, workers: int, pin: bool | None, prefetch: int, **kwargs: Any) -> DataLoader:
     extra = {"prefetch_factor": prefetch, "persistent_workers": False} if workers > 0 else {}
-    return DataLoader(dataset, num_workers=workers, collate_fn=_collate, worker_init_fn=_worker_init,
+    return DataLoader(dataset, num_workers=workers, collate_fn=_collate,
+                      worker_init_fn=functools.partial(_worker_init, os.getpid()),
                       pin_memory=torch.cuda.is_available() if pin is None else pin, **extra, **kwargs)
 
 

@@ -7,11 +7,17 @@
   of the built-in digits (upscaled), 10 classes under the first 10 ImageNet wnids, optionally
   with the awkward files of the real data set: one truncated JPEG, one greyscale, one CMYK and
   one PNG named ``.JPEG``.
+- ``write_hostile_image``: the bad files a reader must count or refuse in one line (``HOSTILE``):
+  a cut JPEG, an empty file, a decompression bomb (a PNG header claiming 30000 x 30000), a scan
+  cut short but closed by an end marker, a header claiming 65000 x 65000 over cut data, and a
+  real 12000 x 12000 1-bit PNG (17.5 kB on disk, 144 M pixels decoded).
 """
 
 from __future__ import annotations
 
 import io
+import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +27,7 @@ from PIL import Image
 
 from fullscale.data.wnids import imagenet_wnids
 
-__all__ = ["AWKWARD", "sample_photos", "write_imagenet_tree", "write_photo_jpegs"]
+__all__ = ["AWKWARD", "HOSTILE", "sample_photos", "write_hostile_image", "write_imagenet_tree", "write_photo_jpegs"]
 
 # the awkward train files written by write_imagenet_tree(awkward=True): kind -> file name
 AWKWARD = {"truncated": "truncated.JPEG", "gray": "gray.JPEG", "cmyk": "cmyk.JPEG", "png": "png.JPEG"}
@@ -102,3 +108,50 @@ def write_imagenet_tree(root: str | Path, *, n_train: int = 8, n_val: int = 3, s
         sample.convert("CMYK").save(folder / AWKWARD["cmyk"], format="JPEG", quality=90)
         sample.save(folder / AWKWARD["png"], format="PNG")
     return root
+
+
+# the hostile files of write_hostile_image
+HOSTILE = ("truncated", "empty", "bomb", "cut_eoi", "huge_header", "huge_1bit")
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def _jpeg(seed: int = 0) -> bytes:
+    array = np.random.default_rng(seed).integers(0, 256, (96, 128, 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(array).save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def _with_size(jpeg: bytes, height: int, width: int) -> bytes:
+    """``jpeg`` with its frame header (SOF0) claiming ``height`` x ``width``."""
+    sof = jpeg.find(b"\xff\xc0")
+    return jpeg[:sof + 5] + struct.pack(">HH", height, width) + jpeg[sof + 9:]
+
+
+def write_hostile_image(path: str | Path, kind: str) -> Path:
+    """Write the bad image ``kind`` (one of ``HOSTILE``) to ``path``; each is a few kB at most."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    jpeg = _jpeg()
+    if kind == "truncated":  # a download cut in half
+        data = jpeg[: len(jpeg) // 2]
+    elif kind == "empty":
+        data = b""
+    elif kind == "bomb":  # only a header: PIL's Image.open refuses it (over twice its pixel limit)
+        ihdr = struct.pack(">IIBBBBB", 30000, 30000, 1, 0, 0, 0, 0)
+        data = b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", ihdr) + _png_chunk(b"IEND", b"")
+    elif kind == "cut_eoi":  # a cut scan closed by an end-of-image marker: libjpeg only warns
+        data = jpeg[: len(jpeg) // 2] + b"\xff\xd9"
+    elif kind == "huge_header":  # 65000 x 65000 claimed over the cut data of a small image
+        data = _with_size(jpeg[: len(jpeg) // 2], 65000, 65000)
+    elif kind == "huge_1bit":  # a real, decodable image: 144 M pixels from 17.5 kB
+        buffer = io.BytesIO()
+        Image.new("1", (12000, 12000)).save(buffer, format="PNG")
+        data = buffer.getvalue()
+    else:
+        raise ValueError(f"unknown hostile image {kind!r}; known: {', '.join(HOSTILE)}")
+    path.write_bytes(data)
+    return path

@@ -209,3 +209,23 @@ def test_a_rerun_from_another_data_root_of_the_same_count_is_refused(tmp_path, c
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "source_sha256" in err, err
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == made  # nothing rewritten
+
+
+def test_every_bad_image_of_a_tree_is_counted_before_anything_is_written(tmp_path, capsys):
+    """Issue 23: a bad image of the tree was a traceback after manifest.json was written."""
+    from fullscale.data.imagenet_fixture import write_hostile_image
+
+    root = tmp_path / "val"
+    rng = np.random.default_rng(0)
+    for wnid in ("n01440764", "n01443537"):
+        (root / wnid).mkdir(parents=True)
+        for k in range(3):
+            Image.fromarray(rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)).save(root / wnid / f"img{k}.JPEG")
+    write_hostile_image(root / "n01440764" / "cut.JPEG", "truncated")
+    write_hostile_image(root / "n01443537" / "huge.png", "huge_1bit")
+    out = tmp_path / "c"
+    assert main(["corrupt", "--dataset", str(root), "--out", str(out), "--corruptions", "contrast",
+                 "--severities", "1"]) == 2
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and "2 of 8 images" in line and "cut.JPEG" in line and "huge.png" in line, line
+    assert not out.exists()

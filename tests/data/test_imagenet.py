@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import shutil
 
@@ -281,3 +282,145 @@ def test_a_batch_of_only_bad_files_is_an_error_naming_them(tmp_path):
     with pytest.raises(ValueError, match=r"whole batch of epoch 0.*_train_0000\.JPEG"):
         list(data.batches(None, 10, Process()))
     assert data.bad.count == 10
+
+
+# ---- hostile files (issue 23) -------------------------------------------------------------------
+
+def _not_regular_entries(folder):
+    """A FIFO, a folder and a symlink loop, each named like an image: 3 entries no reader may open."""
+    import os
+
+    os.mkfifo(folder / "x.JPEG")
+    (folder / "d.JPEG").mkdir()
+    (folder / "loop.JPEG").symlink_to(folder / "loop.JPEG")
+
+
+def test_listing_skips_and_reports_entries_that_are_not_regular_files(tmp_path, capsys):
+    """Issue 23: the train listing skipped FIFOs, folders named .JPEG and symlink loops silently."""
+    tree = write_imagenet_tree(tmp_path, n_train=2, n_val=1)
+    wnids = imagenet_wnids()
+    for split in ("train", "val"):
+        _not_regular_entries(tree / split / wnids[2])
+    for split, n in (("train", 20), ("val", 10)):
+        files = read_imagenet(tree, split)
+        assert len(files) == n and all(p.is_file() for p, _ in files.samples)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "3 entries" in err[0] and "not regular files" in err[0], err
+        assert str(tree / split / wnids[2]) in err[0]
+
+
+@pytest.mark.parametrize("kind", ["long_field", "not_utf8"])
+def test_a_bad_solution_csv_is_an_error_naming_it(tree, tmp_path, kind):
+    """Issue 23: a 200 kB field raised `_csv.Error` (not a ValueError: a traceback at the front door);
+    a non-UTF-8 file raised a decoding error without the file's name."""
+    shutil.copytree(tree / "train", tmp_path / "train")
+    (tmp_path / "val").mkdir()
+    rows = ["ImageId,PredictionString"]
+    for folder in sorted((tree / "val").iterdir()):
+        for image in sorted(folder.iterdir()):
+            shutil.copy(image, tmp_path / "val" / image.name)
+            rows.append(f"{image.stem},{folder.name} 1 2 30 40")
+    body = ("\n".join(rows) + "\n").encode()
+    body += {"long_field": b"x," + b"y" * 200_000 + b"\n", "not_utf8": b"\xff\xfe,\xff\n"}[kind]
+    (tmp_path / "LOC_val_solution.csv").write_bytes(body)
+    with pytest.raises(ValueError, match=r"LOC_val_solution\.csv") as caught:
+        read_imagenet(tmp_path, "val")
+    assert "\n" not in str(caught.value)
+
+
+def test_the_pixel_limit_is_checked_from_the_header_before_decoding(tmp_path):
+    """Issue 23: a 12000 x 12000 1-bit PNG (17.5 kB) decoded to 1.8 GB per worker."""
+    import time
+
+    from fullscale.data.folders import Preprocess, decode
+    from fullscale.data.image_files import MAX_IMAGE_PIXELS
+    from fullscale.data.imagenet_fixture import write_hostile_image
+
+    assert MAX_IMAGE_PIXELS <= Image.MAX_IMAGE_PIXELS == 89_478_485  # PIL's own warning threshold
+    path = write_hostile_image(tmp_path / "huge.JPEG", "huge_1bit")
+    assert path.stat().st_size < 20_000
+    start = time.perf_counter()
+    for decoder in ("pil", "pil-draft", "simplejpeg"):
+        if decoder == "simplejpeg" and importlib.util.find_spec("simplejpeg") is None:
+            continue
+        with pytest.raises(ValueError, match=r"huge\.JPEG.*144000000 pixels.*limit"):
+            decode_train(path, TrainCrop(size=16, decoder=decoder), 0)
+    with pytest.raises(ValueError, match=r"huge\.JPEG.*144000000 pixels.*limit"):
+        decode(path, Preprocess(20, 16))
+    assert time.perf_counter() - start < 2.0  # refused from the header: nothing was decoded
+
+
+def test_the_decoders_agree_on_what_is_bad(tree, tmp_path):
+    """Issue 23: `pil` took a JPEG whose scan was cut short as a good image where `simplejpeg`
+    refused it; a run's bad files must not depend on the decoder (or on what is installed)."""
+    from PIL import ImageFile
+
+    from fullscale.data.imagenet_fixture import HOSTILE, write_hostile_image
+
+    pytest.importorskip("simplejpeg")
+    assert not ImageFile.LOAD_TRUNCATED_IMAGES  # else PIL would take cut files as images
+    paths = [write_hostile_image(tmp_path / f"{kind}.JPEG", kind) for kind in HOSTILE]
+    paths += [tree / "train" / imagenet_wnids()[0] / name for name in AWKWARD.values()]
+    for path in paths:
+        outcomes = {}
+        for decoder in ("pil", "pil-draft", "simplejpeg"):
+            try:
+                decode_train(path, TrainCrop(size=16, decoder=decoder), 3)
+                outcomes[decoder] = "good"
+            except ValueError as error:
+                assert path.name in str(error)
+                outcomes[decoder] = "bad"
+        assert len(set(outcomes.values())) == 1, (path.name, outcomes)
+        assert outcomes["pil"] == ("bad" if path.stem in ("truncated", "empty", "bomb", "huge_header", "huge_1bit")
+                                   or path.name == AWKWARD["truncated"] else "good"), (path.name, outcomes)
+
+
+def test_loader_workers_exit_when_their_parent_is_killed(tmp_path):
+    """Issue 23: after kill -9 of a training run its DataLoader workers lived on for ~4.5 s (until
+    torch's watchdog looked), holding the run folder's lock; they must go with their parent."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    write_imagenet_tree(tmp_path / "tree", n_train=2, n_val=1)
+    script = (
+        "import sys, time\n"
+        "from fullscale.data.imagenet import RunSampler, TrainCrop, read_imagenet, train_loader\n"
+        "files = read_imagenet(sys.argv[1], 'train')\n"
+        "loader = train_loader(files, TrainCrop(size=16, decoder='pil'), RunSampler(len(files), 2, 0, 1),"
+        " workers=2, seed=0)\n"
+        "batches = iter(loader)\n"
+        "next(batches)\n"
+        "print(' '.join(str(w.pid) for w in batches._workers), flush=True)\n"
+        "time.sleep(120)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    child = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "tree")], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    workers = []
+    try:
+        workers = [int(pid) for pid in child.stdout.readline().split()]
+        assert len(workers) == 2
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+
+        def alive(pid):
+            try:
+                with open(f"/proc/{pid}/stat") as stat:
+                    return stat.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+            except FileNotFoundError:
+                return False
+
+        deadline = time.monotonic() + 1.5
+        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(pid) for pid in workers)
+    finally:
+        child.kill()
+        child.wait()
+        for pid in workers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

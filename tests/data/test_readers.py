@@ -215,3 +215,32 @@ def test_hostile_npy_files_are_refused_in_one_line_naming_the_file(tmp_path, hos
             read_c_set(tmp_path, names)
         assert "\n" not in str(caught.value)
     assert not marker.exists()
+
+
+def test_a_bad_file_decoded_in_a_worker_is_named(tmp_path):
+    """Issue 23: with workers the error was "Caught ValueError in DataLoader worker process 0."
+    (the file's name only in the worker's traceback below it)."""
+    from fullscale.data.imagenet_fixture import write_hostile_image
+
+    wnids = imagenet_wnids()
+    for k in range(4):
+        _write_png(tmp_path / wnids[k] / f"{k}.png", _images(1, 20, 20)[0])
+    write_hostile_image(tmp_path / wnids[2] / "cut.JPEG", "truncated")
+    data = read_class_folders(tmp_path, wnids, Preprocess(resize=0, crop=16))
+    for workers in (0, 2):
+        with pytest.raises(ValueError) as caught:
+            list(data.batches(batch_size=2, workers=workers))
+        assert "cut.JPEG" in str(caught.value).splitlines()[0], (workers, str(caught.value))
+
+
+def test_class_folders_skip_and_report_entries_that_are_not_regular_files(tmp_path, capsys):
+    import os
+
+    wnids = imagenet_wnids()
+    _write_png(tmp_path / wnids[0] / "a.png", _images(1, 20, 20)[0])
+    os.mkfifo(tmp_path / wnids[0] / "x.JPEG")
+    (tmp_path / wnids[0] / "d.png").mkdir()
+    data = read_class_folders(tmp_path, wnids)
+    assert [p.name for p, _ in data.samples] == ["a.png"]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "2 entries" in err[0] and "not regular files" in err[0], err

@@ -256,6 +256,13 @@ def test_imagenet_suites_on_class_folders(tmp_path, digits):
     assert ic["summary"]["relative_mce"] == pytest.approx(np.mean([(err - 0.5) / (e - 0.43478)
                                                                   for e in ALEXNET_ERR.values()]))
     assert len(ic["data"]["files"]) == 75
+    assert ic["summary"]["clean_accuracy_from"]["options"]["preprocess"] == {"resize": 0, "crop": 32}
+    # issue 23: clean.json was reused on its checkpoint alone; at another crop it is the accuracy of
+    # other images, and relative mCE must not mix the two
+    assert main(["evaluate", str(run), "--suite", "imagenet-c", "--data-root", str(tmp_path / "imagenet-c"),
+                 "--resize", "0", "--crop", "24", "--workers", "0"]) == 0
+    other = _read(run, "imagenet-c")["summary"]
+    assert "mce" in other and "clean_accuracy" not in other and "relative_mce" not in other
 
     # ImageNet-R: 200-way masked logits; images 0..2 under their masked prediction, image 3 elsewhere
     r_pred = logits[:, imagenet_r_indices()].argmax(1).tolist()

@@ -130,3 +130,55 @@ def test_read_state_dict_unwraps_public_and_run_files_and_refuses_the_rest(tmp_p
     (tmp_path / "cut.pt").write_bytes((tmp_path / "public.pt").read_bytes()[:40])  # truncated
     with pytest.raises(ValueError, match="cannot load checkpoint"):
         read_state_dict(tmp_path / "cut.pt")
+
+
+def test_a_forked_child_does_not_keep_the_lock_of_a_killed_holder(tmp_path):
+    """Issue 23: flock belongs to the open file, which a forked child (a DataLoader worker) shares:
+    after kill -9 of the holder the child kept the folder locked and `--resume` was refused."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run"
+    script = (
+        "import os, sys, time\n"
+        "from noisymix_infra.io import directory_lock\n"
+        "with directory_lock(sys.argv[1]):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        time.sleep(60)\n"
+        "        os._exit(0)\n"
+        "    print(pid, flush=True)\n"
+        "    time.sleep(120)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    holder = subprocess.Popen([sys.executable, "-c", script, str(out)], env=env, stdout=subprocess.PIPE, text=True)
+    forked = None
+    try:
+        forked = int(holder.stdout.readline())
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        deadline, taken = time.monotonic() + 1.0, False
+        while not taken and time.monotonic() < deadline:
+            try:
+                with directory_lock(out):
+                    taken = True
+            except ValueError:
+                time.sleep(0.05)
+        assert taken, "the lock of the killed process is still held by its forked child"
+    finally:
+        holder.kill()
+        holder.wait()
+        if forked:
+            try:
+                os.kill(forked, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_printable_names_any_file_name():
+    from noisymix_infra.io import printable
+
+    name = os.fsdecode(b"/data/\xff.JPEG")
+    assert printable(name) == "/data/\\xff.JPEG" and printable(os.fsencode(name)) == "/data/\\xff.JPEG"
+    assert printable("caf\u00e9 \ud800") == "caf\u00e9 \\ud800"

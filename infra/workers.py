@@ -1,0 +1,33 @@
+"""Worker processes that do not outlive the process that started them.
+
+A DataLoader worker of a run killed with ``kill -9`` is re-parented and lives on until torch's
+watchdog notices (it looks every 5 s), holding memory, the GPU's pinned buffers and any file it
+shares with the dead run.  ``exit_with_parent`` (called first thing in a worker) asks the kernel
+to end the worker with its parent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+
+__all__ = ["exit_with_parent"]
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def exit_with_parent(parent: int) -> None:
+    """In a child process started by the process ``parent``: be sent SIGTERM when it dies (Linux
+    ``prctl(PR_SET_PDEATHSIG)``; elsewhere nothing is asked), and end now if it already has
+    (the child was re-parented before it could ask).
+
+    The kernel sends the signal when the *thread* that started the child ends: call it only in
+    children started by a thread that lives as long as its process (the main thread)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):  # no libc to ask: the check below still holds
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGTERM)
