@@ -430,10 +430,8 @@ def test_members_train_a_methods_seeds_as_one_model_then_evaluate_each(tmp_path,
             ours, theirs = (json.loads((tmp_path / d / "runs" / spec.name / "eval" / f"{suite}.json").read_text())
                             ["summary"] for d in ("grouped", "alone"))
             assert ours.keys() == theirs.keys()
-        first = [json.loads(line)["loss"] for line in
-                 (tmp_path / "grouped" / "runs" / spec.name / "metrics.jsonl").read_text().splitlines()][0]
-        alone = [json.loads(line)["loss"] for line in
-                 (tmp_path / "alone" / "runs" / spec.name / "metrics.jsonl").read_text().splitlines()][0]
+        first, alone = (json.loads((tmp_path / d / "runs" / spec.name / "metrics.jsonl").read_text()
+                                   .splitlines()[0])["loss"] for d in ("grouped", "alone"))
         assert first == pytest.approx(alone, rel=1e-2)
 
 
