@@ -133,8 +133,9 @@ def check_config(spec: RunSpec, run_dir: Path):
 
 def _eval_done(run_dir: Path, ev) -> bool:
     """``ev`` (an EvalSpec) is done: a complete evaluation of the run's final weights on the data
-    ``ev`` names (another ``--suite-root`` is another evaluation, not a finished one; issue 23)."""
-    from noisymix_infra.io import sha256_file
+    ``ev`` names (another ``--suite-root`` is another evaluation, not a finished one, and so is the
+    same folder generated anew: its ``data_fingerprint`` changed; issue 23)."""
+    from noisymix_infra.io import data_fingerprint, sha256_file
 
     path = run_dir / "eval" / f"{ev.suite}.json"
     if not path.is_file() or not (run_dir / "final.pt").is_file():
@@ -146,6 +147,8 @@ def _eval_done(run_dir: Path, ev) -> bool:
     if ev.data_root is not None:
         used = record.get("data_root") or (record.get("data") or {}).get("root")
         if used is None or Path(used).resolve() != Path(ev.data_root).resolve():
+            return False
+        if not Path(ev.data_root).is_dir() or record.get("data_fingerprint") != data_fingerprint(ev.data_root):
             return False
     return bool(record.get("complete")) and record.get("checkpoint", {}).get("sha256") == sha256_file(
         run_dir / "final.pt")

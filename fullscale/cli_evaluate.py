@@ -27,7 +27,7 @@ from fullscale.evaluation import FGSM_EPSILONS, RESUMABLE, SUITES, Context, Eval
 from fullscale.runs import load_bare_model, load_run_model
 from fullscale.vocabulary import P_WEATHER_CHOICES
 from noisymix_infra.config import add_set_argument, apply_overrides
-from noisymix_infra.io import read_json, sha256_file, write_json
+from noisymix_infra.io import data_fingerprint, read_json, sha256_file, write_json
 from noisymix_infra.provenance import provenance
 from noisymix_infra.threads import resolve_threads
 
@@ -107,6 +107,8 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
               "options": options.as_dict(), "complete": False, "provenance": provenance()}
     root = data_root or config.get("data_root") or f"built-in {config.get('dataset')}"
     record["data_root"] = str(Path(root).resolve()) if data_root else str(root)
+    if data_root and Path(data_root).is_dir():  # the sweep compares it before reusing the result (issue 23)
+        record["data_fingerprint"] = data_fingerprint(data_root)
     done, identity = {}, {}
     if suite in RESUMABLE and target.is_file():
         previous = read_json(target)

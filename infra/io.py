@@ -24,6 +24,7 @@ import torch
 
 __all__ = [
     "atomic_write",
+    "data_fingerprint",
     "directory_lock",
     "load_state_dict",
     "printable",
@@ -219,4 +220,26 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     with open(path, "rb") as handle:
         while block := handle.read(chunk):
             digest.update(block)
+    return digest.hexdigest()
+
+
+def data_fingerprint(folder: str | os.PathLike[str]) -> str:
+    """A cheap identity of a data folder, to tell whether results computed from it still hold: the
+    sha256 of its ``manifest.json`` (written by ``noisymix corrupt``, naming its source images by
+    content and its parameters), if any, and the name, size and modification time of every file
+    in it and one level below (a -C set's ``<corruption>.npy`` files, ImageNet-C's corruption
+    folders).  A set generated anew in place changes it; reading gigabytes to hash them does not
+    happen (per-file content hashes stay with the per-corruption results)."""
+    root = Path(folder)
+    digest = hashlib.sha256()
+    manifest = root / "manifest.json"
+    if manifest.is_file():
+        digest.update(sha256_file(manifest).encode())
+    for path in sorted([*root.iterdir(), *(p for d in root.iterdir() if d.is_dir() for p in d.iterdir())]):
+        try:
+            stat = path.stat()
+            entry = f"{path.relative_to(root)}|{stat.st_size}|{stat.st_mtime_ns}\n"
+        except OSError:  # a broken link: its name still counts
+            entry = f"{path.relative_to(root)}|missing\n"
+        digest.update(entry.encode("utf-8", "surrogateescape"))
     return digest.hexdigest()

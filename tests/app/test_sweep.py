@@ -412,6 +412,29 @@ def test_a_rerun_with_another_suite_root_evaluates_again(tmp_path, monkeypatch, 
         assert record["data_root"] == str(sets[name].resolve()), name
 
 
+def test_a_set_generated_anew_in_the_same_folder_is_evaluated_again(tmp_path, monkeypatch, one_torch_thread):
+    """The sweep compared only the folder: a -C set regenerated in place (other seed, same name)
+    kept the evaluation of the old images.  The evaluation now records the folder's
+    ``data_fingerprint`` and the sweep reuses it only while that holds."""
+    import shutil
+
+    monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
+    corrupted = tmp_path / "digits-c"
+    tiny = dataclasses.replace(_TINY, epochs=1, eval_suites=("digits-c",), corruptions=("gaussian_noise",))
+    plan = plan_from_reproduce(tiny, corrupted, seeds=(0,))
+    out = tmp_path / "sweep"
+    results = []
+    for seed in (0, 1):
+        shutil.rmtree(corrupted, ignore_errors=True)
+        assert main(["corrupt", "--dataset", "digits", "--kind", "c", "--out", str(corrupted),
+                     "--corruptions", "gaussian_noise", "--seed", str(seed)]) == 0
+        assert set(run_local(plan, out, workers=0, tabulate=False).values()) == {"done"}
+        results.append(json.loads((out / "runs" / plan.runs[0].name / "eval" / "digits-c.json").read_text()))
+    assert results[0]["data_fingerprint"] != results[1]["data_fingerprint"]
+    assert results[0]["created"] != results[1]["created"] or results[0]["results"] != results[1]["results"]
+    assert results[1]["data_identity"] != results[0]["data_identity"]  # computed from the new files
+
+
 def test_members_train_a_methods_seeds_as_one_model_then_evaluate_each(tmp_path, monkeypatch, one_torch_thread):
     """``--members 2``: the two seeds train as one stacked model (recorded in each run's config.json),
     each is evaluated as a run of its own, and the runs equal their seeds trained alone up to the
