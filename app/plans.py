@@ -29,7 +29,7 @@ class ReproducePlan:
     train_overrides: tuple[str, ...] = ()
     needs_data_root: bool = False
     # training/evaluation processes of one torch thread each (0: one after another in this process
-    # with torch's threads; on the 2-core VM two workers were no faster: benchmarks/RESULTS.md,
+    # with torch's threads; on the idle 2-core VM two workers were 1.3x as fast: benchmarks/RESULTS.md,
     # "Choosing the laptop protocol (issue 22)")
     workers: int = 0
     # seeds of one method trained as one stacked model (fullscale.members; 1: one seed at a time)
@@ -39,18 +39,17 @@ class ReproducePlan:
 PLANS: dict[str, ReproducePlan] = {
     # The laptop protocol, chosen from a pilot's cost and spread (issue 22; benchmarks/RESULTS.md,
     # "Choosing the laptop protocol (issue 22)": `noisymix bench protocol`, 4 methods x 5 paired
-    # seeds).  Width 8 x 12 epochs: clean-accuracy seed sd 1.3-2.0, paired NoisyMix - Baseline
-    # Digits-C sd 3.3.  Width 8 x 20 epochs: clean sd 0.8-1.4, paired sd 2.8.  Cost: two one-thread
-    # worker processes ran each step about twice as slowly as one process alone (this 2-core VM
-    # gains nothing from the second worker: a 20-epoch Baseline run trained in 71 s and evaluated
-    # Digits-C in 45 s beside another worker), so the steps run one after another in this process
-    # with torch's threads, where the 12-epoch, 3-seed plan took 8.8 min.  What fits the 15-minute
-    # limit is 12 epochs x 4 seeds (~12 min); 20 epochs x 3 seeds would take ~20 min.  The
-    # issue's targets (headline MDD <= 3, clean sd <= 1.5) need the seeds trained as one batched
-    # model, which is not built yet.
+    # seeds per grid point).  Width 16 x 6 epochs x batch 32: every method's clean-accuracy seed
+    # sd <= 1.2, paired NoisyMix - Baseline Digits-C sd 2.4, the other claims' paired sd <= 3.3, at
+    # 105 s of one process per seed (4 methods, training and evaluation); the width-8 points cost
+    # as much per unit of power or more (8 x 12 x 64: paired sd 3.3; 8 x 20 x 64: 2.8 at 1.6x the
+    # cost), and 16 x 10 x 32 bought no spread for 2.6x the cost (paired sd 3.5).  Two one-thread
+    # worker processes trained and evaluated 1.3x as fast as one two-thread process on the idle
+    # 2-core VM, so the runs go to two workers, and 7 seeds (projected headline MDD 3.0, the other
+    # claims' <= 4.2) fit about 10 minutes there: a slower machine of the same kind keeps under 15.
     "laptop": ReproducePlan(
         description="small-scale run of the full pipeline on scikit-learn's digits (CPU, < 15 min)",
-        width=8, epochs=12, seeds=(0, 1, 2, 3), train_overrides=("batch_size=64",),
+        width=16, epochs=6, seeds=tuple(range(7)), train_overrides=("batch_size=32",), workers=2,
     ),
     "quick": ReproducePlan(
         description="smoke run of every step in seconds (tests; numbers are meaningless)",

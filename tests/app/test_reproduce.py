@@ -66,7 +66,7 @@ def _fake_runs(monkeypatch, calls):
     import fullscale.cli_evaluate as evaluation
     import fullscale.train as trainer
     from noisymix_infra.config import config_to_dict
-    from noisymix_infra.io import sha256_file
+    from noisymix_infra.io import data_fingerprint, sha256_file
 
     def train(cfg, run, resume):
         calls.append(["train", str(run)])
@@ -79,7 +79,8 @@ def _fake_runs(monkeypatch, calls):
         (run / "eval").mkdir(exist_ok=True)
         (run / "eval" / f"{suite}.json").write_text(json.dumps(
             {"complete": True, "checkpoint": {"sha256": sha256_file(run / "final.pt")}, "summary": {},
-             "data_root": kwargs.get("data_root")}))
+             "data_root": kwargs.get("data_root"),
+             "data_fingerprint": data_fingerprint(kwargs["data_root"]) if kwargs.get("data_root") else None}))
 
     monkeypatch.setattr(trainer, "train", train)
     monkeypatch.setattr(evaluation, "evaluate", evaluate)
