@@ -29,8 +29,8 @@ class ReproducePlan:
     train_overrides: tuple[str, ...] = ()
     needs_data_root: bool = False
     # training/evaluation processes of one torch thread each (0: one after another in this process
-    # with torch's threads; on the idle 2-core VM two workers were 1.3x as fast: benchmarks/RESULTS.md,
-    # "Choosing the laptop protocol (issue 22)")
+    # with torch's threads; on the 2-core VM two workers were no faster in the main job:
+    # benchmarks/RESULTS.md, "Choosing the laptop protocol (issue 22)")
     workers: int = 0
     # seeds of one method trained as one stacked model (fullscale.members; 1: one seed at a time)
     members: int = 1
@@ -41,15 +41,15 @@ PLANS: dict[str, ReproducePlan] = {
     # "Choosing the laptop protocol (issue 22)": `noisymix bench protocol`, 4 methods x 5 paired
     # seeds per grid point).  Width 16 x 6 epochs x batch 32: every method's clean-accuracy seed
     # sd <= 1.2, paired NoisyMix - Baseline Digits-C sd 2.4, the other claims' paired sd <= 3.3, at
-    # 105 s of one process per seed (4 methods, training and evaluation); the width-8 points cost
-    # as much per unit of power or more (8 x 12 x 64: paired sd 3.3; 8 x 20 x 64: 2.8 at 1.6x the
-    # cost), and 16 x 10 x 32 bought no spread for 2.6x the cost (paired sd 3.5).  Two one-thread
-    # worker processes trained and evaluated 1.3x as fast as one two-thread process on the idle
-    # 2-core VM, so the runs go to two workers, and 7 seeds (projected headline MDD 3.0, the other
-    # claims' <= 4.2) fit about 10 minutes there: a slower machine of the same kind keeps under 15.
+    # 105 s of one process per seed (4 methods, training and evaluation; ~90 s since the -C
+    # evaluation runs a frozen TorchScript model); the width-8 points cost as much per unit of
+    # power or more, and 16 x 10 x 32 bought no spread for 2.6x the cost.  Two one-thread worker
+    # processes bought nothing in the main job (each run took twice as long beside the other:
+    # measured), so the runs go one after another in this process.  6 seeds fit about 10 minutes
+    # on the idle 2-core VM, so a machine 1.5x slower stays under 15.
     "laptop": ReproducePlan(
         description="small-scale run of the full pipeline on scikit-learn's digits (CPU, < 15 min)",
-        width=16, epochs=6, seeds=tuple(range(7)), train_overrides=("batch_size=32",), workers=2,
+        width=16, epochs=6, seeds=tuple(range(6)), train_overrides=("batch_size=32",),
     ),
     "quick": ReproducePlan(
         description="smoke run of every step in seconds (tests; numbers are meaningless)",

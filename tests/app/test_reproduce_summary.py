@@ -91,3 +91,14 @@ def test_the_summary_records_the_machine_that_made_it():
             names = [line.split(":", 1)[1].strip() for line in info if line.startswith("model name")]
         if names:
             assert m["cpu_model"] == names[0]
+
+
+def test_the_duration_names_the_wall_time_when_workers_overlapped_the_steps():
+    """Two workers' steps add up to more than the job took: the summary says both."""
+    from noisymix_app.reproduce_summary import _duration
+
+    assert _duration({"seconds": 1416.0, "wall_seconds": 790.0, "machine": {"workers": 2}}) == (
+        " (its steps took 23.6 min of 2 worker processes' time, 13.2 min wall)")
+    one_process = {"seconds": 600.0, "wall_seconds": 610.0, "machine": {"workers": 0}}
+    assert _duration(one_process) == " (its steps took 10.0 min)"
+    assert _duration({}) == ""

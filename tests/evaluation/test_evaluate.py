@@ -404,3 +404,34 @@ def test_the_model_batch_is_chosen_by_device_unless_given():
     assert Context(model, torch.device("cpu"), {}, None).batch_size == CPU_BATCH == 64
     assert Context(model, torch.device("meta"), {}, None).batch_size == ACCELERATOR_BATCH == 500
     assert Context(model, torch.device("cpu"), {}, None, EvalOptions(batch_size=7)).batch_size == 7
+
+
+def test_the_cpu_inference_model_gives_the_eager_logits_or_is_not_used(monkeypatch):
+    """The traced, frozen model of the -C suites is used only when it agrees with the eager model;
+    a tracing failure or a disagreeing result leaves the eager model in place."""
+    from fullscale.evaluation import cpu_inference_model
+    from fullscale.models import create_model
+
+    torch.manual_seed(0)
+    model = create_model("preactresnet18", 10, width=4).eval()
+    images = torch.randint(0, 256, (8, 3, 32, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+    fast = cpu_inference_model(model, images)
+    assert fast is not model
+    others = torch.randint(0, 256, (5, 3, 32, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(2))
+    with torch.inference_mode():
+        x = others.float() / 255
+        # BatchNorm folded into the convolutions: other float32 sums, the same logits to rounding
+        torch.testing.assert_close(fast(x), model(x), rtol=1e-4, atol=1e-5)
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("cannot trace")
+
+    monkeypatch.setattr(torch.jit, "trace", broken)
+    assert cpu_inference_model(model, images) is model
+
+    class Wrong(torch.nn.Module):
+        def forward(self, x):
+            return torch.zeros(x.shape[0], 10)
+
+    monkeypatch.setattr(torch.jit, "trace", lambda *a, **k: torch.jit.script(Wrong()))
+    assert cpu_inference_model(model, images) is model
