@@ -38,7 +38,8 @@ def _paper_rows(label: str) -> dict:
 #: (``fullscale.methods`` titles; the paper's "NoisyMix (ours)" row is NoisyMix)
 METHOD_COLORS = {"Baseline": "tab:gray", "Mixup": "tab:purple", "Manifold Mixup": "tab:pink", "CutMix": "tab:olive",
                  "Puzzle Mix": "tab:brown", "AugMix": "tab:orange", "AugMix (no JSD)": "gold", "NFM": "tab:green",
-                 "NoisyMix": "tab:red", "Noise injections": "tab:cyan", "AugMax*": "tab:blue"}
+                 "NoisyMix": "tab:red", "Noise injections": "tab:cyan", "AugMax*": "tab:blue",
+                 "Adversarial Trained": "black", "Stylized ImageNet": "teal", "AutoAugment": "navy"}
 
 
 def method_label(name: str) -> str:
@@ -196,11 +197,11 @@ def toy_bars(toy: dict, out: Path) -> Path:
     ci = np.array([[100 * schemes[n]["accuracy"]["mean"] - 100 * schemes[n]["accuracy"]["ci95"][0],
                     100 * schemes[n]["accuracy"]["ci95"][1] - 100 * schemes[n]["accuracy"]["mean"]] for n in names]).T
     paper = [100 * schemes[n].get("paper_accuracy", np.nan) for n in names]
-    fig, ax = plt.subplots(figsize=(8, 3.5))
+    fig, ax = plt.subplots(figsize=(8, 3.8))
     x = np.arange(len(names))
     ax.bar(x - 0.2, paper, 0.4, label="paper (one seed)", hatch="//", alpha=0.8)
     ax.bar(x + 0.2, ours, 0.4, yerr=ci, capsize=3, label=f"ours (mean, 95% CI, {toy['experiment']['seeds']} seeds)")
-    ax.set_xticks(x, [schemes[n]["label"] for n in names], fontsize=8, rotation=15)
+    ax.set_xticks(x, [schemes[n]["label"] for n in names], fontsize=8)  # level labels: none overlaps
     ax.set_ylim(0, 100)
     ax.set_ylabel("test accuracy (%)")
     _legend_outside(ax, fontsize=8, ncol=2)

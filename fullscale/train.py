@@ -645,9 +645,10 @@ def _check_same_config(path: Path, record: dict) -> None:
         raise ValueError(f"cannot resume {path.parent}: the config differs from the checkpoint's ({detail})")
     # a transfer run's source by content (runs started before it was recorded carry no digest)
     was = (stored.get("run") or {}).get("source_weights_sha256") if isinstance(stored, dict) else None
-    now_digest = record["run"].get("source_weights_sha256")
+    config, run = split_run_record(record)  # either layout of config.json (a run of an older version)
+    now_digest = run.get("source_weights_sha256")
     if was and now_digest and was != now_digest:
-        raise ValueError(f"cannot resume {path.parent}: source_weights {record['config'].get('source_weights')} "
+        raise ValueError(f"cannot resume {path.parent}: source_weights {config.get('source_weights')} "
                          f"changed since the run started (sha256 {was[:12]} -> {now_digest[:12]}); "
                          "restore that file or start a new run")
 

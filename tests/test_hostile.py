@@ -168,8 +168,9 @@ def test_a_diverged_run_with_finite_weights_is_not_marked_finished(tmp_path, cap
     import json
 
     out = tmp_path / "run"
-    assert main(["train", "--preset", "digits-baseline", "--out", str(out), "--set", "epochs=1",
-                 "--set", "lr=1e38", "--set", "train_subset=64", "--threads", "1"]) == 1
+    # one step (64 images, batch 64): a single update, whose loss was checked before it was taken
+    assert main(["train", "--preset", "digits-baseline", "--out", str(out), "--set", "epochs=1", "--set", "width=8",
+                 "--set", "lr=1e38", "--set", "train_subset=64", "--set", "batch_size=64", "--threads", "1"]) == 1
     line = _one_line(capsys)
     assert "diverged" in line and "logits" in line, line
     assert not (out / "final.pt").exists() and not (out / "checkpoint.pt").exists()

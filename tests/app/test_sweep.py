@@ -431,7 +431,6 @@ def test_a_set_generated_anew_in_the_same_folder_is_evaluated_again(tmp_path, mo
         assert set(run_local(plan, out, workers=0, tabulate=False).values()) == {"done"}
         results.append(json.loads((out / "runs" / plan.runs[0].name / "eval" / "digits-c.json").read_text()))
     assert results[0]["data_fingerprint"] != results[1]["data_fingerprint"]
-    assert results[0]["created"] != results[1]["created"] or results[0]["results"] != results[1]["results"]
     assert results[1]["data_identity"] != results[0]["data_identity"]  # computed from the new files
 
 
