@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -201,7 +202,8 @@ def toy_bars(toy: dict, out: Path) -> Path:
     x = np.arange(len(names))
     ax.bar(x - 0.2, paper, 0.4, label="paper (one seed)", hatch="//", alpha=0.8)
     ax.bar(x + 0.2, ours, 0.4, yerr=ci, capsize=3, label=f"ours (mean, 95% CI, {toy['experiment']['seeds']} seeds)")
-    ax.set_xticks(x, [schemes[n]["label"] for n in names], fontsize=8)  # level labels: none overlaps
+    # level labels, long ones on two lines, so that no two touch
+    ax.set_xticks(x, [textwrap.fill(schemes[n]["label"], 15) for n in names], fontsize=8)
     ax.set_ylim(0, 100)
     ax.set_ylabel("test accuracy (%)")
     _legend_outside(ax, fontsize=8, ncol=2)
