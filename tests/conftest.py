@@ -44,7 +44,7 @@ def one_torch_thread():
 
 
 @pytest.fixture()
-def crash_then_resume(monkeypatch):
+def crash_then_resume(crash_after_first_checkpoint):
     """``run(cfg, straight, resumed)``: train ``cfg`` straight through into ``straight``; train it
     into ``resumed`` with the process dying right after its first checkpoint, then ``--resume``;
     return both final state dicts (an exact resume makes them equal)."""
@@ -53,6 +53,19 @@ def crash_then_resume(monkeypatch):
 
     def run(cfg, straight, resumed):
         trainer.train(cfg, straight)
+        crash_after_first_checkpoint(cfg, resumed)
+        trainer.train(cfg, resumed, resume=True)
+        return load_state_dict(straight / "final.pt"), load_state_dict(resumed / "final.pt")
+    return run
+
+
+@pytest.fixture()
+def crash_after_first_checkpoint(monkeypatch):
+    """``crash(cfg, out)``: train ``cfg`` into ``out`` with the process dying (KeyboardInterrupt)
+    right after its first checkpoint is written; the trainer is restored, ready for ``resume=True``."""
+    import fullscale.train as trainer
+
+    def crash(cfg, out):
         original = trainer.save_torch
 
         def save_then_crash(path, obj):
@@ -61,8 +74,6 @@ def crash_then_resume(monkeypatch):
                 raise KeyboardInterrupt
         monkeypatch.setattr(trainer, "save_torch", save_then_crash)
         with pytest.raises(KeyboardInterrupt):
-            trainer.train(cfg, resumed)
+            trainer.train(cfg, out)
         monkeypatch.setattr(trainer, "save_torch", original)
-        trainer.train(cfg, resumed, resume=True)
-        return load_state_dict(straight / "final.pt"), load_state_dict(resumed / "final.pt")
-    return run
+    return crash

@@ -47,14 +47,21 @@ def test_class_index_is_sorted_wnids(tree):
     assert len(train) == 10 * 8 + len(AWKWARD) and len(val) == 10 * 3
 
 
-def test_flat_val_with_solution_csv_matches_class_folders(tree, tmp_path):
-    shutil.copytree(tree / "train", tmp_path / "train")
-    (tmp_path / "val").mkdir()
+def _flat_val(tree, root, boxes: str) -> list[str]:
+    """``root``: the tree's train folders and its val images flat; the solution CSV's rows (header
+    first), each image's wnid followed by ``boxes``."""
+    shutil.copytree(tree / "train", root / "train")
+    (root / "val").mkdir()
     rows = ["ImageId,PredictionString"]
     for folder in sorted((tree / "val").iterdir()):
         for image in sorted(folder.iterdir()):
-            shutil.copy(image, tmp_path / "val" / image.name)
-            rows.append(f"{image.stem},{folder.name} 1 2 30 40 {folder.name} 5 6 7 8")
+            shutil.copy(image, root / "val" / image.name)
+            rows.append(f"{image.stem},{folder.name} {boxes.format(wnid=folder.name)}")
+    return rows
+
+
+def test_flat_val_with_solution_csv_matches_class_folders(tree, tmp_path):
+    rows = _flat_val(tree, tmp_path, "1 2 30 40 {wnid} 5 6 7 8")
     (tmp_path / "LOC_val_solution.csv").write_text("\n".join(rows) + "\n")
     flat = read_imagenet(tmp_path, "val")
     folders = read_imagenet(tree, "val")
@@ -313,13 +320,7 @@ def test_listing_skips_and_reports_entries_that_are_not_regular_files(tmp_path, 
 def test_a_bad_solution_csv_is_an_error_naming_it(tree, tmp_path, kind):
     """Issue 23: a 200 kB field raised `_csv.Error` (not a ValueError: a traceback at the front door);
     a non-UTF-8 file raised a decoding error without the file's name."""
-    shutil.copytree(tree / "train", tmp_path / "train")
-    (tmp_path / "val").mkdir()
-    rows = ["ImageId,PredictionString"]
-    for folder in sorted((tree / "val").iterdir()):
-        for image in sorted(folder.iterdir()):
-            shutil.copy(image, tmp_path / "val" / image.name)
-            rows.append(f"{image.stem},{folder.name} 1 2 30 40")
+    rows = _flat_val(tree, tmp_path, "1 2 30 40")
     body = ("\n".join(rows) + "\n").encode()
     body += {"long_field": b"x," + b"y" * 200_000 + b"\n", "not_utf8": b"\xff\xfe,\xff\n"}[kind]
     (tmp_path / "LOC_val_solution.csv").write_bytes(body)

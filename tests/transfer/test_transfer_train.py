@@ -109,7 +109,7 @@ def test_a_transfer_run_resumes_to_the_same_weights(setup, crash_then_resume):
     assert all(torch.equal(straight[k], resumed[k]) for k in straight)
 
 
-def test_a_resume_on_another_source_file_of_the_same_path_is_refused(setup, monkeypatch):
+def test_a_resume_on_another_source_file_of_the_same_path_is_refused(setup, crash_after_first_checkpoint):
     """Issue 23: a transfer run named its source weights by their path only; a resume after the file
     was replaced fine-tuned the rest of the run from other weights."""
     import json
@@ -123,16 +123,7 @@ def test_a_resume_on_another_source_file_of_the_same_path_is_refused(setup, monk
         f"source_weights={tmp_path / 'source.pt'}", f"width={WIDTH}", "image_size=40", "epochs=2", "batch_size=4",
         "train_subset=4", "device=cpu"], data_root=str(tmp_path / "data"))
     out = tmp_path / "run"
-    original = trainer.save_torch
-
-    def save_then_crash(path, obj):
-        original(path, obj)
-        if path.name == "checkpoint.pt":
-            raise KeyboardInterrupt
-    monkeypatch.setattr(trainer, "save_torch", save_then_crash)
-    with pytest.raises(KeyboardInterrupt):
-        trainer.train(cfg, out)
-    monkeypatch.setattr(trainer, "save_torch", original)
+    crash_after_first_checkpoint(cfg, out)
     record = json.loads((out / "config.json").read_text())
     assert record["run"]["source_weights_sha256"] == sha256_file(tmp_path / "source.pt")
     save_torch(tmp_path / "source.pt", {k: v + 1 if v.is_floating_point() else v for k, v in source.items()})
