@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import sys
+from collections.abc import Callable
 
-__all__ = ["exit_with_parent"]
+__all__ = ["exit_with_parent", "worker_init_exiting_with_this_process"]
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -31,3 +33,14 @@ def exit_with_parent(parent: int) -> None:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
     if os.getppid() != parent:
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _exit_with(parent: int, _worker_id: int) -> None:
+    exit_with_parent(parent)
+
+
+def worker_init_exiting_with_this_process() -> Callable[[int], None]:
+    """A DataLoader ``worker_init_fn`` whose workers end with the process that calls this (the
+    main thread of a training or an evaluation): not ~5 s after a kill -9, when torch's watchdog
+    looks.  (torch's worker loop already runs each worker with one intra-op thread.)"""
+    return functools.partial(_exit_with, os.getpid())

@@ -130,10 +130,6 @@ def _tree(root: Path) -> tuple[list[tuple[str, Path]], list[Path]]:
     return files, skipped
 
 
-def _image_files(root: Path) -> list[tuple[str, Path]]:
-    return _tree(root)[0]
-
-
 def check_tree(root: str | Path) -> int:
     """The number of images of the class-folder tree ``root`` that ``write_imagenet_c`` reads,
     each decoded once as it will be (a progress bar): a bad one (damaged, empty, over the pixel
@@ -174,7 +170,7 @@ def write_imagenet_c(root: str | Path, out: str | Path, names: list[str], *,
                      frost_dir: str | None = None, device: str = "cpu") -> int:
     """ImageNet-C from a class-folder tree ``root/<wnid>/*.JPEG``; returns the image count."""
     check_names("c", names, frost_dir)
-    files = _image_files(Path(root))
+    files, _ = _tree(Path(root))  # the skipped entries were reported by check_tree
     out = Path(out)
     jobs = [(name, s) for name in names for s in severities]
     for name, severity in progress(jobs, desc="corrupt imagenet-c", unit="set"):

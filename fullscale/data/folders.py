@@ -15,7 +15,6 @@ number of workers (an evaluation over a test set must not quietly drop an image)
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
@@ -29,7 +28,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset, default_collate
 
 from fullscale.data.image_files import list_images, open_image, report_skipped
-from noisymix_infra.workers import exit_with_parent
+from noisymix_infra.workers import worker_init_exiting_with_this_process
 
 __all__ = ["IMAGE_SUFFIXES", "FolderSet", "Preprocess", "decode", "read_class_folders"]
 
@@ -105,7 +104,7 @@ class FolderSet(Dataset):
         loader = DataLoader(_Decoded(self), batch_size=batch_size, shuffle=False, num_workers=workers,
                             collate_fn=_collate_or_error, pin_memory=torch.cuda.is_available(),
                             persistent_workers=False,
-                            worker_init_fn=functools.partial(_worker_init, os.getpid()) if workers else None)
+                            worker_init_fn=worker_init_exiting_with_this_process() if workers else None)
         for images, labels, error in loader:
             if error is not None:
                 raise ValueError(error)
@@ -135,10 +134,6 @@ def _collate_or_error(items: list[tuple[Any, int, str | None]]) -> tuple[Any, An
         return None, None, errors[0]
     images, labels = default_collate([(x, y) for x, y, _ in items])
     return images, labels, None
-
-
-def _worker_init(parent: int, _: int) -> None:
-    exit_with_parent(parent)  # a killed evaluation leaves no decoding workers behind
 
 
 def read_class_folders(root: str | Path, classes: Sequence[str], preprocess: Preprocess = Preprocess(),

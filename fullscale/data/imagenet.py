@@ -45,7 +45,6 @@ such a warning, and the file is then decoded by PIL on the same crop box.
 from __future__ import annotations
 
 import csv
-import functools
 import hashlib
 import importlib.util
 import math
@@ -66,7 +65,7 @@ from fullscale.data.folders import IMAGE_SUFFIXES, FolderSet, Preprocess, decode
 from fullscale.data.image_files import check_pixels, list_images, open_image, read_regular, report_skipped
 from fullscale.data.wnids import imagenet_wnids
 from noisymix_infra.io import printable
-from noisymix_infra.workers import exit_with_parent
+from noisymix_infra.workers import worker_init_exiting_with_this_process
 
 __all__ = ["DECODERS", "BadFiles", "Batch", "ImageNetFiles", "RunSampler", "StreamingImageNet", "TrainCrop",
            "crop_box", "decode_train", "read_imagenet", "read_val_folder", "resize_crop", "sample_seed",
@@ -499,15 +498,10 @@ class RunSampler(Sampler):
                 yield [(i, epoch) for i in mine[step * self.batch_size:(step + 1) * self.batch_size]]
 
 
-def _worker_init(parent: int, _: int) -> None:
-    exit_with_parent(parent)  # not ~5 s after a kill -9 of the run, when torch's watchdog looks
-    torch.set_num_threads(1)  # decoding is one image per process; no intra-op threads
-
-
 def _loader(dataset: Dataset, workers: int, pin: bool | None, prefetch: int, **kwargs: Any) -> DataLoader:
     extra = {"prefetch_factor": prefetch, "persistent_workers": False} if workers > 0 else {}
     return DataLoader(dataset, num_workers=workers, collate_fn=_collate,
-                      worker_init_fn=functools.partial(_worker_init, os.getpid()),
+                      worker_init_fn=worker_init_exiting_with_this_process(),
                       pin_memory=torch.cuda.is_available() if pin is None else pin, **extra, **kwargs)
 
 
