@@ -165,7 +165,8 @@ def _cifar10c_evaluation(ctx: _Ctx) -> dict:
 
     n = ctx.n(2000, 16, least=500)  # per severity block: 15 x 5 blocks on disk (0.46 GB at 2000)
     r = bench_evaluate.run(argparse.Namespace(device=str(ctx.device), images=n, corruptions=15,
-                                              width=8 if ctx.quick else 64, batch=16 if ctx.quick else 1000))
+                                              width=8 if ctx.quick else 64, batch=16 if ctx.quick else 1000,
+                                              compare_batches=""))
     value = r["suite_projected_cifar10c_s"]
     return {"value": value, "unit": "s for 750,000 images, PreActResNet-18 (projected)", "images_per_block": n,
             "model_only_projected_s": r["model_projected_cifar10c_s"], "width": r["width"],

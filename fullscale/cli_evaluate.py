@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", default=None, help="a state_dict other than RUN/final.pt")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--batch-size", type=int, default=EvalOptions.batch_size,
-                        help="images per model call (0: 64 on the CPU, where a batch stays in cache; 500 elsewhere)")
+                        help="images per model call (0: 64 on the CPU, 500 elsewhere)")
     parser.add_argument("--workers", type=int, default=EvalOptions.workers, help="image/video decoding processes")
     parser.add_argument("--rms-estimator", choices=("exact", "public"), default="exact",
                         help="RMS calibration error: exact, or the public calib_err (skips the last bin)")

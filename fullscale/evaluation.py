@@ -65,9 +65,11 @@ __all__ = ["FGSM_EPSILONS", "SUITES", "Context", "EvalOptions", "cpu_inference_m
 #: pixel-space epsilons of the FGSM suite (images in [0, 1]): 1, 2, 4 and 8 grey levels
 FGSM_EPSILONS = (1 / 255, 2 / 255, 4 / 255, 8 / 255)
 Results = tuple[dict, dict, list]
-# Images per model call when none is given.  On the CPU a batch whose activations stay in cache:
-# PreActResNet-18 at width 16 ran 4,057 images/s at 64 and 1,799 at 500 (2 threads, 2-core AMD
-# EPYC; width 8: 4,646 vs 3,946; benchmarks/RESULTS.md, issue 22); an accelerator wants large calls.
+# Images per model call when none is given.  On the CPU a small call keeps the activations of one
+# call small; in repeated runs of `noisymix bench evaluate -- --batch 64` and `--batch 500` (width 8
+# and 16, 2 threads) neither size was measurably faster than the other (benchmarks/RESULTS.md,
+# issue 22; what pays there is the frozen model, cpu_inference_model).  An accelerator wants
+# large calls.
 CPU_BATCH = 64
 ACCELERATOR_BATCH = 500
 
@@ -158,10 +160,11 @@ def _logits(model: nn.Module, images_u8: Tensor, device: torch.device) -> Tensor
 def cpu_inference_model(model: nn.Module, example_u8: Tensor) -> nn.Module:
     """On the CPU, ``model`` traced, frozen and optimised for inference (TorchScript: oneDNN folds
     each BatchNorm into its convolution and fuses the ReLUs), for the -C suites' tens of thousands
-    of images: PreActResNet-18 at width 16, batch 64, 2 threads ran 1.9-2.2x the images/s of eager
-    mode (benchmarks/RESULTS.md, issue 22).  Returned only when its logits on ``example_u8`` agree
-    with the eager model's to float32 rounding (summation order differs); otherwise, and when
-    tracing fails (a model TorchScript cannot trace), the eager model itself."""
+    of images: PreActResNet-18 at widths 8 and 16, batch 64, 2 threads ran 2.6x the images/s of
+    eager mode (`noisymix bench evaluate`; benchmarks/RESULTS.md, issue 22).  Returned only when
+    its logits on ``example_u8`` agree with the eager model's to float32 rounding (summation order
+    differs); otherwise, and when tracing fails (a model TorchScript cannot trace), the eager model
+    itself."""
     with torch.inference_mode():
         x = to_float(example_u8)
         reference = model(x).float()

@@ -38,3 +38,14 @@ def test_bench_members_times_both_ways_and_writes_the_ratio(tmp_path):
     (row,) = json.loads(out.read_text())["rows"]
     assert row["members"] == 2 and row["width"] == 2 and row["threads"] == 1
     assert math.isclose(row["speedup"], row["one_after_another_s"] / row["stacked_s"], rel_tol=0.02)
+
+
+def test_bench_evaluate_compares_batches_and_the_frozen_cpu_model(tmp_path):
+    out = tmp_path / "e.json"
+    assert main(["bench", "--out", str(out), "evaluate", "--", "--images", "16", "--width", "2",
+                 "--compare-batches", "8"]) == 0
+    result = json.loads(out.read_text())
+    assert result["batch"] == 64 and set(result["model_images_per_s_by_batch"]) == {"64", "8"}
+    assert result["frozen_used"] is True
+    assert math.isclose(result["frozen_over_eager"], result["frozen_images_per_s"] / result["model_images_per_s"],
+                        rel_tol=0.02)
