@@ -95,17 +95,28 @@ def _point(folder: Path, epochs: int, workers: int) -> dict:
     }
 
 
+def _grid(text: str) -> list[tuple[int, int, int | None]]:
+    """(width, epochs, batch or None) of each ``--grid`` point; one ``ValueError`` for a bad one."""
+    points = []
+    for item in text.split(","):
+        try:
+            values = [int(v) for v in item.lower().split("x")]
+        except ValueError:
+            values = []
+        if len(values) not in (2, 3) or min(values) < 1:
+            raise ValueError(f"--grid point {item!r} is not WIDTHxEPOCHS or WIDTHxEPOCHSxBATCH (positive integers)")
+        points.append((*values, None)[:3])
+    return points
+
+
 def run(args: argparse.Namespace) -> dict:
+    grid = _grid(args.grid)  # before any work: a typo costs no corrupted set
     work = Path(args.workdir).resolve()
     corrupted = work / "digits-c"
     if not (corrupted / "labels.npy").is_file():
         _cli("corrupt", "--dataset", "digits", "--kind", "c", "--out", str(corrupted), "--seed", "0")
     points = {}
-    for item in args.grid.split(","):
-        values = [int(v) for v in item.lower().split("x")]
-        if len(values) not in (2, 3):
-            raise ValueError(f"--grid point {item!r} is not WIDTHxEPOCHS or WIDTHxEPOCHSxBATCH")
-        width, epochs, batch = (*values, None)[:3]
+    for width, epochs, batch in grid:
         folder = work / (f"w{width}-e{epochs}" + (f"-b{batch}" if batch else ""))
         started = time.perf_counter()
         _cli("sweep", "digits_analogue", "--seeds", str(args.seeds), "--workers", str(args.workers),

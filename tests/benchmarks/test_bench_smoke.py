@@ -49,3 +49,11 @@ def test_bench_evaluate_compares_batches_and_the_frozen_cpu_model(tmp_path):
     assert result["frozen_used"] is True
     assert math.isclose(result["frozen_over_eager"], result["frozen_images_per_s"] / result["model_images_per_s"],
                         rel_tol=0.02)
+
+
+def test_bench_protocol_refuses_a_bad_grid_point_before_any_work(tmp_path, capsys):
+    for grid in ("8x", "8xtwelve", "0x12", "8x12x32x1"):
+        assert main(["bench", "protocol", "--", "--grid", grid, "--workdir", str(tmp_path / "w")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--grid point" in err[0], err
+    assert not (tmp_path / "w").exists()  # no corrupted set was made
