@@ -38,18 +38,19 @@ class ReproducePlan:
 
 PLANS: dict[str, ReproducePlan] = {
     # The laptop protocol, chosen from a pilot's cost and spread (issue 22; benchmarks/RESULTS.md,
-    # "Choosing the laptop protocol (issue 22)": `noisymix bench protocol`, 4 methods x 5 paired
-    # seeds per grid point).  Width 16 x 6 epochs x batch 32: every method's clean-accuracy seed
-    # sd <= 1.2, paired NoisyMix - Baseline Digits-C sd 2.4, the other claims' paired sd <= 3.3, at
-    # 105 s of one process per seed (4 methods, training and evaluation; ~90 s since the -C
-    # evaluation runs a frozen TorchScript model); the width-8 points cost as much per unit of
-    # power or more, and 16 x 10 x 32 bought no spread for 2.6x the cost.  Two one-thread worker
-    # processes bought nothing in the main job (each run took twice as long beside the other:
-    # measured), so the runs go one after another in this process.  6 seeds fit about 10 minutes
-    # on the idle 2-core VM, so a machine 1.5x slower stays under 15.
+    # "Choosing the laptop protocol (issue 22)": `noisymix bench protocol`, 4 methods x 5-10 paired
+    # seeds per grid point), never from its verdicts.  PreActResNet-18 at width 16 with a stride-2
+    # stem (the digits are 8x8 images upscaled to 32x32; a quarter of the arithmetic), 10 epochs,
+    # batch 32: every method's clean-accuracy seed sd <= 1.01, paired NoisyMix - Baseline Digits-C
+    # sd 2.13, the other claims' paired sd <= 2.81, at 58 s of one process per seed (4 methods,
+    # training and evaluation).  Its power per minute (sd^2 x seconds per seed: 261) beats the
+    # public stem at 16 x 6 (590) and the stride-2 stem at 6 (474) and 14 epochs (385).  Two
+    # one-thread worker processes bought nothing in the main job (each run took twice as long beside
+    # the other: measured), so the runs go one after another in this process.  9 seeds fit about 10
+    # minutes on the idle 2-core VM, so a machine 1.5x slower stays under 15.
     "laptop": ReproducePlan(
         description="small-scale run of the full pipeline on scikit-learn's digits (CPU, < 15 min)",
-        width=16, epochs=6, seeds=tuple(range(6)), train_overrides=("batch_size=32",),
+        width=16, epochs=10, seeds=tuple(range(9)), train_overrides=("batch_size=32", "stem_stride=2"),
     ),
     "quick": ReproducePlan(
         description="smoke run of every step in seconds (tests; numbers are meaningless)",

@@ -298,7 +298,8 @@ def _write_index(out: Path, plan: ReproducePlan, log: dict) -> None:
         "- Toy experiment: [toy/toy.md](toy/toy.md)",
         "- Tables, figures and the comparison with the paper: [figures/REPORT.md](figures/REPORT.md)",
         f"- Runs: `runs/` ({len(plan.methods)} methods × {len(plan.seeds)} seeds, {plan.epochs} epochs, "
-        f"{plan.model} width {plan.width}); corrupted test set: `data/{plan.dataset}-c/`",
+        f"{plan.model} width {plan.width}" + "".join(f", {o}" for o in plan.train_overrides)
+        + f"); corrupted test set: `data/{plan.dataset}-c/`",
         "", "| step | seconds |", "|---|---:|",
     ]
     lines += [f"| {entry['name']} | {entry['seconds']:.1f} |" for entry in log["steps"]]

@@ -163,8 +163,9 @@ def render(summary: dict) -> str:
              f"({plan['description']}) from commit `{(git.get('commit') or 'unknown')[:12]}`{dirty}"
              + _duration(summary) + ": "
              f"{', '.join(LABELS.get(m, m) for m in plan['methods'])} on {plan['dataset']}, "
-             f"{plan['model']} width {plan['width']}, {plan['epochs']} epochs, {seeds} seed(s); "
-             f"the corrupted set has {n_c} corruption(s) × 5 severities. "
+             f"{plan['model']} width {plan['width']}, {plan['epochs']} epochs"
+             + "".join(f", {o.replace('=', ' ')}" for o in plan.get("train_overrides") or ())
+             + f", {seeds} seed(s); the corrupted set has {n_c} corruption(s) × 5 severities. "
              "Mean ± 95 % t-interval over seeds (%).", "",
              "| method | clean | corrupted | RMS calibration error |", "|---|---:|---:|---:|"]
     for m in (m for m in plan["methods"] if m in summary["table"]):  # plan order (JSON sorts keys)

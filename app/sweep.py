@@ -713,15 +713,18 @@ def _write_plan(out: Path, plan: Plan) -> None:
 #: training images per epoch of each data set (the standard splits)
 _IMAGES = {"cifar10": 50_000, "cifar100": 50_000, "digits": 1_347, "imagenet": 1_281_167}
 #: seconds per epoch per training view-image, by (model, device kind).  digits/CPU: MEASURED,
-#: benchmarks/RESULTS.md "Choosing the laptop protocol" (width 8, batch 64: baseline 2.2 s/epoch,
-#: NoisyMix 5.0 s/epoch for 1,347 images, 3 views) -> ~1.3-1.6 ms per view-image; we use
-#: 5.0 / (3 x 1347).  GPU figures: ASSUMED, not measured (no GPU figure of the trainer is in
-#: benchmarks/RESULTS.md yet): 12,000 view-images/s for PreActResNet-18, 5,000 for WRN-28-4,
-#: 2,500 for ResNet-50 at 224x224 per GPU (bf16, one recent data-centre GPU).
-_SECONDS_PER_VIEW_IMAGE = {"cpu": 5.0 / (3 * 1347), "preactresnet18": 1 / 12_000, "wrn28_4": 1 / 5_000,
+#: benchmarks/RESULTS.md "Choosing the laptop protocol" (PreActResNet-18 width 16, batch 32, 2 threads:
+#: NoisyMix 4.9 s/epoch for 1,347 images x 3 views; 1.92 s/epoch with stem_stride=2); other widths
+#: scale linearly (measured ~linear from width 8 to 16 on this CPU).  GPU figures: ASSUMED, not measured
+#: (no GPU figure of the trainer is in benchmarks/RESULTS.md yet): 12,000 view-images/s for
+#: PreActResNet-18, 5,000 for WRN-28-4, 2,500 for ResNet-50 at 224x224 per GPU (bf16, one recent
+#: data-centre GPU).
+_SECONDS_PER_VIEW_IMAGE = {"cpu": 4.9 / (3 * 1347), "preactresnet18": 1 / 12_000, "wrn28_4": 1 / 5_000,
                            "wrn28_2": 1 / 12_000, "resnet50": 1 / 2_500}
-ESTIMATE_CPU = ("CPU digits rows from the measured laptop-protocol figures (benchmarks/RESULTS.md, NoisyMix 5.0 "
-                "s/epoch at width 8)")
+_CPU_WIDTH = 16  # the width of the measured CPU figure
+_CPU_STEM_STRIDE_2_SPEEDUP = 4.9 / 1.92  # the same, measured with stem_stride=2
+ESTIMATE_CPU = ("CPU digits rows from the measured laptop-protocol figures (benchmarks/RESULTS.md, NoisyMix 4.9 "
+                "s/epoch at width 16, 1.92 with stem_stride=2)")
 ESTIMATE_GPU = ("GPU rows ASSUMED at 12k / 5k / 2.5k view-images/s per GPU for PreActResNet-18 / WRN-28-4 / "
                 "ResNet-50 (no measured GPU training figure yet)")
 ESTIMATE_NOTE = "JSD methods count 3 views per image; evaluation not included"
@@ -745,8 +748,8 @@ def estimate_hours(spec: RunSpec) -> float:
     views = get_method(cfg.method).views
     key = "cpu" if cfg.dataset == "digits" else cfg.model
     per = _SECONDS_PER_VIEW_IMAGE.get(key, 1 / 5_000)
-    if cfg.dataset == "digits" and cfg.width:
-        per *= max(1.0, (cfg.width / 8) ** 1.0)  # measured: ~linear from width 8 to 16 on this CPU
+    if cfg.dataset == "digits":
+        per *= (cfg.width or 64) / _CPU_WIDTH / (_CPU_STEM_STRIDE_2_SPEEDUP if cfg.stem_stride == 2 else 1.0)
     return images * views * cfg.epochs * per / 3600
 
 

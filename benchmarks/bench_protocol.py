@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from fullscale.config import TrainConfig
+from noisymix_infra.config import apply_overrides
 from noisymix_infra.io import read_json
 from noisymix_infra.stats import interval, mdd80, paired
 
@@ -36,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "laptop plan's when left out)")
     parser.add_argument("--seeds", type=int, default=5, help="paired seeds 0..N-1 per point")
     parser.add_argument("--workdir", default="pilot", help="where the corrupted set and the sweeps live")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="a training config override for every grid point (e.g. stem_stride=2); repeatable")
     parser.add_argument("--workers", type=int, default=0,
                         help="one-thread training/evaluation processes (0: one after another in one process)")
 
@@ -109,21 +113,30 @@ def _grid(text: str) -> list[tuple[int, int, int | None]]:
     return points
 
 
+def _suffix(overrides: list[str]) -> str:
+    """The sweep folder's name part for ``--set`` overrides (``stem_stride=2`` -> ``-stem_stride2``)."""
+    return "".join("-" + "".join(c for c in o if c.isalnum() or c in "_.") for o in overrides)
+
+
 def run(args: argparse.Namespace) -> dict:
     grid = _grid(args.grid)  # before any work: a typo costs no corrupted set
+    apply_overrides(TrainConfig(), args.overrides)  # the same: a bad --set is one line, now
     work = Path(args.workdir).resolve()
     corrupted = work / "digits-c"
     if not (corrupted / "labels.npy").is_file():
         _cli("corrupt", "--dataset", "digits", "--kind", "c", "--out", str(corrupted), "--seed", "0")
     points = {}
     for width, epochs, batch in grid:
-        folder = work / (f"w{width}-e{epochs}" + (f"-b{batch}" if batch else ""))
+        folder = work / (f"w{width}-e{epochs}" + (f"-b{batch}" if batch else "") + _suffix(args.overrides))
         started = time.perf_counter()
         _cli("sweep", "digits_analogue", "--seeds", str(args.seeds), "--workers", str(args.workers),
              "--set", f"width={width}", "--set", f"epochs={epochs}",
-             *(("--set", f"batch_size={batch}") if batch else ()), "--suite-root", f"digits-c={corrupted}",
+             *(("--set", f"batch_size={batch}") if batch else ()),
+             *(part for override in args.overrides for part in ("--set", override)),
+             "--suite-root", f"digits-c={corrupted}",
              "--out", str(folder))
-        name = f"width {width} x {epochs} epochs" + (f" x batch {batch}" if batch else "")
+        name = (f"width {width} x {epochs} epochs" + (f" x batch {batch}" if batch else "")
+                + "".join(f", {o}" for o in args.overrides))
         points[name] = {**_point(folder, epochs, args.workers),
                                                       "sweep_wall_s_this_call": round(time.perf_counter() - started)}
     return {"grid": points, "workers": args.workers, "fixed_minutes_assumed": FIXED_MINUTES}

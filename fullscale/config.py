@@ -22,6 +22,9 @@ class TrainConfig:
     method: str = "baseline"  # baseline, augmix_jsd, nfm, noisymix, ... (train --list-presets)
     model: str = "preactresnet18"  # preactresnet18, wrn28_4, wrn28_2, resnet50, resnet50_transfer
     width: int = 0  # 0: the model's own default (64 for PreActResNet-18); smaller for CPU runs
+    # preactresnet18 only: 2 makes its first convolution stride 2 (a quarter of the arithmetic; the
+    # laptop plan's upscaled digits), 1 is the public model (fullscale.models.preact_resnet)
+    stem_stride: int = 1
     dataset: str = "cifar10"  # cifar10, cifar100, digits (built in), imagenet
     data_root: str = ""  # the training data folder (--data-root); digits needs none
     epochs: int = 200  # training epochs
@@ -83,6 +86,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.lr <= 0 or self.lr_min < 0 or self.lr_min > self.lr:
             raise ValueError(f"need 0 <= lr_min <= lr and lr > 0, got lr={self.lr}, lr_min={self.lr_min}")
+        if self.stem_stride not in (1, 2):
+            raise ValueError(f"stem_stride must be 1 (the public model) or 2, got {self.stem_stride}")
         if self.width < 0 or self.train_subset < 0 or self.heldout < 0:
             raise ValueError("width, train_subset and heldout must be >= 0")
         if self.image_size < 1 or self.workers < 0 or self.checkpoint_every < 0:
@@ -111,6 +116,8 @@ class TrainConfig:
     @property
     def model_kwargs(self) -> dict[str, int | str]:
         kwargs: dict[str, int | str] = {"width": self.width} if self.width else {}
+        if self.stem_stride != 1:  # only then: every other model refuses the option by name
+            kwargs["stem_stride"] = self.stem_stride
         if self.transfer:  # upsampling side and the transfer code's normalisation of the data set
             kwargs.update(image_size=self.image_size, normalization=self.dataset)
         return kwargs

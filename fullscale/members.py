@@ -247,7 +247,7 @@ def _train_group(cfg: TrainConfig, seeds: list[int], outs: list[Path], process, 
     if steps_per_epoch < 1:
         raise ValueError(f"the training data ({data.source}) holds {len(data)} image(s): not one step of batch "
                          f"{cfg.batch_size}")
-    _check_model_fits(cfg, data.num_classes, device)
+    _check_model_fits(cfg, data.num_classes, device, copies=len(seeds))
     members, models = [], []
     for seed, out in zip(seeds, outs, strict=True):
         member_cfg = dataclasses.replace(cfg, seed=seed)

@@ -93,8 +93,9 @@ _CUDA_CHECK_EVERY = 25
 RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root", "workers", "decoder", "checkpoint_every",
                                 "max_bad_fraction"})
 # config keys added after runs were made, with the value that computes what those runs did
-LATER_KEYS = {"ddp_draws": "shared", "sync_bn": False, "image_size": 224, "workers": 8, "decoder": "auto",
-               "max_bad_fraction": 0.001, "checkpoint_every": 0, "lr_schedule": "cosine", "lr_milestones": [],
+LATER_KEYS = {"stem_stride": 1, "ddp_draws": "shared", "sync_bn": False, "image_size": 224, "workers": 8,
+               "decoder": "auto", "max_bad_fraction": 0.001, "checkpoint_every": 0, "lr_schedule": "cosine",
+               "lr_milestones": [],
                "lr_gamma": 0.1, "source_weights": "", "source_row": "", "freeze_level": -1, "freeze_bn_stats": False,
                "puzzlemix": config_to_dict(PuzzleMixConfig())}
 # data sets streamed from disk, cropped and flipped by the loader (fullscale.data.imagenet)
@@ -322,15 +323,17 @@ def _available_bytes(device: torch.device) -> int | None:
         return None
 
 
-def _check_model_fits(cfg: TrainConfig, num_classes: int, device: torch.device) -> None:
+def _check_model_fits(cfg: TrainConfig, num_classes: int, device: torch.device, copies: int = 1) -> None:
     """Count the model's parameters on the meta device (no memory) and refuse, in one line, a model
     whose weights, gradients and momentum alone exceed the memory available (``--set
-    width=100000`` was an allocation traceback, or an out-of-memory kill; issue 23)."""
+    width=100000`` was an allocation traceback, or an out-of-memory kill; issue 23).  ``copies``:
+    the members of a stacked group (fullscale.members), which hold that many models' weights."""
     with torch.device("meta"):
-        count = sum(p.numel() for p in create_model(cfg.model, num_classes, **cfg.model_kwargs).parameters())
+        count = copies * sum(p.numel() for p in create_model(cfg.model, num_classes, **cfg.model_kwargs).parameters())
     need, available = 3 * 4 * count, _available_bytes(device)
     if available is not None and need > available:
-        raise ValueError(f"the model does not fit: {cfg.model} at width {cfg.width or 'default'} has "
+        group = f" x {copies} members" if copies > 1 else ""
+        raise ValueError(f"the model does not fit: {cfg.model} at width {cfg.width or 'default'}{group} has "
                          f"{count:,} parameters, {need / 2**30:.1f} GiB for weights, gradients and momentum "
                          f"alone; {device.type} has {available / 2**30:.1f} GiB available")
 

@@ -2,7 +2,13 @@
 ``preactresnet18``: no final BN-ReLU before the pooling, and an identity shortcut that carries
 the pre-activated ReLU(BN(x)) rather than x (the public block applies its empty ``shortcut``
 to the activated tensor) -- both as the public definition, so its state dict and function
-match; ``width`` scales the 64-128-256-512 channels (64 is the paper's model)."""
+match; ``width`` scales the 64-128-256-512 channels (64 is the paper's model).
+
+``stem_stride=2`` (not in the paper or its code; default 1 = the public model) makes the first
+convolution stride 2, so every stage runs at half the side and a quarter of the arithmetic.  The
+laptop plan uses it: its digits are 8x8 images upscaled to 32x32, whose full-resolution first
+stage sees no detail a stride-2 stem misses, while its corruptions stay those of 32x32 images
+(benchmarks/RESULTS.md, "Choosing the laptop protocol")."""
 
 from __future__ import annotations
 
@@ -34,12 +40,15 @@ class PreActBlock(nn.Module):
 class PreActResNet(nn.Module):
     stages = ("input", "layer1", "layer2", "layer3")
 
-    def __init__(self, num_blocks: tuple[int, ...], num_classes: int, width: int = 64) -> None:
+    def __init__(self, num_blocks: tuple[int, ...], num_classes: int, width: int = 64,
+                 stem_stride: int = 1) -> None:
         super().__init__()
         if width < 1:
             raise ValueError(f"width must be >= 1, got {width}")
+        if stem_stride not in (1, 2):
+            raise ValueError(f"stem_stride must be 1 (the public model) or 2, got {stem_stride}")
         self.normalize = Normalize(CIFAR_MEAN_STD)
-        self.conv1 = nn.Conv2d(3, width, 3, 1, 1, bias=False)
+        self.conv1 = nn.Conv2d(3, width, 3, stem_stride, 1, bias=False)
         planes, layers = width, []
         in_planes = width
         for i, n in enumerate(num_blocks):
@@ -60,5 +69,5 @@ class PreActResNet(nn.Module):
 
 
 @register_model("preactresnet18")
-def preactresnet18(num_classes: int, width: int = 64) -> PreActResNet:
-    return PreActResNet((2, 2, 2, 2), num_classes, width)
+def preactresnet18(num_classes: int, width: int = 64, stem_stride: int = 1) -> PreActResNet:
+    return PreActResNet((2, 2, 2, 2), num_classes, width, stem_stride)

@@ -179,6 +179,22 @@ def test_dry_run_lists_runs_with_gpu_hours(capsys):
     assert "ASSUMED" in text and "left out" in text  # no -C data given: the suite is named as left out
 
 
+@pytest.mark.parametrize(("overrides", "seconds_per_epoch"), [
+    ((), 1.92),  # the laptop plan: width 16, stride-2 stem (RESULTS.md, NoisyMix 1.92 s/epoch)
+    (("stem_stride=1",), 4.9),  # the public stem at width 16 (4.9 s/epoch)
+    (("stem_stride=1", "width=8"), 4.9 / 2),  # linear in width
+])
+def test_digits_cpu_hours_are_the_measured_seconds_per_epoch(overrides, seconds_per_epoch):
+    """The dry run's CPU-hours of a digits NoisyMix run: epochs x the measured seconds per epoch
+    (all 1,347 training images, 3 views), whatever width and stem the plan sets."""
+    from noisymix_app.sweep import estimate_hours
+
+    plan = plan_from_reproduce(PLANS["laptop"], None, seeds=(0,), extra_overrides=overrides)
+    noisymix = next(spec for spec in plan.runs if spec.preset == "noisymix")
+    epochs = PLANS["laptop"].epochs
+    assert estimate_hours(noisymix) == pytest.approx(epochs * seconds_per_epoch / 3600, rel=1e-9)
+
+
 def _fake_slurm(tmp_path, monkeypatch):
     """``sbatch`` and ``srun`` stand-ins on PATH: sbatch keeps each script and answers a job id."""
     bin_dir, scripts = tmp_path / "bin", tmp_path / "scripts"

@@ -56,4 +56,8 @@ def test_bench_protocol_refuses_a_bad_grid_point_before_any_work(tmp_path, capsy
         assert main(["bench", "protocol", "--", "--grid", grid, "--workdir", str(tmp_path / "w")]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--grid point" in err[0], err
+    for bad in ("stem_stride=3", "no_such_key=1"):  # a bad --set override: the same
+        assert main(["bench", "protocol", "--", "--grid", "8x1", "--set", bad, "--workdir", str(tmp_path / "w")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and bad.split("=")[0] in err[0], err
     assert not (tmp_path / "w").exists()  # no corrupted set was made

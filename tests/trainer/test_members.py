@@ -136,11 +136,12 @@ def test_planted_pooled_batchnorm_statistics_are_caught(tmp_path, one_torch_thre
     assert _mismatches(batched, singles)
 
 
-def test_stacking_round_trips_each_members_state_and_output():
+@pytest.mark.parametrize("stem_stride", [1, 2])  # 2: the laptop plan's model
+def test_stacking_round_trips_each_members_state_and_output(stem_stride):
     models = []
     for seed in (3, 4, 5):
         torch.manual_seed(seed)
-        models.append(create_model("preactresnet18", 10, width=4).eval())
+        models.append(create_model("preactresnet18", 10, width=4, stem_stride=stem_stride).eval())
     stack = stack_models(models).eval()
     for original, restored in zip(models, member_state_dicts(stack), strict=True):
         for key, value in original.state_dict().items():
@@ -185,3 +186,16 @@ def test_groups_refuse_what_they_cannot_train_in_one_line(tmp_path):
     train_members(cfg, (0,), [tmp_path / "done"])
     with pytest.raises(ValueError, match="1 of 2 folders hold a checkpoint"):
         train_members(cfg, (0, 1), [tmp_path / "done", tmp_path / "new"])
+
+
+def test_a_group_that_does_not_fit_is_refused_though_one_member_would(tmp_path, monkeypatch):
+    """The memory check counts every member's weights, gradients and momentum (it counted one)."""
+    import fullscale.train as train_module
+
+    cfg = _config("baseline", epochs=1)
+    one = 3 * 4 * sum(p.numel() for p in create_model(cfg.model, 10, **cfg.model_kwargs).parameters())
+    monkeypatch.setattr(train_module, "_available_bytes", lambda device: int(1.5 * one))
+    train_module._check_model_fits(cfg, 10, torch.device("cpu"))  # one model fits
+    with pytest.raises(ValueError, match=r"does not fit: .* x 2 members"):
+        train_members(cfg, (0, 1), [tmp_path / "a", tmp_path / "b"])
+    assert not (tmp_path / "a" / "config.json").exists()
