@@ -253,13 +253,18 @@ def _progress_line(out: Path, pending: list[str], started: float):
     def line(name: str, state: str, finished: int) -> str:
         elapsed = time.perf_counter() - started
         left = elapsed / finished * (len(pending) - finished)
-        scores = []
+        scores, errors = [], []
         for suite_file in sorted((out / "runs" / name / "eval").glob("*.json")):
             with contextlib.suppress(ValueError, OSError):
                 summary = read_json(suite_file).get("summary") or {}
+                # the calibration suite's figure is its error (its accuracy is the clean one again)
+                error = summary.get("rms_calibration_error")
                 value = summary.get("mean_accuracy", summary.get("accuracy"))
-                if isinstance(value, (int, float)):
+                if isinstance(error, (int, float)):
+                    errors.append(f"RMS calibration error {100 * error:.1f} %")
+                elif isinstance(value, (int, float)):
                     scores.append(f"{suite_file.stem} {100 * value:.1f} %")
+        scores += errors
         what = ", ".join(scores) if state == "done" and scores else state
         return (f"[{finished}/{len(pending)}] {name}: {what} ({_minutes(elapsed)} elapsed, "
                 f"~{_minutes(left)} left)")

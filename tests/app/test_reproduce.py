@@ -145,9 +145,12 @@ def test_each_run_gets_its_line_with_percent_elapsed_and_what_is_left(tmp_path):
     evals.mkdir(parents=True)
     write_json(evals / "clean.json", {"summary": {"accuracy": 0.9325}})
     write_json(evals / "digits-c.json", {"summary": {"mean_accuracy": 0.5}})
+    # the calibration suite repeats the clean accuracy: its line shows its error instead
+    write_json(evals / "calibration.json", {"summary": {"accuracy": 0.9325, "rms_calibration_error": 0.0248}})
     line = _progress_line(tmp_path, ["nfm-seed0", "nfm-seed1", "nfm-seed2", "nfm-seed3"], time.perf_counter() - 90)
     text = line("nfm-seed0", "done", 2)  # 2 of 4 finished after 90 s: about 90 s left
-    assert text.startswith("[2/4] nfm-seed0: clean 93.2 %, digits-c 50.0 % (1:30 elapsed, ~1:30 left)"), text
+    assert text.startswith("[2/4] nfm-seed0: clean 93.2 %, digits-c 50.0 %, RMS calibration error 2.5 % "
+                           "(1:30 elapsed, ~1:30 left)"), text
     assert "failed" in line("nfm-seed1", "failed", 3)
 
 
