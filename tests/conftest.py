@@ -77,3 +77,26 @@ def crash_after_first_checkpoint(monkeypatch):
             trainer.train(cfg, out)
         monkeypatch.setattr(trainer, "save_torch", original)
     return crash
+
+
+@pytest.fixture()
+def torchrun():
+    """``run(*args)``: ``torchrun --standalone --nproc_per_node 2 *args`` (one torch thread per
+    process, no progress bars); a failure shows the tail of what the processes wrote."""
+    import shutil
+    import subprocess
+    import sys
+
+    exe = shutil.which("torchrun", path=os.path.dirname(sys.executable))
+    if exe is None:
+        pytest.skip("torchrun not installed")
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "NOISYMIX_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
+        # --standalone: a free rendezvous port, so the DDP tests can run at once under xdist
+        done = subprocess.run([exe, "--standalone", "--nproc_per_node", "2", *args], capture_output=True,
+                              text=True, timeout=300, env=env)
+        assert done.returncode == 0, f"torchrun exited {done.returncode}:\n{done.stderr[-6000:]}"
+        return done
+
+    return run

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -14,18 +11,11 @@ import torch
 from fullscale.runs import load_run_model
 
 
-def test_torchrun_two_processes(tmp_path):
-    torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable))
-    if torchrun is None:
-        pytest.skip("torchrun not installed")
+def test_torchrun_two_processes(tmp_path, torchrun):
     out = tmp_path / "run"
-    # --standalone: a free rendezvous port, so the DDP tests can run at once under xdist
-    cmd = [torchrun, "--standalone", "--nproc_per_node", "2", "-m", "noisymix_app.cli", "train", "--preset", "noisymix",
-           "--out", str(out),
-           *[a for kv in ("dataset=digits", "width=4", "epochs=1", "train_subset=128", "batch_size=32")
-             for a in ("--set", kv)]]
-    env = {**os.environ, "NOISYMIX_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300, env=env)
+    done = torchrun("-m", "noisymix_app.cli", "train", "--preset", "noisymix", "--out", str(out),
+                    *[a for kv in ("dataset=digits", "width=4", "epochs=1", "train_subset=128", "batch_size=32")
+                      for a in ("--set", kv)])
     assert done.stdout.count("trained noisymix") == 1
     run_facts = json.loads((out / "config.json").read_text())["run"]
     assert run_facts["world_size"] == 2
@@ -44,19 +34,15 @@ _TINY = ("dataset=digits", "width=4", "epochs=1", "train_subset=128", "batch_siz
 def _draws(tmp_path, torchrun, *extra: str) -> list[list[dict]]:
     """Per rank, the (stage, lambda, noise fingerprint) of every step of a 2-process run."""
     worker = os.path.join(os.path.dirname(__file__), "ddp_draws_worker.py")
-    env = {**os.environ, "NOISYMIX_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
-    subprocess.run([torchrun, "--standalone", "--nproc_per_node", "2", worker, str(tmp_path), *_TINY, *extra],
-                   check=True, capture_output=True, text=True, timeout=300, env=env)
+    torchrun(worker, str(tmp_path), *_TINY, *extra)
+    assert [(tmp_path / f"group-left-{r}").read_text() for r in (0, 1)] == ["True", "True"]
     return [json.loads((tmp_path / f"draws-{r}.json").read_text()) for r in (0, 1)]
 
 
-def test_ranks_share_lambda_and_stage_and_keep_their_own_noise(tmp_path):
+def test_ranks_share_lambda_and_stage_and_keep_their_own_noise(tmp_path, torchrun):
     """The single-process recipe under torchrun (default ``ddp_draws=shared``): one lambda and
     one transform point per step for the whole batch, on every rank; the noise stays per rank.
     With ``ddp_draws=per_rank`` the ranks' lambdas differ (so this test can tell the two apart)."""
-    torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable))
-    if torchrun is None:
-        pytest.skip("torchrun not installed")
     r0, r1 = _draws(tmp_path / "shared", torchrun)
     assert len(r0) == len(r1) == 4  # 128 images / batch 32
     assert [(s["stage"], s["lam"]) for s in r0] == [(s["stage"], s["lam"]) for s in r1]
