@@ -63,10 +63,16 @@ def test_protocol_rejects_bad_values():
 
 @pytest.mark.slow
 def test_stored_tuning_is_reproduced_by_retuning():
-    """The stored strengths are what the current code selects (about 35 s on 2 cores)."""
+    """The stored tuning is what the current code computes (about 35 s on 2 cores): every grid
+    point's validation accuracy within 0.01, and the stored choice among the best of the retuned
+    grid.  Not the identical choice: grid points tie to one validation image (0.0005), and float
+    rounding differs between CPUs, so the argmax may move to a tied neighbour (on this VM JSD's
+    (4, 0.01) scored 0.8825 against the stored (1, 0.03)'s 0.882)."""
     stored = load_tuned()
     again = tune(TuningProtocol(seeds=stored["protocol"]["seeds"]))
-    assert again["strengths"] == stored["strengths"]
     for component, rows in again["grids"].items():
-        for ours, theirs in zip(rows, stored["grids"][component]):
+        for ours, theirs in zip(rows, stored["grids"][component], strict=True):
             assert ours["validation_accuracy"] == pytest.approx(theirs["validation_accuracy"], abs=0.01)
+        chosen = next(r for r in rows if r["strengths"] == stored["strengths"][component])
+        best = max(r["validation_accuracy"] for r in rows)
+        assert chosen["validation_accuracy"] >= best - 0.0025, (component, chosen, best)  # 5 images of 2,000
