@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "CUDA as the public code, 32 on the CPU)")
     parser.add_argument("--width", type=int, default=None, help="PreActResNet-18 width (default: 64 on "
                         "CUDA as the paper, 16 on the CPU)")
+    parser.add_argument("--stem-stride", type=int, default=1, choices=(1, 2),
+                        help="PreActResNet-18's first convolution stride (2: the laptop plan's model)")
     parser.add_argument("--steps", type=int, default=None, help="timed steps per repeat (default 20 CUDA, 3 CPU)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=5, help="untimed calls first (the CPU allocator and "
@@ -88,9 +90,9 @@ def run(args: argparse.Namespace) -> dict:
     classes = 1000 if resnet50 else 10
     bf16 = args.precision == "bf16" or (args.precision == "auto" and cuda)
     channels_last = args.memory_format == "channels_last" or (args.memory_format == "auto" and cuda)
-    cfg = resolve_config("noisymix", [] if resnet50 else [f"width={width}"])
+    cfg = resolve_config("noisymix", [] if resnet50 else [f"width={width}", f"stem_stride={args.stem_stride}"])
     method = METHODS["noisymix"]
-    core = create_model(args.model, classes, **({} if resnet50 else {"width": width})).to(device)
+    core = create_model(args.model, classes, **cfg.model_kwargs if not resnet50 else {}).to(device)
     if channels_last:
         core = core.to(memory_format=torch.channels_last)
     if args.compile:
@@ -145,7 +147,8 @@ def run(args: argparse.Namespace) -> dict:
         "compile_backend": args.compile_backend if args.compile else None,
         "recompiles_after_warmup": recompiles if args.compile else None,
         "model": args.model, "image_size": size, "peak_memory_gib": peaks or None,
-        "batch": batch, "width": None if resnet50 else width, "steps": steps, "repeats": args.repeats,
+        "batch": batch, "width": None if resnet50 else width,
+        "stem_stride": None if resnet50 else args.stem_stride, "steps": steps, "repeats": args.repeats,
         "warmup": args.warmup,
         "noisymix_step_s": round(ours, 5), "plain_step_s": round(plain, 5), "views_only_s": round(augment, 5),
         "ratio": round(ours / plain, 3), "target_ratio_gpu": 1.25,

@@ -40,6 +40,15 @@ def test_bench_members_times_both_ways_and_writes_the_ratio(tmp_path):
     assert math.isclose(row["speedup"], row["one_after_another_s"] / row["stacked_s"], rel_tol=0.02)
 
 
+def test_bench_train_step_builds_the_stem_it_is_given(tmp_path):
+    out = tmp_path / "s.json"
+    assert main(["bench", "--out", str(out), "train-step", "--", "--batch", "2", "--width", "2", "--stem-stride",
+                 "2", "--steps", "1", "--repeats", "1", "--warmup", "0"]) == 0
+    result = json.loads(out.read_text())
+    assert result["stem_stride"] == 2 and result["width"] == 2
+    assert math.isclose(result["ratio"], result["noisymix_step_s"] / result["plain_step_s"], rel_tol=0.02)
+
+
 def test_bench_evaluate_compares_batches_and_the_frozen_cpu_model(tmp_path):
     out = tmp_path / "e.json"
     assert main(["bench", "--out", str(out), "evaluate", "--", "--images", "16", "--width", "2",
