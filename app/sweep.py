@@ -871,6 +871,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.seeds < 1 or args.retries < 0 or args.workers < 0 or args.runs_per_gpu < 1:
         raise ValueError("need --seeds >= 1, --retries >= 0, --workers >= 0, --runs-per-gpu >= 1")
+    # with the other arguments, before any plan: a slurm submission or a dry run ignored a bad --members
+    if args.members < 1 or (args.members > 1 and (args.workers != 0 or args.launcher != "local")):
+        raise ValueError(f"--members {args.members}: give N >= 1, and N > 1 only with --launcher local --workers 0 "
+                         "(one process trains the group)")
     data_root = str(Path(args.data_root).resolve()) if args.data_root else None
     plan = build_plan(args.table, range(args.seeds), overrides=args.overrides,
                       suite_roots=_suite_roots(args.suite_root), data_root=data_root,
@@ -891,9 +895,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"submitted {len(jobs)} runs: {', '.join(str(j.job_id) for j in jobs[:8])}"
               f"{' ...' if len(jobs) > 8 else ''}; follow with `noisymix sweep status {out}`")
         return 0
-    if args.members < 1 or (args.members > 1 and args.workers != 0):
-        raise ValueError(f"--members {args.members}: give N >= 1, and N > 1 only with --workers 0 (one process "
-                         "trains the group)")
     states = run_local(plan, out, workers=args.workers, runs_per_gpu=args.runs_per_gpu, retries=args.retries,
                        threads=args.threads or 0, retry_failed=args.retry_failed, members=args.members)
     failed = sorted(n for n, s in states.items() if s != "done")

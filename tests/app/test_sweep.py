@@ -474,6 +474,9 @@ def test_members_train_a_methods_seeds_as_one_model_then_evaluate_each(tmp_path,
 
 
 def test_members_need_one_process(tmp_path, capsys):
-    assert main(["sweep", "digits_analogue", "--seeds", "2", "--members", "2", "--workers", "1",
-                 "--out", str(tmp_path)]) == 2
-    assert "--members 2" in capsys.readouterr().err
+    for extra in (["--members", "2", "--workers", "1"], ["--members", "2", "--workers", "0", "--launcher", "slurm"],
+                  ["--members", "0", "--workers", "0"], ["--members", "2", "--workers", "1", "--dry-run"]):
+        assert main(["sweep", "digits_analogue", "--seeds", "2", *extra, "--out", str(tmp_path)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"--members {extra[1]}" in err[0], err
+    assert not any(tmp_path.iterdir())  # refused before anything was planned or written
