@@ -5,10 +5,12 @@ Each command lives next to the code it drives, in a module with two functions:
 module of the command being run is imported, so ``noisymix --help`` stays fast.
 
 Every command accepts ``--threads N`` the same way (``noisymix_infra.threads``): torch's CPU threads while
-it runs, 0 for ``NOISYMIX_THREADS`` or torch's default; a module's ``THREADS`` names its default.
+it runs, 0 for ``NOISYMIX_THREADS`` or the cores free at the start; a module's ``THREADS`` names its
+default.
 
-Bad input (a ``ValueError``, a missing file) and a system error (a full disk: ``OSError``)
-end the command with exit status 2 and one line saying why; a finished command exits 0.
+Bad input (a ``ValueError``, a missing file, an argument argparse refuses) and a system error (a
+full disk: ``OSError``) end the command with exit status 2 and one line saying why; a finished
+command exits 0.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ import importlib
 import shlex
 import sys
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 from noisymix_infra.threads import add_threads_argument, torch_threads
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "OneLineParser", "main"]
 
 
 class Command(NamedTuple):
@@ -47,8 +49,19 @@ _INPUT_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectory
                  PermissionError)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``noisymix CMD: error: ...``) with the way to
+    the usage, instead of the usage text and then the error; the subcommands' parsers inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        from noisymix_infra.io import printable
+
+        first = message.strip().splitlines()[0] if message.strip() else "bad arguments"
+        self.exit(2, f"{self.prog}: error: {printable(first)} (see {self.prog} --help)\n")
+
+
 def _parser(selected: str | None) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="noisymix",
         description="NoisyMix, made checkable: theory, toy figure, full-scale training and evaluation.",
     )
@@ -80,11 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     selected = next((a for a in argv if not a.startswith("-")), None)
     try:
-        parser, _ = _parser(selected)
+        parser, parsers = _parser(selected)
     except ModuleNotFoundError as error:
         print(f"noisymix {selected}: error: this command is not available ({error})", file=sys.stderr)
         return 2
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser, so the line names the command
+        parsers[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     module = importlib.import_module(COMMANDS[args.command].module)
     try:
         with torch_threads(args.threads):

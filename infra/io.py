@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,12 +105,19 @@ def printable(name: object) -> str:
     """``name`` (a path or a message naming one) as text that any stream can print: bytes that
     are not UTF-8 (a file named ``b'\\xff.JPEG'``, which Python holds as a lone surrogate) and
     other lone surrogates become backslash escapes, so the message about a bad file cannot itself
-    raise ``UnicodeEncodeError``."""
+    raise ``UnicodeEncodeError``; and control characters (a newline, an escape sequence) become
+    escapes too, so a file named ``"a\nnoisymix: done"`` or ``"\x1b[2J"`` cannot forge a line of a log
+    or clear the terminal."""
     text = os.fsdecode(name) if isinstance(name, (bytes, os.PathLike)) else str(name)
     try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a surrogate that no file name decodes to
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+#: C0 and C1 control characters and DEL (escape sequences start with ESC, 0x1b)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 # The descriptors of the locks this process holds (``directory_lock``).

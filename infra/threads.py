@@ -1,10 +1,24 @@
 """The one way to set torch's CPU threads: ``torch_threads(n)`` around a command's work.
 
 Every ``noisymix`` command accepts ``--threads N`` (added by ``noisymix_app.cli``): N >= 1 threads, or
-0 for the default, which is the environment variable ``NOISYMIX_THREADS`` when set and torch's
-own choice otherwise.  A command module may name its default in ``THREADS`` (the toy, verify
-and corrupt use 1: their work is many small tensor ops, and on a shared CPU spinning OpenMP
-threads slow them down many times).  The previous count is restored afterwards.
+0 for the default, which is the environment variable ``NOISYMIX_THREADS`` when set and otherwise
+``auto_threads()``: as many threads as the machine has *free* cores at the start of the work, at
+least one.  A command module may name its default in ``THREADS`` (the toy, verify and corrupt use 1:
+their work is many small tensor ops).
+
+Why not torch's own default (one thread per core): a laptop is never idle.  With a busy core beside
+it, OpenMP's second thread waits at every barrier for a core it does not get (and spins while it
+waits); on a 2-core VM the README's first run took 12x longer (issue 32).  ``auto_threads()`` counts
+the cores that were idle over a short sample of ``/proc/stat`` when the work starts, so a run
+started beside other work uses only the cores that are free, and one on an idle machine all of
+them.  Chosen from ``noisymix bench threads`` (benchmarks/RESULTS.md, "Threads on a busy machine"),
+against one thread always (robust, but slower on an idle machine) and OpenMP's passive wait
+(``OMP_WAIT_POLICY=PASSIVE``: no faster beside a busy core than one thread, and much slower idle, as
+every parallel region then wakes a sleeping thread).  Long jobs decide again per run
+(``noisymix reproduce`` and local sweeps), so load that comes or goes is followed between runs.
+
+The previous count is restored afterwards.  More threads than ``MAX_PER_CORE`` per core are refused in
+one line (torch crashed with a segmentation fault at ``--threads 99999``).
 """
 
 from __future__ import annotations
@@ -12,16 +26,93 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 
-__all__ = ["ENV", "add_threads_argument", "resolve_threads", "torch_threads"]
+__all__ = ["ENV", "MAX_PER_CORE", "add_threads_argument", "auto_threads", "free_cores",
+           "resolve_threads", "torch_threads", "usable_cores"]
 
 ENV = "NOISYMIX_THREADS"
 
+#: the most threads per usable core a count may ask for: beyond a few per core, more threads only
+#: add switching, and tens of thousands crash torch's thread pool
+MAX_PER_CORE = 4
 
-def _nonnegative(n: int, where: str) -> int:
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask, e.g. under ``taskset`` or SLURM)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _cpu_times(cpus: set[int] | None) -> dict[int, tuple[int, int]] | None:
+    """``{cpu: (idle, total)}`` jiffies of the given cpus from ``/proc/stat``; ``None`` where unreadable."""
+    try:
+        with open("/proc/stat", encoding="ascii") as handle:
+            lines = handle.readlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    times = {}
+    for line in lines:
+        name, *fields = line.split()
+        if not name.startswith("cpu") or name == "cpu" or not name[3:].isdigit():
+            continue
+        cpu = int(name[3:])
+        if cpus is not None and cpu not in cpus:
+            continue
+        try:
+            values = [int(v) for v in fields[:8]]
+        except ValueError:
+            return None
+        if len(values) < 5:
+            return None
+        idle = values[3] + values[4]  # idle + iowait; steal (values[7]) is time another guest had
+        times[cpu] = (idle, sum(values))
+    return times or None
+
+
+def free_cores(sample_seconds: float = 0.25) -> float | None:
+    """How many of the usable cores were idle over ``sample_seconds`` (a fraction counts: 1.5 means
+    three half-idle cores or one idle and one half-busy); ``None`` where ``/proc/stat`` is missing."""
+    try:
+        cpus = set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = None
+    before = _cpu_times(cpus)
+    if before is None:
+        return None
+    time.sleep(sample_seconds)
+    after = _cpu_times(cpus)
+    if after is None:
+        return None
+    free = 0.0
+    for cpu, (idle, total) in after.items():
+        if cpu not in before:
+            continue
+        d_total = total - before[cpu][1]
+        if d_total > 0:
+            free += min(1.0, max(0.0, (idle - before[cpu][0]) / d_total))
+    return free
+
+
+def auto_threads(sample_seconds: float = 0.25) -> int:
+    """The default thread count: the free cores (rounded to the nearest whole core), at least 1 and
+    at most the usable cores; all usable cores where the load cannot be read."""
+    usable = usable_cores()
+    free = free_cores(sample_seconds)
+    if free is None:
+        return usable
+    return max(1, min(usable, int(free + 0.5)))
+
+
+def _check_count(n: int, where: str) -> int:
     if n < 0:
-        raise ValueError(f"{where} must be >= 1 (or 0: {ENV} or torch's default), got {n}")
+        raise ValueError(f"{where} must be >= 1 (or 0: {ENV} or the free cores), got {n}")
+    limit = MAX_PER_CORE * usable_cores()
+    if n > limit:
+        raise ValueError(f"{where} {n} is more than {MAX_PER_CORE} threads per core of this machine's "
+                         f"{usable_cores()} usable core(s) (at most {limit})")
     return n
 
 
@@ -30,16 +121,16 @@ def _count(text: str, where: str) -> int:
         n = int(text)
     except ValueError:
         raise ValueError(f"{where} must be a whole number of threads, got {text!r}") from None
-    return _nonnegative(n, where)
+    return _check_count(n, where)
 
 
 def resolve_threads(n: int | None) -> int | None:
     """The thread count ``n`` stands for: ``n`` itself (>= 1), or for ``None`` / 0 the value of
-    ``NOISYMIX_THREADS`` when set, else ``None`` (leave torch's count as it is)."""
+    ``NOISYMIX_THREADS`` when set, else ``None`` (the caller's default: ``auto_threads()``)."""
     if n is not None:
         if isinstance(n, bool) or not isinstance(n, int):
             raise ValueError(f"threads must be a whole number, got {n!r}")
-        if _nonnegative(n, "--threads") > 0:
+        if _check_count(n, "--threads") > 0:
             return n
     text = os.environ.get(ENV, "").strip()
     if not text:
@@ -49,12 +140,15 @@ def resolve_threads(n: int | None) -> int | None:
 
 
 @contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[int]:
-    """Run the block with ``n`` torch intra-op threads (``None`` or 0: ``NOISYMIX_THREADS`` or
-    torch's default), restoring the previous count afterwards; yields the count in effect."""
+def torch_threads(n: int | None, *, auto: bool = True) -> Iterator[int]:
+    """Run the block with ``n`` torch intra-op threads (``None`` or 0: ``NOISYMIX_THREADS``, else
+    ``auto_threads()``, or with ``auto=False`` torch's count as it is), restoring the previous count
+    afterwards; yields the count in effect."""
     import torch  # here, not at the top: ``noisymix --help`` does not import torch
 
     wanted = resolve_threads(n)
+    if wanted is None and auto:
+        wanted = auto_threads()
     before = torch.get_num_threads()
     if wanted is not None:
         torch.set_num_threads(wanted)
@@ -65,8 +159,8 @@ def torch_threads(n: int | None) -> Iterator[int]:
 
 
 def add_threads_argument(parser: argparse.ArgumentParser, default: int | None) -> None:
-    """``--threads N`` with the command's default (``None``: ``NOISYMIX_THREADS`` or torch's)."""
-    shown = "NOISYMIX_THREADS or torch's default" if not default else str(default)
+    """``--threads N`` with the command's default (``None``: ``NOISYMIX_THREADS`` or the free cores)."""
+    shown = f"{ENV} or the free cores" if not default else str(default)
     parser.add_argument("--threads", type=int, default=default, metavar="N",
-                        help=f"torch CPU threads while the command runs (0: {ENV} or torch's default; "
-                             f"default here: {shown})")
+                        help=f"torch CPU threads while the command runs (0: {ENV} or the cores free at "
+                             f"the start; default here: {shown})")

@@ -13,8 +13,10 @@ os.environ.setdefault("NOISYMIX_PROGRESS", "0")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
-    # Two workers on two cores: more intra-op threads would only oversubscribe them.
+    # Two workers on two cores: more intra-op threads would only oversubscribe them.  The variable
+    # gives the commands the tests run one thread too (instead of sampling the free cores each time).
     torch.set_num_threads(1)
+    os.environ.setdefault("NOISYMIX_THREADS", "1")
 
 settings.register_profile(
     "default", deadline=None, max_examples=40,

@@ -15,11 +15,66 @@ def _readme() -> str:
     return (ROOT / "README.md").read_text()
 
 
+def _readme_commands() -> list[str]:
+    return [c.strip() for c in re.findall(r"```bash\n(.*?)\n```", _readme(), flags=re.S)]
+
+
 def test_ci_runs_the_readme_test_command():
-    commands = re.findall(r"```bash\n(.*?)\n```", _readme(), flags=re.S)
-    test_command = next(c.strip() for c in commands if "pytest" in c)
+    commands = _readme_commands()
+    assert commands[:2] == ["make reproduce", "make test"], "the set-up is two commands: the main job, the tests"
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
-    assert test_command in ci_lines
+    assert "make test" in ci_lines
+
+
+def _make_recipe(target: str) -> list[str]:
+    """The recipe lines of ``target`` in the Makefile."""
+    lines = (ROOT / "Makefile").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"{target}:"))
+    recipe = []
+    for line in lines[start + 1:]:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line.strip())
+    return recipe
+
+
+def test_the_make_targets_run_the_documented_commands():
+    """`make test` is the fast suite the README names; `make reproduce` the main job into results/."""
+    assert _make_recipe("test") == ['$(VENV)/bin/python -m pytest -n 2 -m "not slow" $(ARGS)']
+    assert 'python -m pytest -n 2 -m "not slow"' in _readme()
+    assert _make_recipe("reproduce") == ["$(VENV)/bin/noisymix reproduce --out results $(ARGS)"]
+    # both make the environment first, and it is remade when the project's requirements change
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^reproduce: env$", makefile, flags=re.M) and re.search(r"^test: env$", makefile, flags=re.M)
+    assert re.search(r"^\$\(VENV\)/\.ready: pyproject\.toml scripts/make-env$", makefile, flags=re.M)
+
+
+def test_make_env_prefers_the_cpu_build_without_a_gpu_and_never_waits_long(tmp_path):
+    """scripts/make-env's torch choice, with pip and nvidia-smi replaced by recorders: without a GPU
+    and with the CPU index out of reach it asks pip as configured, at once (no retries on the index)."""
+    import os
+    import subprocess
+    import sys
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    log = tmp_path / "calls"
+    # a fake interpreter: `-c "import torch"` fails (no torch yet), the index probe fails (offline),
+    # `-m pip ...` records its arguments
+    (venv / "bin" / "python").write_text(
+        "#!/usr/bin/env bash\n"
+        f'if [ "$1" = "-m" ]; then echo "$@" >> {log}; exit 0; fi\n'
+        "exit 1\n")
+    (venv / "bin" / "python").chmod(0o755)
+    (bindir / "nvidia-smi").write_text("#!/usr/bin/env bash\nexit 9\n")  # no GPU answers, even on a GPU host
+    (bindir / "nvidia-smi").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "PYTHON": sys.executable}
+    subprocess.run(["bash", str(ROOT / "scripts" / "make-env"), str(venv)], cwd=ROOT, env=env, check=True,
+                   capture_output=True, timeout=60)
+    calls = log.read_text().splitlines()
+    assert calls == ["-m pip install torch==2.13.0", "-m pip install -e .[test]"]
 
 
 def test_every_path_the_readme_names_exists():

@@ -7,6 +7,8 @@ import os
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from noisymix_infra.io import atomic_write, directory_lock, load_state_dict, read_json, save_npy, save_torch, write_json
 
@@ -182,3 +184,19 @@ def test_printable_names_any_file_name():
     name = os.fsdecode(b"/data/\xff.JPEG")
     assert printable(name) == "/data/\\xff.JPEG" and printable(os.fsencode(name)) == "/data/\\xff.JPEG"
     assert printable("caf\u00e9 \ud800") == "caf\u00e9 \\ud800"
+
+
+@settings(max_examples=200)
+@given(st.text())
+def test_printable_leaves_no_control_character_and_keeps_the_rest(name):
+    """A file name cannot forge a log line or move the terminal: no C0/C1 control character (a
+    newline, ESC) survives; printable text is kept as it is."""
+    import unicodedata
+
+    from noisymix_infra.io import printable
+
+    shown = printable(name)
+    assert not any(unicodedata.category(c) == "Cc" for c in shown)
+    shown.encode("utf-8")
+    if not any(unicodedata.category(c) in ("Cc", "Cs") for c in name):
+        assert shown == name
