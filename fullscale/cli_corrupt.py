@@ -9,8 +9,13 @@ files are kept), chunked (bounded memory), with a progress bar; ``manifest.json`
 was made (seed, parameters, source, frost photographs, skipped corruptions).  It is written
 before the first file, and a rerun into the same folder must ask for the same set (same data,
 seed, chunk, parameters, severities): the finished files it would skip were made with the stored
-values, so any other value is refused instead of mixing two sets under one manifest.  One
-process at a time writes into a folder (a lock, as for `train`).
+values, so any other value is refused instead of mixing two sets under one manifest.  The source
+is bound by its content (``source_sha256``: the images and labels of a data set; every image's
+name, size and bytes of a tree), so a source changed in place is another source too.  One
+process at a time writes into a folder (a lock, as for `train`), and the folder is marked as a
+-C or -P set (``noisymix_infra.folder_kind``): a run, a sweep or a report folder given as
+``--out`` is refused in one line before anything is written.  ``--limit N`` takes the first N
+test images of a named data set (0, the default: all; a negative N is refused).
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from fullscale.corruptions import PARAMS, find_frost_dir
 from fullscale.corruptions.writer import check_names, check_tree, default_names, write_imagenet_c, write_npy_set
 from fullscale.data import DATASETS, load_dataset
 from noisymix_infra.config import add_set_argument, apply_overrides
-from noisymix_infra.io import directory_lock, read_json, write_json
+from noisymix_infra.folder_kind import claim_folder, folder_kind
+from noisymix_infra.io import directory_lock, printable, read_json, write_json
 
 # The manifest fields that decide the content of every file: a rerun must match them all.
 _IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_photographs",
@@ -58,6 +64,8 @@ class CorruptOptions:
     def __post_init__(self) -> None:
         check_device_name(self.device)
         check_seed(self.seed)
+        if self.limit < 0:  # images[:-5] would be every image but the last five, without a word
+            raise ValueError(f"--limit must be 0 (every test image) or a positive count, got {self.limit}")
 
 
 def _apply_set(args: argparse.Namespace) -> None:
@@ -81,14 +89,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="parameter table (default: cifar for data sets, imagenet for a folder tree)")
     parser.add_argument("--chunk", type=int, default=1000, help="images per batch")
     parser.add_argument("--frost-dir", default=None,
-                        help="folder of the frost photographs (default: the installed imagecorruptions package's)")
+                        help="folder of the frost photographs (default: the five bundled with noisymix, "
+                             "fullscale/corruptions/frost_photos)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument("--limit", type=int, default=0, help="first N test images only")
+    parser.add_argument("--limit", type=int, default=0,
+                        help="the first N test images of a named data set only (0: all of them)")
     add_set_argument(parser, "--set chunk=500 --set severities=1,3,5", "the options (CorruptOptions; after the flags)")
 
 
 def run(args: argparse.Namespace) -> int:
     _apply_set(args)
+    out, folder = Path(args.out), f"{args.kind}-set"
+    if folder_kind(out) not in (None, folder):
+        claim_folder(out, folder)  # refuses a run, a sweep, a report, ... in one line, before any work
     severities = tuple(int(s) for s in args.severities.split(","))
     if not severities or any(not 1 <= s <= 5 for s in severities):
         raise ValueError(f"--severities must be numbers in 1..5, got {args.severities!r}")
@@ -114,9 +127,13 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("a folder tree makes ImageNet-C (--kind c); ImageNet-P is videos, not made here")
         if args.params not in (None, "imagenet"):
             raise ValueError("a folder tree is made with the ImageNet parameters (224x224)")
-        # every image decoded once before the manifest: a bad one is refused with nothing written
-        count, source, params = check_tree(args.dataset), str(Path(args.dataset).resolve()), "imagenet"
-        source_sha256 = f"folder:{source}"  # a tree is named by its folder (a content hash would read it all)
+        if args.limit:
+            raise ValueError("--limit takes the first N images of a named data set; a folder tree is made whole "
+                             "(give a tree of the images wanted)")
+        # every image decoded (and hashed) once before the manifest: a bad one is refused with
+        # nothing written, and a tree changed in place is another source (issue 32)
+        count, source_sha256 = check_tree(args.dataset)
+        source, params = str(Path(args.dataset).resolve()), "imagenet"
     else:
         if args.dataset not in DATASETS:
             raise FileNotFoundError(f"--dataset {args.dataset!r} is neither one of {', '.join(DATASETS)} "
@@ -139,8 +156,8 @@ def run(args: argparse.Namespace) -> int:
         "names": names, "skipped": skipped, "frost_photographs": frost,
         "generator": "per chunk: crc32(f'{seed}:{name}:{severity}:{chunk index}')",
     }
-    out = Path(args.out)
     with directory_lock(out, "corrupting"):
+        claim_folder(out, folder)
         manifest = _merge_manifest(out / "manifest.json", manifest)
         write_json(out / "manifest.json", manifest)  # before the first file: a killed run is checked too
         if folder_tree:
@@ -150,8 +167,8 @@ def run(args: argparse.Namespace) -> int:
             write_npy_set(images, labels, args.kind, out, names, severities=severities, seed=args.seed,
                           chunk=args.chunk, params=params, frost_dir=args.frost_dir, device=args.device)
     if skipped:
-        print(skipped)
-    print(f"wrote {args.out}")
+        print(printable(skipped))
+    print(f"wrote {printable(args.out)}")
     return 0
 
 
@@ -162,13 +179,17 @@ def _merge_manifest(path: Path, new: dict) -> dict:
         return new
     old = read_json(path)
     if not isinstance(old, dict):
-        raise ValueError(f"{path} is not a manifest of `noisymix corrupt`")
+        raise ValueError(f"{printable(path)} is not a manifest of `noisymix corrupt`")
+    if str(old.get("source_sha256", "")).startswith("folder:"):
+        raise ValueError(f"{printable(path.parent)} was made from a folder tree before sets bound its images' content "
+                         "(source_sha256 'folder:...'): its images cannot be told from the tree's today; "
+                         "give another --out, or delete the old set and make it again")
     # frost photographs matter only where both runs made frost (a rerun may leave frost out)
     differ = [k for k in _IDENTITY if old.get(k) != new[k]
               and not (k == "frost_photographs" and None in (old.get(k), new[k]))]
     if differ:
         detail = ", ".join(f"{k}: stored {old.get(k)!r}, asked {new[k]!r}" for k in differ[:3])
-        raise ValueError(f"{path.parent} holds a set made with other values ({detail}); "
+        raise ValueError(f"{printable(path.parent)} holds a set made with other values ({detail}); "
                          "give another --out or the stored values (source_sha256: the source images' content)")
     names = [n for n in old.get("names") or [] if isinstance(n, str)]
     return {**new, "names": names + [n for n in new["names"] if n not in names]}

@@ -15,10 +15,12 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image
 from torch import Tensor
 
-__all__ = ["find_frost_dir", "frost_textures"]
+from fullscale.data.image_files import open_image
+from noisymix_infra.io import printable
+
+__all__ = ["check_frost_photographs", "find_frost_dir", "frost_textures"]
 
 _SUFFIXES = (".png", ".jpg", ".jpeg")
 # shipped with the package (package data), so no optional dependency is needed for frost
@@ -31,16 +33,40 @@ def find_frost_dir(frost_dir: str | Path | None = None) -> Path:
     if frost_dir is not None:
         folder = Path(frost_dir)
         if not folder.is_dir() or not _files(folder):
-            raise FileNotFoundError(f"frost_dir {folder} has no frost images (*.png, *.jpg)")
+            raise FileNotFoundError(f"frost_dir {printable(folder)} has no frost images (*.png, *.jpg)")
         return folder
     if _BUNDLED.is_dir() and len(_files(_BUNDLED)) >= 5:
         return _BUNDLED
     raise FileNotFoundError(f"frost needs the reference frost photographs: pass frost_dir (a folder with "
-                            f"frost1.png .. frost5.jpg) or reinstall noisymix (its {_BUNDLED} is missing)")
+                            f"frost1.png .. frost5.jpg) or reinstall noisymix (its {printable(_BUNDLED)} is missing)")
 
 
 def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.suffix.lower() in _SUFFIXES)
+
+
+@functools.lru_cache(maxsize=4)
+def _photographs(folder: str) -> tuple[Tensor, ...]:
+    """The first five photographs of ``folder`` as float RGB (3, H, W) in [0, 255].  Each is
+    opened as every image file is (``fullscale.data.image_files.open_image``): a file that is not
+    an image, or not a regular file, is a one-line ``ValueError`` naming it."""
+    out = []
+    for path in _files(Path(folder))[:5]:
+        try:
+            with open_image(path) as image:
+                array = np.asarray(image.convert("RGB"), dtype=np.float32).copy()
+        except ValueError as error:
+            raise ValueError(f"frost photographs: {error}") from None
+        out.append(torch.from_numpy(array).permute(2, 0, 1))
+    return tuple(out)
+
+
+def check_frost_photographs(frost_dir: str | Path | None = None) -> Path:
+    """The frost folder (``find_frost_dir``) with its photographs decoded once (cached), so that a
+    bad one is refused before a -C set writes anything, not when frost's first chunk is made."""
+    folder = find_frost_dir(frost_dir)
+    _photographs(str(folder))
+    return folder
 
 
 @functools.lru_cache(maxsize=8)
@@ -48,9 +74,8 @@ def _textures(folder: str, scale: float) -> tuple[Tensor, ...]:
     """The first five photographs as float RGB (3, H, W) in [0, 255], resized by ``scale`` as
     cv2.resize(fx=fy=scale) (bilinear, half-pixel centres, no antialiasing)."""
     out = []
-    for path in _files(Path(folder))[:5]:
-        arr = torch.from_numpy(np.asarray(Image.open(path).convert("RGB"), dtype=np.float32).copy())
-        img = arr.permute(2, 0, 1).unsqueeze(0)
+    for photograph in _photographs(folder):
+        img = photograph.unsqueeze(0)
         if scale != 1.0:
             size = (round(img.shape[2] * scale), round(img.shape[3] * scale))
             img = torch.round(F.interpolate(img, size=size, mode="bilinear", align_corners=False))

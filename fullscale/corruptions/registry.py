@@ -12,8 +12,9 @@ library we do not ship, we say what we do instead:
 * glass blur: the reference's sequential pixel loop (a copy of pixel (h', w') into (h, w), which
   is what its tuple "swap" of numpy views does), run once for all images of a batch on pixel
   indices (the same copies, exact), then one gather;
-* frost: the reference's frost photographs, from the installed ``imagecorruptions`` package's
-  ``frost/`` folder or ``frost_dir`` (``fullscale.corruptions.frost``); never shipped here;
+* frost: the reference's five frost photographs, bundled with the package in
+  ``fullscale/corruptions/frost_photos/`` (byte-identical to the public release, licence and
+  checksums there), or those of ``frost_dir`` (``fullscale.corruptions.frost``);
 * spatter: OpenCV's Canny / distance transform / histogram equalisation re-done in torch with
   OpenCV's integer rules (``_filters.canny_cv2``, ``equalize_hist_cv2``; the water step
   ``weather.water`` is shared with the -P spatter), except the exact Euclidean distance instead of

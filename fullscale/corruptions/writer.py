@@ -11,7 +11,8 @@
   CenterCrop(224); a finished (corruption, severity) folder gets a ``.complete`` marker.  The
   tree's files are taken and opened as ``fullscale.data.image_files`` says (regular files only,
   the pixel limit checked from the header); ``check_tree`` decodes every image once before
-  anything is written, so a bad one is refused with the count of them all, not met mid-set.
+  anything is written, so a bad one is refused with the count of them all, not met mid-set, and
+  hashes the tree's content (names, sizes, bytes) for the manifest.
 
 Every chunk draws from its own generator, seeded from (seed, name, severity, chunk index), so
 the result does not depend on which corruptions are made, in which order, or on resuming.
@@ -19,7 +20,9 @@ the result does not depend on which corruptions are made, in which order, or on 
 
 from __future__ import annotations
 
+import hashlib
 import io
+import os
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,10 +31,10 @@ import numpy as np
 import torch
 from PIL import Image
 
-from fullscale.corruptions.frost import find_frost_dir
+from fullscale.corruptions.frost import check_frost_photographs, find_frost_dir
 from fullscale.corruptions.perturbations import FRAMES, PERTURBATIONS, perturbation_sequence
 from fullscale.corruptions.registry import CORRUPTIONS, SPECS, corrupt
-from fullscale.data.image_files import list_images, open_image, report_skipped
+from fullscale.data.image_files import file_sha256, list_images, open_image, report_skipped
 from noisymix.random import generator_for
 from noisymix_infra.io import atomic_write, printable, save_npy, write_bytes, write_json
 from noisymix_infra.progress import progress
@@ -66,7 +69,7 @@ def check_names(kind: str, names: list[str], frost_dir: str | None = None) -> No
         raise ValueError(f"unknown {'corruptions' if kind == 'c' else 'perturbations'} {unknown}; "
                          f"available: {', '.join(table)}")
     if kind == "c" and "frost" in names:
-        find_frost_dir(frost_dir)  # fail before any work, with the message naming both sources
+        check_frost_photographs(frost_dir)  # fail before any work: no folder, or a photograph that is no image
 
 
 def _complete(path: Path, shape: tuple[int, ...]) -> bool:
@@ -119,36 +122,46 @@ def _blocks(images: torch.Tensor, kind: str, name: str, severities: tuple[int, .
 def _tree(root: Path) -> tuple[list[tuple[str, Path]], list[Path]]:
     """((wnid, image) of the class-folder tree ``root``, the entries skipped: ``list_images``)."""
     if not root.is_dir():
-        raise FileNotFoundError(f"{root} is not a directory")
+        raise FileNotFoundError(f"{printable(root)} is not a directory")
     files, skipped = [], []
     for cls in sorted(p for p in root.iterdir() if p.is_dir()):
         images, odd = list_images(cls, IMAGE_SUFFIXES)
         files += [(cls.name, f) for f in images]
         skipped += odd
     if not files:
-        raise FileNotFoundError(f"{root}: no class folders with images ({', '.join(IMAGE_SUFFIXES)})")
+        raise FileNotFoundError(f"{printable(root)}: no class folders with images ({', '.join(IMAGE_SUFFIXES)})")
     return files, skipped
 
 
-def check_tree(root: str | Path) -> int:
-    """The number of images of the class-folder tree ``root`` that ``write_imagenet_c`` reads,
-    each decoded once as it will be (a progress bar): a bad one (damaged, empty, over the pixel
-    limit) is one ``ValueError`` counting them all and naming them, before anything is written
-    (an ImageNet-C set needs every image of its clean set).  Entries that are not regular files
-    are reported in one line and left out."""
-    files, skipped = _tree(Path(root))
-    report_skipped(skipped, Path(root))
+def check_tree(root: str | Path) -> tuple[int, str]:
+    """(the number of images of the class-folder tree ``root`` that ``write_imagenet_c`` reads, a
+    SHA-256 of their content), each image decoded once as it will be (a progress bar): a bad one
+    (damaged, empty, over the pixel limit) is one ``ValueError`` counting them all and naming them,
+    before anything is written (an ImageNet-C set needs every image of its clean set).  Entries
+    that are not regular files are reported in one line and left out.
+
+    The digest binds every image's relative name, size and bytes, as the CIFAR batches are bound
+    (``source_sha256`` of the manifest): a tree changed in place (an image replaced, added,
+    removed or renamed) is another source, and a rerun into the old set is refused instead of
+    mixing old and new images.  The bytes are read anyway to be decoded: hashing them costs little."""
+    root = Path(root)
+    files, skipped = _tree(root)
+    report_skipped(skipped, root)
     bad = []
+    digest = hashlib.sha256()
     for _, path in progress(files, desc="check images", unit="image"):
         try:
             _load_224(path)
-        except ValueError as error:
-            bad.append((path, str(error)))
+            size, sha = path.stat().st_size, file_sha256(path)
+        except (ValueError, OSError) as error:
+            bad.append((path, str(error) if isinstance(error, ValueError) else f"{printable(path)}: {error.strerror}"))
+            continue
+        digest.update(os.fsencode(path.relative_to(root)) + f"\0{size}\0{sha}\n".encode())
     if bad:
         others = ", ".join(printable(p) for p, _ in bad[1:5]) + (" ..." if len(bad) > 5 else "")
         raise ValueError(f"{len(bad)} of {len(files)} images of {printable(root)} cannot be used (remove or replace "
                          f"them: ImageNet-C needs every image): {bad[0][1]}" + (f"; also {others}" if others else ""))
-    return len(files)
+    return len(files), digest.hexdigest()
 
 
 def _load_224(path: Path) -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from fullscale.data.imageset import ImageSet, Split
-from noisymix_infra.io import write_bytes
+from noisymix_infra.io import printable, write_bytes
 
 LAYOUT = {
     "cifar10": {
@@ -78,7 +78,8 @@ def load_batch_pickle(path: str | Path) -> object:
         raise
     except Exception as error:  # random bytes raise MemoryError/OverflowError/...
         detail = str(error).strip().splitlines()[0] if str(error).strip() else "truncated"
-        raise ValueError(f"{path}: not a readable CIFAR pickle batch ({type(error).__name__}: {detail})") from None
+        raise ValueError(f"{printable(path)}: not a readable CIFAR pickle batch "
+                         f"({type(error).__name__}: {detail})") from None
 
 
 def _folder(root: Path, kind: str) -> Path:
@@ -88,34 +89,70 @@ def _folder(root: Path, kind: str) -> Path:
             return candidate
     expected = ", ".join(layout["train"] + layout["test"])
     raise FileNotFoundError(
-        f"no {kind} pickle batches under {root}: expected {layout['folder']}/ with {expected}"
+        f"no {kind} pickle batches under {printable(root)}: expected {layout['folder']}/ with {expected}"
     )
+
+
+def _show(item: object) -> str:
+    """A label that is not an integer, briefly: its value for a scalar (cut before ``repr``, which
+    could be gigabytes), its type alone for a container (a memo-shared list is N x N)."""
+    if isinstance(item, (float, np.floating)):
+        return f"{float(item)!r} (a float)"
+    if isinstance(item, (str, bytes)):
+        return f"{printable(repr(item[:20]))} ({type(item).__name__})"
+    return f"a {type(item).__name__}"
+
+
+def _labels(path: Path, raw: object, label_key: bytes, count: int, num_classes: int) -> np.ndarray:
+    """The labels of one batch as int64, checked before anything is allocated for them: a flat
+    list (or 1-D integer array) of ``count`` integers in ``0 .. num_classes - 1``.  ``np.asarray``
+    would cast floats (3.7 -> 3) and digit strings without a word, and a list whose items are the
+    same long list many times over (a pickle can refer to one object any number of times: a few
+    kB on disk) would ask for N x N int64s."""
+    where = f"{printable(path)}: {label_key.decode()}"
+    if isinstance(raw, np.ndarray):
+        if raw.ndim != 1 or raw.dtype.kind not in "iu":
+            raise ValueError(f"{where} must be a flat list of integers, got an array of {raw.dtype} {raw.shape}")
+        labels = raw.astype(np.int64)
+    elif isinstance(raw, list):
+        if len(raw) != count:
+            raise ValueError(f"{where} holds {len(raw)} entries for {count} images")
+        odd = next((i for i, x in enumerate(raw) if not isinstance(x, (int, np.integer)) or isinstance(x, bool)),
+                   None)
+        if odd is not None:
+            raise ValueError(f"{where} must be a flat list of integers; entry {odd} is {_show(raw[odd])}")
+        try:
+            labels = np.array(raw, dtype=np.int64)
+        except OverflowError:
+            raise ValueError(f"{where} holds integers beyond int64") from None
+    else:
+        raise ValueError(f"{where} must be a list of integers, got {type(raw).__name__}")
+    if labels.shape != (count,):
+        raise ValueError(f"{where} holds {labels.shape[0]} entries for {count} images")
+    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+        bad = int(np.flatnonzero((labels < 0) | (labels >= num_classes))[0])
+        raise ValueError(f"{where} outside 0..{num_classes - 1} (entry {bad} is {labels[bad]})")
+    return labels
 
 
 def _read_batch(path: Path, label_key: bytes, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     batch = load_batch_pickle(path)
     if not isinstance(batch, dict) or b"data" not in batch or label_key not in batch:
-        raise ValueError(f"{path}: expected a dict with b'data' and {label_key!r}")
+        raise ValueError(f"{printable(path)}: expected a dict with b'data' and {label_key!r}")
     data = batch[b"data"]
     if not isinstance(data, np.ndarray):
-        raise ValueError(f"{path}: b'data' must be a numpy array, got {type(data).__name__}")
-    try:
-        labels = np.asarray(batch[label_key], dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{path}: {label_key!r} must be a list of integers") from None
+        raise ValueError(f"{printable(path)}: b'data' must be a numpy array, got {type(data).__name__}")
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
-        raise ValueError(f"{path}: b'data' must be uint8 of shape (N, 3072), got {data.dtype} {data.shape}")
-    if labels.ndim != 1 or labels.shape != (data.shape[0],):
-        raise ValueError(f"{path}: {data.shape[0]} images but labels of shape {labels.shape}")
-    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(f"{path}: labels outside [0, {num_classes})")
+        raise ValueError(f"{printable(path)}: b'data' must be uint8 of shape (N, 3072), got {data.dtype} {data.shape}")
+    labels = _labels(path, batch[label_key], label_key, data.shape[0], num_classes)
     return data.reshape(-1, 3, 32, 32), labels
 
 
 def read_cifar(root: str | Path, kind: str, split: Split) -> ImageSet:
     """Read the ``split`` of CIFAR ``kind`` ("cifar10"/"cifar100") under ``root``.
 
-    ``root`` may be the extracted folder itself or its parent.
+    ``root`` may be the extracted folder itself or its parent.  A split of no images is refused
+    in one line (an empty test batch would be a 0-image -C set, or a division by zero in evaluation).
     """
     if kind not in LAYOUT:
         raise ValueError(f"unknown CIFAR kind {kind!r}; known: {', '.join(LAYOUT)}")
@@ -124,6 +161,9 @@ def read_cifar(root: str | Path, kind: str, split: Split) -> ImageSet:
     parts = [_read_batch(folder / f, layout["label_key"], layout["classes"]) for f in layout[split]]
     images = np.concatenate([p[0] for p in parts])
     labels = np.concatenate([p[1] for p in parts])
+    if not len(labels):
+        raise ValueError(f"{printable(folder)}: the {split} split ({', '.join(layout[split])}) holds 0 image(s); "
+                         f"replace it with the {kind} batches as distributed")
     return ImageSet(
         images=torch.from_numpy(np.ascontiguousarray(images)),
         labels=torch.from_numpy(labels),

@@ -28,6 +28,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset, default_collate
 
 from fullscale.data.image_files import list_images, open_image, report_skipped
+from noisymix_infra.io import printable
 from noisymix_infra.workers import worker_init_exiting_with_this_process
 
 __all__ = ["IMAGE_SUFFIXES", "FolderSet", "Preprocess", "decode", "read_class_folders"]
@@ -144,20 +145,20 @@ def read_class_folders(root: str | Path, classes: Sequence[str], preprocess: Pre
     without images are errors naming the path."""
     root = Path(root)
     if not root.is_dir():
-        raise FileNotFoundError(f"{root} is not a directory of class folders (<wnid>/*.JPEG)")
+        raise FileNotFoundError(f"{printable(root)} is not a directory of class folders (<wnid>/*.JPEG)")
     index = {wnid: i for i, wnid in enumerate(classes)}
     folders = sorted(p for p in root.iterdir() if p.is_dir())
     if not folders:
-        raise FileNotFoundError(f"{root} has no class folders (<wnid>/*.JPEG)")
+        raise FileNotFoundError(f"{printable(root)} has no class folders (<wnid>/*.JPEG)")
     unknown = [p.name for p in folders if p.name not in index]
     if unknown:
-        raise ValueError(f"{root}: folders {unknown[:5]} are not among the {len(classes)} expected wnids")
+        raise ValueError(f"{printable(root)}: folders {unknown[:5]} are not among the {len(classes)} expected wnids")
     samples, skipped = [], []
     for folder in folders:
         files, odd = list_images(folder, IMAGE_SUFFIXES)
         skipped += odd
         if not files:
-            raise FileNotFoundError(f"{folder} has no images ({', '.join(IMAGE_SUFFIXES)})")
+            raise FileNotFoundError(f"{printable(folder)} has no images ({', '.join(IMAGE_SUFFIXES)})")
         samples += [(f, index[folder.name]) for f in files]
     report_skipped(skipped, root)
     return FolderSet(root, samples, preprocess)

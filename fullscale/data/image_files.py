@@ -18,6 +18,7 @@ TREE`): regular files only, the decoded size bounded from the header, every fail
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import stat
 import sys
@@ -30,7 +31,7 @@ from PIL import Image, UnidentifiedImageError
 
 from noisymix_infra.io import printable
 
-__all__ = ["MAX_IMAGE_PIXELS", "BadImage", "check_pixels", "list_images", "open_image", "read_regular",
+__all__ = ["MAX_IMAGE_PIXELS", "BadImage", "check_pixels", "file_sha256", "list_images", "open_image", "read_regular",
            "report_skipped"]
 
 MAX_IMAGE_PIXELS = 89_478_485
@@ -99,6 +100,15 @@ def read_regular(path: Path) -> bytes:
     """The bytes of the regular file ``path`` (``BadImage`` for anything else)."""
     with _open_regular(path) as handle:
         return handle.read()
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of the regular file ``path``, read in 1 MiB blocks (``BadImage`` for anything else)."""
+    digest = hashlib.sha256()
+    with _open_regular(path) as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def check_pixels(path: Path, width: int, height: int) -> None:

@@ -104,7 +104,8 @@ def _class_folders(split_dir: Path) -> tuple[dict[str, list[Path]], list[Path]]:
         skipped += odd
     empty = [str(split_dir / name) for name, files in listing.items() if not files]
     if empty:
-        raise ValueError(f"empty class folders (no {', '.join(IMAGE_SUFFIXES)} files): {', '.join(empty)}")
+        raise ValueError(f"empty class folders (no {', '.join(IMAGE_SUFFIXES)} files): "
+                         f"{', '.join(printable(e) for e in empty)}")
     return listing, skipped
 
 
@@ -118,8 +119,8 @@ def _solution_csv(root: Path) -> Path | None:
 
 def _read_solution(table: Path) -> dict[str, str]:
     """{ImageId: wnid} of Kaggle's ``LOC_val_solution.csv``; a file that is not such a table (not
-    UTF-8, a field over the csv module's limit of 128 KiB: the real fields are < 1 kB) is one
-    ``ValueError`` naming it."""
+    UTF-8, a field over the csv module's limit of 128 KiB: the real fields are < 1 kB, an ImageId
+    labelled twice) is one ``ValueError`` naming it."""
     wnid_of: dict[str, str] = {}
     try:
         with open(table, newline="", encoding="utf-8-sig") as handle:
@@ -128,9 +129,16 @@ def _read_solution(table: Path) -> dict[str, str]:
             if header is None or [h.strip() for h in header[:2]] != ["ImageId", "PredictionString"]:
                 raise ValueError(f"{printable(table)}: expected the header ImageId,PredictionString, "
                                  f"got {printable(header)}")
+            line_of: dict[str, int] = {}
             for row in reader:
                 if len(row) >= 2 and row[1].split():
-                    wnid_of[row[0].strip()] = row[1].split()[0]
+                    image_id = row[0].strip()
+                    if image_id in line_of:  # the last row would win without a word: which label is right?
+                        raise ValueError(f"{printable(table)} line {reader.line_num}: ImageId {printable(image_id)} "
+                                         f"is labelled again (first on line {line_of[image_id]}); "
+                                         "keep one row per image")
+                    line_of[image_id] = reader.line_num
+                    wnid_of[image_id] = row[1].split()[0]
     except (csv.Error, UnicodeDecodeError) as error:
         where = f" line {reader.line_num}" if isinstance(error, csv.Error) else ""
         raise ValueError(f"{printable(table)}{where}: not a readable LOC_val_solution.csv "
@@ -141,8 +149,8 @@ def _read_solution(table: Path) -> dict[str, str]:
 def _flat_val(val_dir: Path, root: Path) -> tuple[dict[str, list[Path]], list[Path]]:
     table = _solution_csv(root)
     if table is None:
-        raise ValueError(f"{val_dir} has images but no class folders, and no LOC_val_solution.csv was found "
-                         f"in {root} or above it")
+        raise ValueError(f"{printable(val_dir)} has images but no class folders, and no LOC_val_solution.csv was found "
+                         f"in {printable(root)} or above it")
     wnid_of = _read_solution(table)
     listing: dict[str, list[Path]] = {}
     missing = []
@@ -163,9 +171,9 @@ def _check_wnids(classes: Sequence[str], where: Path) -> None:
     known = imagenet_wnids()
     unknown = [c for c in classes if c not in set(known)]
     if unknown:
-        raise ValueError(f"{where}: folders {unknown[:5]} are not ImageNet-1k wnids")
+        raise ValueError(f"{printable(where)}: folders {unknown[:5]} are not ImageNet-1k wnids")
     if len(classes) == len(known) and tuple(classes) != known:  # pragma: no cover - sorted() makes them equal
-        raise ValueError(f"{where}: class order differs from the standard ImageNet class index")
+        raise ValueError(f"{printable(where)}: class order differs from the standard ImageNet class index")
 
 
 def read_imagenet(root: str | Path, split: str) -> ImageNetFiles:
@@ -178,10 +186,10 @@ def read_imagenet(root: str | Path, split: str) -> ImageNetFiles:
         raise ValueError(f"split must be 'train' or 'val', got {split!r}")
     train_dir = root / "train"
     if not train_dir.is_dir():
-        raise ValueError(f"{root} is not an ImageNet root: no {train_dir} (train/<wnid>/*.JPEG)")
+        raise ValueError(f"{printable(root)} is not an ImageNet root: no {printable(train_dir)} (train/<wnid>/*.JPEG)")
     train, skipped = _class_folders(train_dir)
     if not train:
-        raise ValueError(f"{train_dir} has no class folders (<wnid>/*.JPEG)")
+        raise ValueError(f"{printable(train_dir)} has no class folders (<wnid>/*.JPEG)")
     classes = tuple(sorted(train))
     _check_wnids(classes, train_dir)
     if split == "train":
@@ -189,16 +197,18 @@ def read_imagenet(root: str | Path, split: str) -> ImageNetFiles:
     else:
         split_dir = root / "val"
         if not split_dir.is_dir():
-            raise ValueError(f"{root}: no {split_dir} (val/<wnid>/*.JPEG, or val/*.JPEG with LOC_val_solution.csv)")
+            raise ValueError(f"{printable(root)}: no {printable(split_dir)} "
+                             "(val/<wnid>/*.JPEG, or val/*.JPEG with LOC_val_solution.csv)")
         listing, skipped = _class_folders(split_dir)
         if not listing:
             listing, skipped = _flat_val(split_dir, root)
         only_train = sorted(set(classes) - set(listing))
         only_val = sorted(set(listing) - set(classes))
         if only_train or only_val:
-            raise ValueError(f"train/val class mismatch: {len(only_train)} classes only in {train_dir} "
-                             f"({', '.join(only_train[:5])}), {len(only_val)} only in {split_dir} "
-                             f"({', '.join(only_val[:5])})")
+            raise ValueError(f"train/val class mismatch: {len(only_train)} classes only in {printable(train_dir)} "
+                             f"({printable(', '.join(only_train[:5]))}), {len(only_val)} only in "
+                             f"{printable(split_dir)} "
+                             f"({printable(', '.join(only_val[:5]))})")
     report_skipped(skipped, split_dir)
     index = {wnid: i for i, wnid in enumerate(classes)}
     samples = tuple((path, index[wnid]) for wnid in sorted(listing) for path in listing[wnid])
@@ -217,7 +227,7 @@ def read_val_folder(root: str | Path, classes: Sequence[str], preprocess: Prepro
     report_skipped(skipped, root)
     unknown = sorted(set(listing) - set(index))
     if unknown:
-        raise ValueError(f"{root}: wnids {unknown[:5]} of LOC_val_solution.csv are not among the "
+        raise ValueError(f"{printable(root)}: wnids {unknown[:5]} of LOC_val_solution.csv are not among the "
                          f"{len(classes)} classes")
     samples = sorted((path, index[wnid]) for wnid, paths in listing.items() for path in paths)
     return FolderSet(root, samples, preprocess)

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from noisymix_infra.io import printable
+
 __all__ = ["CorruptedSet", "PerturbedSet", "read_c_set", "read_p_set"]
 
 SEVERITIES = 5
@@ -23,36 +25,37 @@ SEVERITIES = 5
 
 def _load(path: Path) -> np.ndarray:
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found")
+        raise FileNotFoundError(f"{printable(path)} not found")
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
     except Exception as error:
         # truncated, pickled (refused, never unpickled), not an npy file, a header of absurd size
         # (OverflowError/MemoryError) or one numpy's header parser rejects (tokenize.TokenError, ...)
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ValueError(f"{path} is not a readable .npy array ({detail})") from None
+        raise ValueError(f"{printable(path)} is not a readable .npy array ({detail})") from None
 
 
 def _labels(path: Path) -> np.ndarray:
     labels = _load(path)
     if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"{path}: expected a 1-D integer array of labels, got {labels.dtype} {labels.shape}")
+        raise ValueError(f"{printable(path)}: expected a 1-D integer array of labels, "
+                         f"got {labels.dtype} {labels.shape}")
     return np.asarray(labels).astype(np.int64)
 
 
 def _check_images(path: Path, array: np.ndarray, ndim: int, expected: str) -> None:
     if array.dtype != np.uint8 or array.ndim != ndim or array.shape[-1] != 3:
-        raise ValueError(f"{path}: expected uint8 {expected}, got {array.dtype} {array.shape}")
+        raise ValueError(f"{printable(path)}: expected uint8 {expected}, got {array.dtype} {array.shape}")
 
 
 def _require(root: Path, names: tuple[str, ...], what: str) -> None:
     if not root.is_dir():
-        raise FileNotFoundError(f"{root} is not a directory with {what}")
+        raise FileNotFoundError(f"{printable(root)} is not a directory with {what}")
     if not names:
-        raise ValueError(f"{root}: no {what} requested")
+        raise ValueError(f"{printable(root)}: no {what} requested")
     missing = [n for n in names if not (root / f"{n}.npy").is_file()]
     if missing:
-        raise FileNotFoundError(f"{root} lacks {', '.join(m + '.npy' for m in missing)}")
+        raise FileNotFoundError(f"{printable(root)} lacks {', '.join(m + '.npy' for m in missing)}")
 
 
 @dataclass(frozen=True)
@@ -91,20 +94,22 @@ def read_c_set(root: str | Path, names: tuple[str, ...]) -> CorruptedSet:
     first = _load(root / f"{names[0]}.npy")
     _check_images(root / f"{names[0]}.npy", first, 4, "(5 N, H, W, 3)")
     if first.shape[0] % SEVERITIES or first.shape[0] == 0:
-        raise ValueError(f"{root / (names[0] + '.npy')}: {first.shape[0]} images are not 5 severities of N images")
+        raise ValueError(f"{printable(root / (names[0] + '.npy'))}: {first.shape[0]} images are not "
+                         "5 severities of N images")
     count = first.shape[0] // SEVERITIES
     for name in names[1:]:
         array = _load(root / f"{name}.npy")
         _check_images(root / f"{name}.npy", array, 4, f"{(5 * count, *first.shape[1:])} like {names[0]}.npy")
         if array.shape != first.shape:
-            raise ValueError(f"{root / (name + '.npy')}: expected {first.shape} like {names[0]}.npy, got {array.shape}")
+            raise ValueError(f"{printable(root / (name + '.npy'))}: expected {first.shape} like {names[0]}.npy, "
+                             f"got {array.shape}")
     if labels.shape == (SEVERITIES * count,):
         blocks = labels.reshape(SEVERITIES, count)
         if not (blocks == blocks[:1]).all():
-            raise ValueError(f"{root / 'labels.npy'}: the 5 severity blocks have different labels")
+            raise ValueError(f"{printable(root / 'labels.npy')}: the 5 severity blocks have different labels")
         labels = blocks[0]
     elif labels.shape != (count,):
-        raise ValueError(f"{root / 'labels.npy'}: expected {SEVERITIES * count} or {count} labels for "
+        raise ValueError(f"{printable(root / 'labels.npy')}: expected {SEVERITIES * count} or {count} labels for "
                          f"{names[0]}.npy {first.shape}, got {labels.shape[0]}")
     return CorruptedSet(root, names, labels, count)
 
@@ -140,9 +145,10 @@ def read_p_set(root: str | Path, names: tuple[str, ...]) -> PerturbedSet:
         array = _load(root / f"{name}.npy")
         _check_images(root / f"{name}.npy", array, 5, "(N, frames, H, W, 3)")
         if array.shape[1] < 2 or array.shape[0] == 0:
-            raise ValueError(f"{root / (name + '.npy')}: expected N >= 1 sequences of >= 2 frames, got {array.shape}")
+            raise ValueError(f"{printable(root / (name + '.npy'))}: expected N >= 1 sequences of >= 2 frames, "
+                             f"got {array.shape}")
         if count is not None and array.shape[0] != count:
-            raise ValueError(f"{root / (name + '.npy')}: {array.shape[0]} sequences, expected {count} "
+            raise ValueError(f"{printable(root / (name + '.npy'))}: {array.shape[0]} sequences, expected {count} "
                              f"like {names[0]}.npy")
         count = array.shape[0]
         frames[name] = int(array.shape[1])
@@ -150,5 +156,5 @@ def read_p_set(root: str | Path, names: tuple[str, ...]) -> PerturbedSet:
     if (root / "labels.npy").is_file():
         labels = _labels(root / "labels.npy")
         if labels.shape != (count,):
-            raise ValueError(f"{root / 'labels.npy'}: expected {count} labels, got {labels.shape[0]}")
+            raise ValueError(f"{printable(root / 'labels.npy')}: expected {count} labels, got {labels.shape[0]}")
     return PerturbedSet(root, names, int(count), frames, labels)

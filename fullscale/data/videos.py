@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from noisymix_infra.io import printable
+
 __all__ = ["VideoSet", "decode_video", "read_video_folders"]
 
 
@@ -42,9 +44,9 @@ def decode_video(path: Path) -> torch.Tensor:
     finally:
         capture.release()
     if len(frames) < 2:
-        raise ValueError(f"{path}: expected a video of >= 2 frames, decoded {len(frames)}")
+        raise ValueError(f"{printable(path)}: expected a video of >= 2 frames, decoded {len(frames)}")
     if len({f.shape for f in frames}) != 1:
-        raise ValueError(f"{path}: frames of different sizes")
+        raise ValueError(f"{printable(path)}: frames of different sizes")
     return torch.from_numpy(np.stack(frames)).permute(0, 3, 1, 2)
 
 
@@ -83,13 +85,13 @@ def read_video_folders(root: str | Path, classes: tuple[str, ...]) -> VideoSet:
     """``root/<wnid>/*.mp4`` for one perturbation; label = position of the wnid in ``classes``."""
     root = Path(root)
     if not root.is_dir():
-        raise FileNotFoundError(f"{root} is not a directory of class folders (<wnid>/*.mp4)")
+        raise FileNotFoundError(f"{printable(root)} is not a directory of class folders (<wnid>/*.mp4)")
     index = {wnid: i for i, wnid in enumerate(classes)}
     folders = sorted(p for p in root.iterdir() if p.is_dir())
     unknown = [p.name for p in folders if p.name not in index]
     if unknown:
-        raise ValueError(f"{root}: folders {unknown[:5]} are not among the {len(classes)} expected wnids")
+        raise ValueError(f"{printable(root)}: folders {unknown[:5]} are not among the {len(classes)} expected wnids")
     samples = [(f, index[folder.name]) for folder in folders for f in sorted(folder.glob("*.mp4"))]
     if not samples:
-        raise FileNotFoundError(f"{root} has no videos (<wnid>/*.mp4)")
+        raise FileNotFoundError(f"{printable(root)} has no videos (<wnid>/*.mp4)")
     return VideoSet(root, samples)

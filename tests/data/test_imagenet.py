@@ -329,6 +329,24 @@ def test_a_bad_solution_csv_is_an_error_naming_it(tree, tmp_path, kind):
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("same_wnid", [False, True])
+def test_a_solution_csv_labelling_an_image_twice_is_an_error_naming_it_and_the_id(tree, tmp_path, same_wnid):
+    """Issue 32: a duplicated ImageId was read silently, its last row winning."""
+    from fullscale.data.imagenet import read_val_folder
+
+    rows = _flat_val(tree, tmp_path, "1 2 30 40")
+    image_id, wnid = rows[3].split(",")[0], rows[3].split(",")[1].split()[0]
+    other = wnid if same_wnid else next(r.split(",")[1].split()[0] for r in rows[1:] if wnid not in r)
+    rows.append(f"{image_id},{other} 5 6 7 8")
+    (tmp_path / "LOC_val_solution.csv").write_text("\n".join(rows) + "\n")
+    for read in (lambda: read_imagenet(tmp_path, "val"),
+                 lambda: read_val_folder(tmp_path / "val", read_imagenet(tmp_path, "train").classes)):
+        with pytest.raises(ValueError, match=rf"LOC_val_solution\.csv line {len(rows)}: ImageId {image_id} .*"
+                                             r"first on line 4") as caught:
+            read()
+        assert "\n" not in str(caught.value)
+
+
 def test_the_pixel_limit_is_checked_from_the_header_before_decoding(tmp_path):
     """Issue 23: a 12000 x 12000 1-bit PNG (17.5 kB) decoded to 1.8 GB per worker."""
     import time
