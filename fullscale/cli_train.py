@@ -17,7 +17,8 @@ __all__ = ["add_arguments", "resolve_config", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", default="baseline", help="a named configuration (--list-presets)")
     add_set_argument(parser, "--set epochs=3 --set mix.noise.add=0.4")
-    parser.add_argument("--out", help="run directory (config.json, metrics.jsonl, checkpoint.pt, final.pt)")
+    parser.add_argument("--out", help="run directory (config.json, metrics.jsonl, checkpoint.pt, final.pt), marked "
+                                      "as a run: a -C/-P set, sweep or report folder is refused")
     parser.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint.pt if present")
     parser.add_argument("--data-root", default=None,
                         help="the training data: the folder holding cifar-10-batches-py/ or cifar-100-python/ "

@@ -43,7 +43,8 @@ from fullscale.models import Normalize, create_model
 from fullscale.runs import append_metrics, read_metrics
 from noisymix.loss import noisymix_loss
 from noisymix.mixing import draw_mix, mix_targets, noisy_feature_mixup
-from noisymix_infra.io import directory_lock, load_state_dict, save_torch, write_json
+from noisymix_infra.folder_kind import claim_folder, require_kind
+from noisymix_infra.io import directory_lock, load_state_dict, read_json, save_torch, write_json
 from noisymix_infra.progress import progress
 from noisymix_infra.provenance import now
 
@@ -210,44 +211,51 @@ def train_members(cfg: TrainConfig, seeds: Sequence[int], outs: Sequence[str | P
     """Train ``cfg`` with each of ``seeds`` into ``outs`` (one run folder per seed) as one stacked
     model; return the folders.  Member k equals ``train(replace(cfg, seed=seeds[k]), outs[k])`` up
     to float rounding.  Folders whose members all finished are left as they are; a group whose
-    members all hold a checkpoint of the same epoch resumes from it."""
-    from fullscale.train import _process
+    members all hold a checkpoint of the same epoch resumes from it.  As ``train``: the folders are
+    checked (a -C set, a sweep, ... is refused), the data read and the model's size checked before
+    any folder is made or locked; each folder is claimed as a run."""
+    from fullscale.train import InMemoryData, _check_model_fits, _process, _training_data
 
     outs = [Path(o) for o in outs]
     _check_group(cfg, seeds, outs)
+    for out in outs:
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"members: {out} exists and is not a folder: give a new or existing folder")
+        require_kind(out, "run", "members")
     if all((o / "final.pt").is_file() for o in outs):
         return outs
     process = _process(cfg)
     if process.world > 1:
         raise ValueError("members: one process trains the group (not under torchrun)")
+    data, heldout = _training_data(cfg, process)
+    assert isinstance(data, InMemoryData) and heldout is None  # groupable()
+    if data.steps_per_epoch(cfg.batch_size) < 1:
+        raise ValueError(f"the training data ({data.source}) holds {len(data)} image(s): not one step of batch "
+                         f"{cfg.batch_size}")
+    _check_model_fits(cfg, data.num_classes, process.device, copies=len(seeds))
     with contextlib.ExitStack() as locks:
         for out in outs:
             locks.enter_context(directory_lock(out, "training"))
-        _train_group(cfg, list(seeds), outs, process, resume)
+            claim_folder(out, "run")
+        _train_group(cfg, list(seeds), outs, process, resume, data)
     return outs
 
 
-def _train_group(cfg: TrainConfig, seeds: list[int], outs: list[Path], process, resume: bool) -> None:
+def _train_group(cfg: TrainConfig, seeds: list[int], outs: list[Path], process, resume: bool, data) -> None:
     from fullscale.train import (
-        InMemoryData,
-        _check_model_fits,
+        NonFiniteLoss,
         _check_weights,
+        _divergence,
+        _end_accuracy,
         _Generators,
         _lr_factor,
         _run_record,
-        _training_data,
         config_identity,
     )
 
     device = process.device
     method = get_method(cfg.method)
-    data, heldout = _training_data(cfg, process)
-    assert isinstance(data, InMemoryData) and heldout is None  # groupable()
     steps_per_epoch = data.steps_per_epoch(cfg.batch_size)
-    if steps_per_epoch < 1:
-        raise ValueError(f"the training data ({data.source}) holds {len(data)} image(s): not one step of batch "
-                         f"{cfg.batch_size}")
-    _check_model_fits(cfg, data.num_classes, device, copies=len(seeds))
     members, models = [], []
     for seed, out in zip(seeds, outs, strict=True):
         member_cfg = dataclasses.replace(cfg, seed=seed)
@@ -293,12 +301,23 @@ def _train_group(cfg: TrainConfig, seeds: list[int], outs: list[Path], process, 
                 "scheduler": scheduler.state_dict(), "epoch": epoch + 1, "step": 0, **member.generators.state(),
                 "torch_generator": member.torch_state})
     bar.close()
-    for member, state in zip(members, member_state_dicts(stack), strict=True):
+    diverged = []
+    for m, (member, state) in enumerate(zip(members, member_state_dicts(stack), strict=True)):
         plain.load_state_dict(state)
         _check_weights(plain, f"at the end (seed {member.cfg.seed})", member.out / "checkpoint.pt", probe)
-        save_torch(member.out / "final.pt", state)
-        member.record["run"]["finished"] = now()
+        # a finite loss far above its start, or chance accuracy after a blow-up (as a run alone)
+        why = _divergence(metrics[m], data.num_classes, lambda: _end_accuracy(plain, data, None, cfg))
+        if why:
+            member.record["run"]["diverged"] = why
+            diverged.append(f"seed {member.cfg.seed} {why}")
+        else:
+            save_torch(member.out / "final.pt", state)
+            member.record["run"]["finished"] = now()
         write_json(member.out / "config.json", member.record)
+    if diverged:
+        more = f" (and {len(diverged) - 1} more)" if len(diverged) > 1 else ""
+        raise NonFiniteLoss(f"{diverged[0]}{more}; not saved as final.pt, the last checkpoints are the members' "
+                            "checkpoint.pt (a smaller lr may train)")
 
 
 def _resume(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler, members: list[_Member],
@@ -314,8 +333,12 @@ def _resume(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler, membe
     if not resume or len(found) != len(members):
         raise ValueError(f"members: {len(found)} of {len(members)} folders hold a checkpoint ({found[0]}); "
                          "resume needs all of the group's, or train into new folders")
+    from fullscale.train import check_same_data
+
     states = []
     for member in members:
+        if (member.out / "config.json").is_file():  # the data it started with (issue 32)
+            check_same_data(member.out / "config.json", read_json(member.out / "config.json"), member.record)
         state = load_state_dict(member.out / "checkpoint.pt", map_location=device)
         if not isinstance(state, dict) or state.get("config_identity") != member.identity or state.get("step"):
             raise ValueError(f"cannot resume from {member.out / 'checkpoint.pt'}: not an epoch-end checkpoint of "

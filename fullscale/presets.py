@@ -30,6 +30,7 @@ plain names are its rows.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from typing import Any
 
 from fullscale.methods import METHODS, NOT_IMPLEMENTED
@@ -158,8 +159,13 @@ def preset_overrides(name: str, method: str | None = None) -> list[str]:
     if name in NOT_IMPLEMENTED:
         raise ValueError(f"preset {name!r} is not implemented: {NOT_IMPLEMENTED[name]}")
     if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; list them with `noisymix train --list-presets` "
-                         f"(e.g. {', '.join(list(PRESETS)[:5])}, ...)")
+        from noisymix_infra.io import printable  # io imports torch; listing presets does not need it
+
+        # the names closest to the one typed (``digit-noisymix``: digits-noisymix), not the list's first
+        close = difflib.get_close_matches(str(name), [*PRESETS, *NOT_IMPLEMENTED], n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise ValueError(f"unknown preset {printable(repr(name))}; {hint}list them with "
+                         "`noisymix train --list-presets`")
     overrides = PRESETS[name].overrides
     own = METHODS[overrides["method"]].defaults
     drop = set(own) if method is not None and method != overrides["method"] else set()

@@ -29,7 +29,9 @@ process on the whole batch would, while crops, AugMix views, partners and noise 
 ``sync_bn=true`` for batch statistics over all ranks, CUDA only).  Every epoch
 ends with an atomic ``checkpoint.pt`` (model, optimiser, scheduler, generator states), so
 ``resume`` continues to the same result; a non-finite loss stops the run naming the step and
-the loss parts before the next checkpoint is written, so the last good one stays.  On CUDA the
+the loss parts before the next checkpoint is written, so the last good one stays; a run whose
+losses stayed finite but ended far above their start, or at chance accuracy after a blow-up, is
+reported as diverged in the same way (``_divergence``; issue 32).  On CUDA the
 finiteness check reads the loss history every ``_CUDA_CHECK_EVERY`` steps (not every step,
 which would stall the GPU queue); on the CPU it runs before every update.
 
@@ -42,6 +44,14 @@ continues from that step exactly (the epoch's order comes from (seed, epoch), th
 sets' from the order generator saved as it was when the epoch began).  The metrics of an epoch
 add the data-wait fraction (time the step waited for its batch) and, streamed, the files that
 could not be decoded (``bad_files``); the progress bar shows images/s and the wait fraction.
+
+Everything a run reads (config, device, data, model size) is read and checked before the run
+folder is made or locked, so a command refused for its input leaves nothing behind (a CIFAR
+``train`` without ``--data-root`` left ``RUN/.lock``; issue 32).  The folder is claimed as a
+training run (``noisymix_infra.folder_kind``): a -C/-P set, sweep or report folder given as
+``--out`` is refused in one line before anything is written into it.  The run records the
+identity of its training data (``data_sha256``: the images and labels as trained on; streamed
+ImageNet: its listing), and ``resume`` refuses data that changed in place since.
 """
 
 from __future__ import annotations
@@ -53,7 +63,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,11 +92,20 @@ from fullscale.transfer import (
 from noisymix.loss import noisymix_loss
 from noisymix.mixing import cutmix, draw_mix, mix_targets, noisy_feature_mixup
 from noisymix_infra.config import config_to_dict
-from noisymix_infra.io import directory_lock, load_state_dict, read_json, save_torch, sha256_file, write_json
+from noisymix_infra.folder_kind import MARKER, claim_folder, require_kind
+from noisymix_infra.io import (
+    directory_lock,
+    load_state_dict,
+    printable,
+    read_json,
+    save_torch,
+    sha256_file,
+    write_json,
+)
 from noisymix_infra.progress import progress
 from noisymix_infra.provenance import now, provenance
 
-__all__ = ["LATER_KEYS", "RESUMABLE_CHANGES", "NonFiniteLoss", "train"]
+__all__ = ["DIVERGED_RATIO", "LATER_KEYS", "RESUMABLE_CHANGES", "NonFiniteLoss", "stream_seed", "train"]
 
 _CUDA_CHECK_EVERY = 25
 # Config fields a resumed run may change: where and how fast it runs, not what it computes.
@@ -104,8 +123,27 @@ _STREAMED = ("imagenet",)
 _RUN_FACTS = ("num_classes", "model_kwargs", "train_images", "data_source")
 
 
+# A finished run is reported as diverged (``_divergence``) when its last epoch's training
+# cross-entropy is more than DIVERGED_RATIO x its start, or when the cross-entropy rose above that
+# during the run and the accuracy ended at chance.  The start is the first epoch's mean, capped at
+# ln(classes), what a model that knows nothing scores: a run that blew up within its first epoch
+# (lr=1.5: 2.8, 81, 3022) is measured against where it should have started.  Healthy runs end
+# below their start (digits, epochs=2: 1.8 -> 0.84 baseline, 2.0 -> 1.6 NoisyMix, 1.7 -> 0.90
+# AugMix+JSD), so a factor 2 leaves a wide margin; the cross-entropy, not the total, because
+# gamma x JSD (gamma 12) may grow while a healthy model learns.  Chance alone is not enough: a
+# short healthy run (the tests' 2 steps, or 3 epochs of 512 digits at lr 0.3: 10-26 % held out)
+# is still at chance without having diverged.
+DIVERGED_RATIO = 2.0
+# images of the training set the chance test scores, when the run holds none out
+_CHANCE_IMAGES = 1000
+# seeds of torch's generators: 0 .. 2**64 - 1
+_GENERATOR_SEEDS = 2**64
+
+
 class NonFiniteLoss(RuntimeError):
-    """The loss became NaN or infinite; the message names the epoch, step and loss parts."""
+    """The run diverged: the loss or the weights became NaN or infinite (the message names the
+    epoch, step and loss parts), or a finite loss ended far above its start (``_divergence``).
+    The name stays for the callers that tell it from a crash (``app.sweep`` never retries it)."""
 
 
 def _device(cfg: TrainConfig) -> torch.device:
@@ -211,31 +249,68 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> Path:
     checkpoint carries that state for an exact resume.
     """
     devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
-    # One writer per run directory: a second `train` on the same --out fails at once instead of
-    # leaving one run's config.json beside the other's final.pt.  Rank 0 writes, so it holds it.
+    out = Path(out)
+    # Rank 0 writes, so it alone checks, locks and claims the folder.
     rank0 = int(os.environ.get("RANK", "0")) == 0
-    lock = (directory_lock(out, "training") if rank0
-            else contextlib.nullcontext())
+    if rank0:
+        check_out(out, resume)
     # the process group this call joins (under torchrun) is left by this call: a gloo group that is
     # never destroyed can abort a rank at interpreter exit ("terminate called without an active
     # exception"), so torchrun reported a finished run as failed (about 1 run in 24 on a loaded CPU)
     joins_group = int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized()
-    with lock, torch.random.fork_rng(devices=devices):
+    with torch.random.fork_rng(devices=devices):
         torch.manual_seed(cfg.seed)
-        config = Path(out) / "config.json"
-        had_config = config.exists()
         try:
-            return _train(cfg, Path(out), resume)
-        except (ValueError, TypeError, KeyError):
-            # a config error found only once training runs: leave no config.json of a run that
-            # never saved a checkpoint (the folder stays usable for the corrected command)
-            if rank0 and not had_config and not any((Path(out) / f).exists() for f in ("checkpoint.pt", "final.pt")):
-                with contextlib.suppress(FileNotFoundError):
-                    config.unlink()
-            raise
+            setup = _prepare(cfg)  # every input read and checked: nothing is written before this
+            if not rank0:
+                return _train(setup, out, resume)
+            found = {p.name for p in out.iterdir()} if out.is_dir() else None  # None: this call makes it
+            # One writer per run directory: a second `train` on the same --out fails at once instead
+            # of leaving one run's config.json beside the other's final.pt.
+            with directory_lock(out, "training"):
+                had_config = (out / "config.json").exists()
+                try:
+                    claim_folder(out, "run")  # a -C set, sweep, ... given as --out: refused, nothing written
+                    return _train(setup, out, resume)
+                except BaseException as error:
+                    _undo_start(out, error, had_config=had_config, found=found)
+                    raise
         finally:
             if joins_group and dist.is_initialized():
                 dist.destroy_process_group()
+
+
+def check_out(out: Path, resume: bool) -> None:
+    """What can be said of ``--out`` before anything is read or written: a file, a folder of
+    another kind than a run (a -C set, a sweep, ...: ``noisymix_infra.folder_kind``), a finished
+    or started run without ``resume``."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{printable(str(out))} exists and is not a folder: give a new or existing folder")
+    require_kind(out, "run", "--out")
+    if not resume and any((out / name).exists() for name in ("final.pt", "checkpoint.pt")):
+        raise ValueError(f"{printable(str(out))} already holds a run; use --resume to continue it, or another --out")
+
+
+def _undo_start(out: Path, error: BaseException, *, had_config: bool, found: set[str] | None) -> None:
+    """A run that fails before its first checkpoint leaves the folder as it found it (``found``:
+    the names it held; ``None``: this call made it): a config error found only once training
+    runs leaves no ``config.json`` (the folder stays usable for the corrected command), and the
+    lock and marker this call added to a folder that holds nothing else new are removed, the
+    folder too if this call made it (issue 32: a failed ``train`` left ``RUN/.lock``)."""
+    if any((out / name).exists() for name in ("checkpoint.pt", "final.pt")):
+        return
+    if isinstance(error, (ValueError, TypeError, KeyError)) and not had_config:
+        with contextlib.suppress(FileNotFoundError):
+            (out / "config.json").unlink()
+    before = found or set()
+    added = {".lock", MARKER} - before
+    if not out.is_dir() or not {p.name for p in out.iterdir()} <= before | added:
+        return  # the run wrote something else (a KeyboardInterrupt in its first epoch): keep it
+    with contextlib.suppress(OSError):  # the lock is still held: no other writer is inside
+        for name in added:
+            (out / name).unlink(missing_ok=True)
+        if found is None:
+            out.rmdir()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,6 +354,7 @@ class InMemoryData:
     labels: Tensor
     num_classes: int
     source: str
+    sha256: str = ""  # the images and labels as read (``_content_sha256``), recorded as ``data_sha256``
 
     def __len__(self) -> int:
         return self.labels.shape[0]
@@ -310,13 +386,33 @@ def _training_data(cfg: TrainConfig, process: _Process) -> tuple[InMemoryData | 
     data = load_dataset(cfg.dataset, "train", cfg.data_root or None)
     if cfg.train_subset:
         data = data.subset(torch.arange(min(cfg.train_subset, len(data))))
+    digest = _content_sha256(data.images, data.labels)  # before the held-out split: all the run reads
     heldout = None
     if cfg.heldout:
         if cfg.heldout >= len(data):
             raise ValueError(f"heldout={cfg.heldout} leaves no training images out of {len(data)}")
         heldout = data.subset(torch.arange(len(data) - cfg.heldout, len(data))).to(device)
         data = data.subset(torch.arange(len(data) - cfg.heldout))
-    return InMemoryData(data.images.to(device), data.labels.to(device), data.num_classes, data.source), heldout
+    return (InMemoryData(data.images.to(device), data.labels.to(device), data.num_classes, data.source, digest),
+            heldout)
+
+
+def _content_sha256(images: Tensor, labels: Tensor) -> str:
+    """sha256 of the images and labels (shapes, then bytes; on the CPU, before they move): the
+    data's identity, not its path, so a CIFAR batch replaced in place is told from the original
+    (about 0.3 s for CIFAR's 150 MB)."""
+    digest = hashlib.sha256(f"{tuple(images.shape)}|{images.dtype}|{tuple(labels.shape)}|{labels.dtype}|".encode())
+    for tensor in (images, labels):
+        digest.update(tensor.detach().cpu().contiguous().numpy().data)
+    return digest.hexdigest()
+
+
+def _data_sha256(data: InMemoryData | StreamingImageNet) -> str:
+    """The training data's identity: in memory, its content; streamed from an ImageNet tree, its
+    listing (relative path and label of every file: reading 140 GB to hash it is out of question)."""
+    if isinstance(data, InMemoryData):
+        return data.sha256
+    return data.files.listing_sha256()
 
 
 def _available_bytes(device: torch.device) -> int | None:
@@ -380,8 +476,8 @@ class _Generators:
     def create(cls, cfg: TrainConfig, process: _Process) -> _Generators:
         stage_rank = process.rank if cfg.ddp_draws == "per_rank" else 0
         return cls(noisymix.generator_for(cfg.seed, process.device),
-                   noisymix.generator_for(cfg.seed * 1000 + 1 + process.rank, process.device),
-                   noisymix.generator_for(cfg.seed * 1000 + 501 + stage_rank))
+                   noisymix.generator_for(stream_seed(cfg.seed, 1 + process.rank), process.device),
+                   noisymix.generator_for(stream_seed(cfg.seed, 501 + stage_rank)))
 
     def state(self) -> dict[str, Tensor]:
         return {"order_generator": self.order.get_state(), "aug_generator": self.aug.get_state(),
@@ -393,12 +489,25 @@ class _Generators:
         self.stage.set_state(state["stage_generator"].cpu())
 
 
+def stream_seed(seed: int, stream: int) -> int:
+    """The generator seed of one of a run's streams (``stream``: 1 + rank for the views and draws,
+    501 + rank for the transform point): ``seed * 1000 + stream``, the streams of every run made so
+    far, while that is a seed torch takes (< 2**64, i.e. run seeds up to about 1.8e16); above, a
+    64-bit hash of (seed, stream), so that every documented run seed (0 .. 2**63 - 1) trains and
+    distinct seeds keep distinct streams (the product overflowed torch's generator; issue 32)."""
+    value = seed * 1000 + stream
+    if 0 <= value < _GENERATOR_SEEDS:
+        return value
+    digest = hashlib.blake2b(f"noisymix-stream/{int(seed)}/{int(stream)}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
 def _run_record(cfg: TrainConfig, data: InMemoryData | StreamingImageNet, process: _Process) -> dict:
     """``config.json``: ``{"config": the TrainConfig, "run": the facts of this run}``; the config
     part reads back with ``config_from_dict(TrainConfig, record["config"])``."""
     device = process.device
     run = {"num_classes": data.num_classes, "model_kwargs": cfg.model_kwargs, "train_images": len(data),
-           "data_source": data.source, "world_size": process.world,
+           "data_source": data.source, "data_sha256": _data_sha256(data), "world_size": process.world,
            "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device),
            "started": now(), "provenance": provenance()}
     if cfg.transfer:  # the source by its content, not only its path (checked on resume: _check_same_config)
@@ -532,14 +641,33 @@ def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: T
     return entry
 
 
-def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
+@dataclasses.dataclass
+class _Setup:
+    """A run ready to train: everything read and checked, nothing written (``_prepare``)."""
+
+    cfg: TrainConfig
+    method: Method
+    process: _Process
+    data: InMemoryData | StreamingImageNet
+    heldout: ImageSet | None
+    core: nn.Module
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    generators: _Generators
+    record: dict
+    steps_per_epoch: int
+
+
+def _prepare(cfg: TrainConfig) -> _Setup:
+    """Read and check every input of the run (config, device, data, model size), build the model
+    and the optimiser; write nothing, so that a refused run leaves no folder behind."""
     method = get_method(cfg.method)
     check_config(cfg)
     if cfg.transfer and method.augmentations:
         raise ValueError(f"transfer runs take methods without AugMix views (the public recipe: baseline); "
                          f"got method={cfg.method}")
     process = _process(cfg)
-    device = process.device
     data, heldout = _training_data(cfg, process)
     core, model = _models(cfg, data.num_classes, process)
     optimizer = torch.optim.SGD(core.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.nesterov,
@@ -551,9 +679,16 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
                          f"{cfg.batch_size}{' per process' if process.world > 1 else ''}")
     total = cfg.epochs * steps_per_epoch
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, total, steps_per_epoch, cfg))
-    generators = _Generators.create(cfg, process)
-    record = _run_record(cfg, data, process)
+    return _Setup(cfg, method, process, data, heldout, core, model, optimizer, scheduler,
+                  _Generators.create(cfg, process), _run_record(cfg, data, process), steps_per_epoch)
 
+
+def _train(setup: _Setup, out: Path, resume: bool) -> Path:
+    cfg, method, process, data, heldout = setup.cfg, setup.method, setup.process, setup.data, setup.heldout
+    core, model, optimizer, scheduler = setup.core, setup.model, setup.optimizer, setup.scheduler
+    generators, record, steps_per_epoch = setup.generators, setup.record, setup.steps_per_epoch
+    device = process.device
+    total = cfg.epochs * steps_per_epoch
     start_epoch, start_step, done, metrics = 0, 0, None, []
     checkpoint = out / "checkpoint.pt"
     if resume and checkpoint.exists():
@@ -586,6 +721,12 @@ def _train(cfg: TrainConfig, out: Path, resume: bool) -> Path:
     bar.close()
     if process.writer:
         _check_weights(core, "at the end", checkpoint, loop.probe)
+        why = _divergence(metrics, data.num_classes, lambda: _end_accuracy(core, data, heldout, cfg))
+        if why:  # the checkpoint stays (a resume says the same); no final.pt, not finished
+            record["run"]["diverged"] = why
+            write_json(out / "config.json", record)
+            raise NonFiniteLoss(f"{why}; not saved as final.pt, the last checkpoint is {checkpoint} "
+                                "(a smaller lr may train)")
         save_torch(out / "final.pt", core.state_dict())
         record["run"]["finished"] = now()
         write_json(out / "config.json", record)
@@ -618,6 +759,50 @@ def _check_finite(history: Tensor, start: int, stop: int, epoch: int, checkpoint
         raise NonFiniteLoss(f"non-finite loss at epoch {epoch + 1}, step {step + 1}: total={total}, "
                             f"cross_entropy={ce}, jsd={jsd}; stopped, the last good checkpoint is {kept}")
     return stop
+
+
+def _divergence(metrics: list[dict], num_classes: int,
+                accuracy: Callable[[], tuple[float, int] | None]) -> str | None:
+    """Why a run whose every loss was finite diverged all the same, or ``None`` (thresholds: see
+    ``DIVERGED_RATIO``): its last epoch's training cross-entropy is more than ``DIVERGED_RATIO`` x
+    its start, or the cross-entropy rose above that during the run and ``accuracy()`` (accuracy,
+    images scored; ``None``: not measurable) ended at chance (at most 1.5 x 1/classes, or 3
+    binomial standard errors above it).  ``accuracy`` is called only after such a rise, so healthy
+    runs pay nothing.  (lr=1.5 on digits ended at a loss of 1017 and 10 % accuracy, "finished";
+    issue 32.)"""
+    ce = [float(m.get("cross_entropy", m.get("loss", math.nan))) for m in metrics]
+    if not ce or not all(math.isfinite(v) for v in ce):  # non-finite losses stop the run as they happen
+        return None
+    classes = max(int(num_classes), 2)
+    start = min(ce[0], math.log(classes))
+    limit = DIVERGED_RATIO * start
+    if ce[-1] > limit:
+        return (f"diverged: the training cross-entropy ended at {ce[-1]:.4g}, more than {DIVERGED_RATIO:g} x its "
+                f"start {start:.4g} (first epoch {ce[0]:.4g}, ln {classes} = {math.log(classes):.4g})")
+    if max(ce) > limit:
+        scored = accuracy()
+        if scored is not None:
+            acc, n = scored
+            chance = 1 / classes
+            at_chance = max(1.5 * chance, chance + 3 * math.sqrt(chance * (1 - chance) / max(n, 1)))
+            if acc <= at_chance:
+                return (f"diverged: the training cross-entropy rose to {max(ce):.4g} (more than {DIVERGED_RATIO:g} x "
+                        f"its start {start:.4g}) and the accuracy ended at chance ({acc:.1%} of {n} images; "
+                        f"chance {chance:.1%})")
+    return None
+
+
+def _end_accuracy(core: nn.Module, data: InMemoryData | StreamingImageNet, heldout: ImageSet | None,
+                  cfg: TrainConfig) -> tuple[float, int] | None:
+    """The final model's accuracy and the images it was scored on, for ``_divergence``: the
+    held-out images if any, else the first ``_CHANCE_IMAGES`` training images; ``None`` where the
+    model's inputs are made per step (streamed ImageNet, upsampled transfer runs)."""
+    if heldout is not None:
+        return _accuracy(core, heldout.images, heldout.labels), len(heldout)
+    if not isinstance(data, InMemoryData) or cfg.transfer:
+        return None
+    n = min(len(data), _CHANCE_IMAGES)
+    return _accuracy(core, data.images[:n], data.labels[:n]), n
 
 
 def _check_weights(core: nn.Module, when: str, checkpoint: Path, probe: Tensor | None = None) -> None:
@@ -661,6 +846,21 @@ def _check_same_config(path: Path, record: dict) -> None:
         raise ValueError(f"cannot resume {path.parent}: source_weights {config.get('source_weights')} "
                          f"changed since the run started (sha256 {was[:12]} -> {now_digest[:12]}); "
                          "restore that file or start a new run")
+    check_same_data(path, stored, record)
+
+
+def check_same_data(path: Path, stored: Any, record: dict) -> None:
+    """A resumed run must train on the data it started with: the same path (``data_source``,
+    compared with the config) is not enough, CIFAR batches replaced in place kept training on the
+    new images (issue 32).  ``stored``: the run's ``config.json`` as read from ``path``; runs
+    started before ``data_sha256`` was recorded carry none and resume as before."""
+    was = (stored.get("run") or {}).get("data_sha256") if isinstance(stored, dict) else None
+    now_digest = (record.get("run") or {}).get("data_sha256")
+    if was and now_digest and was != now_digest:
+        source = (record.get("run") or {}).get("data_source") or "the training data"
+        raise ValueError(f"cannot resume {printable(str(path.parent))}: its training data ({printable(str(source))}) "
+                         f"changed since the run started (sha256 {str(was)[:12]} -> {now_digest[:12]}); restore the "
+                         "data it started with, or train anew into another --out")
 
 
 def config_identity(record: dict) -> str:

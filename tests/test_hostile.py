@@ -119,14 +119,14 @@ def test_kill_9_then_resume_is_bit_identical_and_leaves_no_stale_lock(tmp_path):
 
 
 def test_resume_from_another_runs_checkpoint_is_refused(tmp_path, capsys, cifar):
-    """Issue 23: a checkpoint of another run (another seed, lr 0.9, weight decay 0.01) copied into a
+    """Issue 23: a checkpoint of another run (another seed, lr 0.3, weight decay 0.01) copied into a
     run folder must not be resumed with its foreign optimizer state under this run's config.json."""
     import shutil
 
     root, _ = cifar
     mine, other = tmp_path / "mine", tmp_path / "other"
     base = ["train", "--preset", "baseline", "--data-root", str(root), *QUICK, "--set", "epochs=2"]
-    assert main([*base, "--out", str(other), "--set", "seed=1", "--set", "lr=0.9",
+    assert main([*base, "--out", str(other), "--set", "seed=1", "--set", "lr=0.3",
                  "--set", "weight_decay=0.01"]) == 0
     assert main([*base, "--out", str(mine)]) == 0
     (mine / "final.pt").unlink()  # as if killed after the first epoch's checkpoint

@@ -25,7 +25,7 @@ def test_torchrun_two_processes(tmp_path, torchrun):
     assert model(torch.rand(2, 3, 32, 32)).shape == (2, 10)
     # rank 0 alone wrote: one line of output, no stray files
     names = sorted(p.name for p in out.iterdir() if p.name != ".lock")  # .lock: rank 0's directory lock
-    assert names == ["checkpoint.pt", "config.json", "final.pt", "metrics.jsonl"]
+    assert names == ["checkpoint.pt", "config.json", "final.pt", "metrics.jsonl", "noisymix-folder.json"]
 
 
 _TINY = ("dataset=digits", "width=4", "epochs=1", "train_subset=128", "batch_size=32")
