@@ -4,12 +4,17 @@ Each suite takes a ``Context`` and returns ``(results, summary, files)``.  The m
 under ``torch.inference_mode`` (bf16 autocast and channels_last on CUDA); -C/-P ``.npy`` sets are
 read one memory-mapped severity block (or slice of sequences) at a time and image folders through
 DataLoader workers, so no whole corrupted set is ever in memory.  After each corruption or
-perturbation the suite calls ``ctx.on_result(name, entry)`` so the caller can write a partial,
-resumable JSON; entries already in ``ctx.done`` are not recomputed.
+perturbation the suite calls ``ctx.on_result(name, entry, identity)`` so the caller can write a
+partial, resumable JSON; entries already in ``ctx.done`` are not recomputed when the files they were
+computed from are the same (``identity``: the content hash of a ``.npy`` file; the name, size and
+modification time of every image or video of a folder), so a set replaced in place is evaluated
+anew instead of merged with the old one's results (issues 23, 32).
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -57,7 +62,7 @@ from fullscale.vocabulary import (
     P_COLUMNS,
     P_WEATHER_CHOICES,
 )
-from noisymix_infra.io import sha256_file
+from noisymix_infra.io import printable, sha256_file
 from noisymix_infra.progress import progress
 
 __all__ = ["FGSM_EPSILONS", "SUITES", "Context", "EvalOptions", "cpu_inference_model", "logits_of", "run_suite"]
@@ -168,6 +173,8 @@ def cpu_inference_model(model: nn.Module, example_u8: Tensor) -> nn.Module:
     with torch.inference_mode():
         x = to_float(example_u8)
         reference = model(x).float()
+    if not bool(torch.isfinite(reference).all()):
+        return model  # nothing to compare against: the eager model's logits are refused where used (_finite)
     try:
         # TorchScript is deprecated in favour of torch.compile, which on the CPU compiles C++ for tens
         # of seconds per model (longer than a Digits-C evaluation); should TorchScript go, the
@@ -199,6 +206,24 @@ def _file_record(path: Path, count: int) -> dict:
 def _folder_record(data: FolderSet) -> dict:
     return {"path": str(data.root), "count": len(data), "sha256": data.listing_sha256(),
             "sha256_of": "listing (relative path, size, label)"}
+
+
+def _folder_identity(root: Path, samples: list[tuple[Path, int]]) -> str:
+    """A cheap identity of image/video folders for resuming: every file's path under ``root``,
+    size, modification time and label.  ``listing_sha256`` (the record of what was read) has no
+    times, so a file replaced in place by one of the same size would not change it."""
+    digest = hashlib.sha256()
+    for path, label in samples:
+        stat = path.stat()
+        digest.update(os.fsencode(path.relative_to(root)) + f"\t{stat.st_size}\t{stat.st_mtime_ns}\t{label}\n".encode())
+    return digest.hexdigest()
+
+
+def _nonempty(n: int, where: object) -> int:
+    """``n``, refused when 0: an accuracy over no images is 0/0, not a number to report."""
+    if n <= 0:
+        raise ValueError(f"{printable(str(where))} holds no images: nothing to evaluate")
+    return n
 
 
 def _check_labels(labels: np.ndarray, num_classes: int, where: Path) -> None:
@@ -238,6 +263,7 @@ def _test_data(ctx: Context) -> _TestData:
         _need_imagenet(ctx)
         data = read_val_folder(_need_root(ctx, "the ImageNet validation images (class folders, or flat with "
                                           "LOC_val_solution.csv)"), imagenet_wnids(), ctx.options.preprocess)
+        _nonempty(len(data), data.root)
         return _TestData(lambda: data.batches(bs, ctx.options.workers), len(data), str(data.root),
                          [_folder_record(data)])
     if dataset not in DATASETS:
@@ -245,6 +271,7 @@ def _test_data(ctx: Context) -> _TestData:
                          f"known: imagenet, {', '.join(DATASETS)}")
     root = ctx.data_root or ctx.config.get("data_root") or None
     test = load_dataset(dataset, "test", root)
+    _nonempty(len(test), f"the {dataset} test split ({test.source})")
     if test.num_classes != ctx.num_classes:
         raise ValueError(f"{dataset} has {test.num_classes} classes, the run's model {ctx.num_classes}")
     files = []
@@ -361,13 +388,14 @@ _DATASET_SIZE = {"cifar10": 32, "cifar100": 32, "digits": 32}
 
 
 def _check_resolution(ctx: Context, size: tuple[int, int], root: Path) -> None:
-    """A -C set at another resolution than the run's data set is refused: its images would not be
+    """A -C/-P set at another resolution than the run's data set is refused: its images would not be
     preprocessed as the clean test images are (e.g. a transfer model takes 32 x 32 CIFAR images and
     upsamples them itself; a pre-upsampled -C set would skip its test transform)."""
     expected = _DATASET_SIZE.get(str(ctx.config.get("dataset")))
     if expected is not None and tuple(size) != (expected, expected):
-        raise ValueError(f"{root}: the -C images are {size[0]}x{size[1]}, the run's {ctx.config.get('dataset')} "
-                         f"images {expected}x{expected}; use the -C set at the data set's own resolution")
+        raise ValueError(f"{printable(str(root))}: the set's images are {size[0]}x{size[1]}, the run's "
+                         f"{ctx.config.get('dataset')} images {expected}x{expected}; use the set at the data set's "
+                         "own resolution")
 
 
 def corrupted_npy(ctx: Context) -> Results:
@@ -412,8 +440,12 @@ def imagenet_c(ctx: Context) -> Results:
     results, files = {n: e for n, e in ctx.done.items() if n in names}, []
     for name in progress(names, desc="corruptions", unit="corruption"):
         sets = [read_class_folders(root / name / str(s), imagenet_wnids(), ctx.options.preprocess) for s in range(1, 6)]
+        for data in sets:
+            _nonempty(len(data), data.root)
         files += [_folder_record(d) for d in sets]
-        if name in results:
+        # the five severity folders as they are now: a folder replaced in place is evaluated anew
+        identity = _folder_identity(root / name, [sample for d in sets for sample in d.samples])
+        if name in results and ctx.done_identity.get(name) == identity:
             continue
         entry = {}
         for severity, data in enumerate(sets, 1):
@@ -421,7 +453,7 @@ def imagenet_c(ctx: Context) -> Results:
                           for x, y in data.batches(ctx.batch_size, ctx.options.workers))
             entry[str(severity)] = {"accuracy": correct / len(data), "n": len(data)}
         results[name] = entry
-        ctx.on_result(name, entry)
+        ctx.on_result(name, entry, identity)
     return results, _c_summary(ctx, results, names, missing, imagenet=True), files
 
 
@@ -430,6 +462,7 @@ def imagenet_r(ctx: Context) -> Results:
     (the public ``imagenet_r_mask``); accuracy, RMS calibration error, ECE and AURRA."""
     _need_imagenet(ctx)
     data = read_class_folders(_need_root(ctx, "ImageNet-R class folders"), imagenet_r_wnids(), ctx.options.preprocess)
+    _nonempty(len(data), data.root)
     keep = imagenet_r_indices()
     logits, labels = [], []
     for x, y in progress(data.batches(ctx.batch_size, ctx.options.workers), desc="imagenet-r",
@@ -483,13 +516,17 @@ def perturbed_npy(ctx: Context) -> Results:
     root = _need_root(ctx, "a -P set of <perturbation>.npy files")
     names, missing = _p_names(ctx, lambda n: (root / f"{n}.npy").is_file(), tuple(PERTURBATIONS))
     data = read_p_set(root, names)
+    _nonempty(data.count, root)
+    _check_resolution(ctx, tuple(data.sequences(names[0], 0, 1).shape[-2:]), root)
     if ctx.options.alexnet_flip:
         read_alexnet_flip_table(ctx.options.alexnet_flip)  # a bad table fails before the work
     results, files = {n: e for n, e in ctx.done.items() if n in names}, []
     chunk = max(1, ctx.batch_size // max(data.frames.values()))  # sequences per model batch
     for name in progress(names, desc="perturbations", unit="perturbation"):
-        files.append(_file_record(data.path(name), data.count))
-        if name in results:
+        record = _file_record(data.path(name), data.count)
+        files.append(record)
+        # a result is kept only for the same file (content hash): a set replaced in place is redone
+        if name in results and ctx.done_identity.get(name) == record["sha256"]:
             continue
         preds = []
         for start in range(0, data.count, chunk):
@@ -500,7 +537,7 @@ def perturbed_npy(ctx: Context) -> Results:
         entry = {"flip_probability": flip_probability(p, noise=is_noise_sequence(name)),
                  "n_sequences": int(p.shape[0]), "frames": int(p.shape[1])}
         results[name] = entry
-        ctx.on_result(name, entry)
+        ctx.on_result(name, entry, record["sha256"])
     return results, _p_summary(ctx, results, names, missing), files
 
 
@@ -517,7 +554,8 @@ def imagenet_p(ctx: Context) -> Results:
     for name in progress(names, desc="perturbations", unit="perturbation"):
         data = read_video_folders(root / name, imagenet_wnids())
         files.append(_folder_record(data))
-        if name in results:
+        identity = _folder_identity(data.root, data.samples)
+        if name in results and ctx.done_identity.get(name) == identity:
             continue
         preds = []
         for videos in data.videos(max(1, ctx.batch_size // 32), ctx.options.workers):
@@ -527,7 +565,7 @@ def imagenet_p(ctx: Context) -> Results:
         entry = {"flip_probability": flip_probability(preds, noise=is_noise_sequence(name)),
                  "n_sequences": len(preds), "frames": int(max(len(p) for p in preds))}
         results[name] = entry
-        ctx.on_result(name, entry)
+        ctx.on_result(name, entry, identity)
     return results, _p_summary(ctx, results, names, missing), files
 
 

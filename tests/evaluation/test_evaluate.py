@@ -344,7 +344,8 @@ def test_nan_weights_are_refused_not_reported_as_chance_accuracy(tmp_path, capsy
     save_torch(run / "final.pt", state)
     for suite in ("clean", "fgsm"):
         assert main(["evaluate", str(run), "--suite", suite]) == 2
-        assert "non-finite logits" in _one_line(capsys)
+        line = _one_line(capsys)  # refused with the weights, before any image (issue 32)
+        assert "non-finite weights" in line and "final.pt" in line
         assert not (run / "eval" / f"{suite}.json").exists() or not _read(run, suite).get("complete")
 
 
