@@ -56,6 +56,7 @@ from typing import Any
 
 import torch
 
+from noisymix_benchmarks._options import options
 from noisymix_infra.io import write_json, write_text
 from noisymix_infra.provenance import provenance
 
@@ -63,8 +64,8 @@ from noisymix_infra.provenance import provenance
 WRITES_OUT_DIR = True
 
 #: figures other benchmarks provide, looked up by name in ``noisymix_benchmarks.cli.BENCHMARKS``
-OPTIONAL_BENCHMARKS = {"imagenet_loader": "imagenet-loader", "transfer_step": "transfer-step",
-                       "puzzlemix_step": "puzzlemix-step"}
+OPTIONAL_BENCHMARKS = {"imagenet_loader": "imagenet-loader", "transfer_step": "transfer",
+                       "puzzlemix_step": "puzzlemix"}
 
 #: share of the figures' budget each one plans for (rescaled over those that run)
 WEIGHTS = {"augmix_32": 1, "augmix_224": 1, "cifar10c_generation": 3, "cifar10c_evaluation": 2,
@@ -148,11 +149,13 @@ def _augmix(ctx: _Ctx, size: int) -> dict:
 
 def _cifar10c_generation(ctx: _Ctx) -> dict:
     from fullscale.vocabulary import CORRUPTIONS
+    from noisymix_benchmarks import bench_corruptions
     from noisymix_benchmarks.bench_corruptions import _cifar10c
 
     n = ctx.n(10_000, 8, least=100)
     names = ",".join(CORRUPTIONS[:3]) if ctx.quick else None
-    r = _cifar10c(argparse.Namespace(images=n, corruptions=names, chunk=10_000, device=str(ctx.device)))
+    r = _cifar10c(options(bench_corruptions, mode="cifar10c", images=n, corruptions=names, chunk=10_000,
+                          device=str(ctx.device)))
     per = len(r["per_corruption_seconds"])
     projected = r["seconds"] * 10_000 / n * 15 / per
     return {"value": round(projected, 1), "unit": "s for 10,000 x 15 x 5 (projected)", "images": n,
@@ -164,9 +167,8 @@ def _cifar10c_evaluation(ctx: _Ctx) -> dict:
     from noisymix_benchmarks import bench_evaluate
 
     n = ctx.n(2000, 16, least=500)  # per severity block: 15 x 5 blocks on disk (0.46 GB at 2000)
-    r = bench_evaluate.run(argparse.Namespace(device=str(ctx.device), images=n, corruptions=15,
-                                              width=8 if ctx.quick else 64, batch=16 if ctx.quick else 1000,
-                                              compare_batches=""))
+    r = bench_evaluate.run(options(bench_evaluate, device=str(ctx.device), images=n, corruptions=15,
+                                   width=8 if ctx.quick else 64, batch=16 if ctx.quick else 1000, compare_batches=""))
     value = r["suite_projected_cifar10c_s"]
     return {"value": value, "unit": "s for 750,000 images, PreActResNet-18 (projected)", "images_per_block": n,
             "model_only_projected_s": r["model_projected_cifar10c_s"], "width": r["width"],
@@ -200,12 +202,12 @@ def _step(ctx: _Ctx, precision: str, memory_format: str, compiled: bool, model: 
         batch, size = ctx.n(64, 2, least=8), (64 if ctx.quick else 224)
     else:
         batch, size = ctx.n(128, 4, least=32), 32
-    args = argparse.Namespace(
-        device=str(ctx.device), batch=batch, width=4 if ctx.quick else None, size=size, model=model,
-        steps=1 if ctx.quick else max(3, int(20 * ctx.scale)), repeats=1 if ctx.quick else 3,
-        warmup=(2 if compiled else 1) if ctx.quick else (3 if compiled else 5), compile=compiled, threads=0,
-        precision=precision,
-        memory_format=memory_format, compile_backend="eager" if (compiled and not ctx.cuda) else "inductor")
+    args = options(  # train-step's own parser gives every other option (issue 32: no hand-built Namespace)
+        bench_train_step, device=str(ctx.device), batch=batch, width=4 if ctx.quick else None, size=size,
+        model=model, steps=1 if ctx.quick else max(3, int(20 * ctx.scale)), repeats=1 if ctx.quick else 3,
+        warmup=(2 if compiled else 1) if ctx.quick else (3 if compiled else 5), compile=compiled,
+        precision=precision, memory_format=memory_format,
+        compile_backend="eager" if (compiled and not ctx.cuda) else "inductor")
     r = bench_train_step.run(args)
     out = {"value": r["ratio"], "unit": "NoisyMix step / plain step (same 3 views)", "target": "<= 1.25",
            "samples": args.repeats, "ratio": True,
@@ -286,11 +288,7 @@ def _optional(ctx: _Ctx, key: str) -> dict:
     if ctx.quick:
         return {"skipped": f"`noisymix bench {name}` exists; not run in --quick"}
     module = importlib.import_module(BENCHMARKS[name])
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default=None)
-    parser.add_argument("--device", default=str(ctx.device))
-    module.add_arguments(parser)
-    return {"result": module.run(parser.parse_args([]))}
+    return {"result": module.run(options(module, device=str(ctx.device)))}
 
 
 def _figures(ctx: _Ctx) -> dict[str, Callable[[], dict]]:
@@ -520,6 +518,9 @@ def run(args: argparse.Namespace) -> dict:
         result["gpu_tests"] = _run_tests(test_paths, out, left if not args.quick else 120.0)
     else:
         result["gpu_tests"] = {"not_run": tests_not_run}
+    # a figure that errors fails the command (noisymix bench exits 1 naming them): a GPU run that
+    # measured nothing must not look like a success (issue 32)
+    result["failed_figures"] = [name for name, record in results.items() if "error" in record]
     write()
     return result
 

@@ -13,10 +13,12 @@ import importlib
 import json
 import os
 import platform
+import sys
 
 import torch
 
-from noisymix_infra.io import write_json
+from noisymix_benchmarks._options import check, parser_for
+from noisymix_infra.io import printable, write_json
 from noisymix_infra.provenance import provenance
 from noisymix_infra.threads import add_threads_argument, torch_threads
 
@@ -31,6 +33,7 @@ BENCHMARKS: dict[str, str] = {
     "puzzlemix": "noisymix_benchmarks.bench_puzzlemix",
     "toy": "noisymix_benchmarks.bench_toy",
     "train-step": "noisymix_benchmarks.bench_train_step",
+    "threads": "noisymix_benchmarks.bench_threads",
     "transfer": "noisymix_benchmarks.bench_transfer",
     "verify": "noisymix_benchmarks.bench_verify",
 }
@@ -63,17 +66,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     module = importlib.import_module(BENCHMARKS[args.name])
-    own = argparse.ArgumentParser(prog=f"noisymix bench {args.name}")
+    own = parser_for(module, prog=f"noisymix bench {args.name}")
     # --out/--device may come before or after the name; the benchmark's options follow it.
     own.set_defaults(out=args.out, device=args.device)
-    own.add_argument("--out", default=args.out, help="write the result JSON here")
-    own.add_argument("--device", default=args.device)
-    module.add_arguments(own)
     # --threads as every command (infra.threads): given after the name, else before it, else the
     # benchmark's own default (its THREADS), else NOISYMIX_THREADS or torch's.
     outer = getattr(args, "threads", None)
     add_threads_argument(own, outer if outer is not None else getattr(module, "THREADS", None))
     options = own.parse_args([o for o in args.options if o != "--"])
+    check(own, options)  # sizes, repeats and the device: one line before any work
     with torch_threads(options.threads):
         load_before = [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None
         measured = module.run(options)
@@ -84,4 +85,11 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps(result, indent=2, sort_keys=True))
     if options.out and not getattr(module, "WRITES_OUT_DIR", False):  # bench gpu: --out is its folder
         write_json(options.out, result)
+    failed = measured.get("failed_figures") or []
+    if failed:  # the others were measured and written; the command still fails, naming each
+        errors = measured.get("figures", {})
+        detail = "; ".join(f"{name}: {errors.get(name, {}).get('error', '?')}" for name in failed)
+        print(f"noisymix bench {args.name}: {len(failed)} figure(s) failed: {printable(detail)[:600]}",
+              file=sys.stderr)
+        return 1
     return 0
