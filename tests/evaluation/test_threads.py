@@ -1,5 +1,5 @@
 """``noisymix evaluate``'s thread default: one torch thread on the CPU (the -C/-P suites are many
-small ops; spinning OpenMP threads collapse on a busy machine), torch's default elsewhere."""
+small ops; spinning OpenMP threads collapse on a busy machine), every command's default (the free cores) elsewhere."""
 
 from __future__ import annotations
 
@@ -13,6 +13,11 @@ from noisymix_app.cli import main
 @pytest.mark.parametrize("extra,device,expected", [([], "cpu", 1), (["--threads", "2"], "cpu", 2),
                                                     ([], "cuda", None)])
 def test_evaluate_thread_default(monkeypatch, tmp_path, extra, device, expected):
+    """``expected`` None: every command's default, the free cores (``auto_threads``, here 3)."""
+    import noisymix_infra.threads as threads
+
+    monkeypatch.delenv(threads.ENV, raising=False)
+    monkeypatch.setattr(threads, "auto_threads", lambda sample_seconds=0.25: 3)
     seen = {}
 
     def fake_evaluate(run_dir, suite, **kwargs):
@@ -21,7 +26,7 @@ def test_evaluate_thread_default(monkeypatch, tmp_path, extra, device, expected)
 
     monkeypatch.setattr(cli_evaluate, "evaluate", fake_evaluate)
     before = torch.get_num_threads()
-    torch.set_num_threads(3)
+    torch.set_num_threads(5)
     try:
         assert main(["evaluate", str(tmp_path), "--suite", "clean", "--device", device, *extra]) == 0
     finally:
