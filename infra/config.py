@@ -69,13 +69,18 @@ def _field_comments(cls: type) -> dict[str, str]:
     except (OSError, TypeError):  # no source (a frozen install)
         return found
     block: list[str] = []
+    after_comment = False  # a comment line that follows a field starts a new block, not a longer one
     for line in lines:
         stripped = line.strip()
         if not stripped or stripped.startswith(("def ", "@")):
-            block = []
+            block, after_comment = [], False
         elif stripped.startswith("#"):
+            if not after_comment:
+                block = []
             block.append(stripped.lstrip("# ").strip())
+            after_comment = True
         else:
+            after_comment = False
             field_line = re.match(r"\s+(\w+)\s*:[^#]*?(?:#\s*(.*))?$", line)
             if field_line and not stripped.startswith(("class ", '"')):
                 text = (field_line.group(2) or " ".join(block)).strip()

@@ -61,3 +61,38 @@ def test_round_trip_through_a_dict():
     assert config_from_dict(Outer, data) == cfg
     with pytest.raises(ValueError, match="unknown keys"):
         config_from_dict(Outer, {**data, "momentum": 0.9})
+
+
+def test_list_keys_gives_each_key_its_own_comment_not_the_ones_before_it():
+    """``--list-keys`` once repeated earlier comments under later keys (``puzzlemix.loss`` showed
+    ``clean_lam``'s text first; ``ddp_draws`` ... ``freeze_bn_stats`` began with ``stem_stride``'s).
+    Consecutive keys either share one group comment exactly or neither's text holds the other's."""
+    from fullscale.config import TrainConfig
+    from noisymix_infra.config import describe_keys
+
+    rows = describe_keys(TrainConfig())
+    helps = {key: text for key, _, _, text in rows}
+    for (key, _, _, text), (later, _, _, later_text) in zip(rows, rows[1:]):
+        if text and later_text and text != later_text:
+            assert text not in later_text, f"{later} repeats {key}'s comment"
+    assert helps["puzzlemix.loss"].startswith("the step's loss")
+    assert helps["ddp_draws"].startswith('Under torchrun: "shared"')
+    assert "stem_stride" not in helps["freeze_bn_stats"] and "first convolution" not in helps["freeze_bn_stats"]
+
+
+def test_a_comment_block_after_a_field_starts_a_new_group():
+    import dataclasses
+
+    from noisymix_infra.config import describe_keys
+
+    @dataclasses.dataclass
+    class Example:
+        # the first group
+        a: int = 1
+        b: int = 2  # b's own
+        # the second group
+        c: int = 3
+        d: int = 4
+
+    helps = {key: text for key, _, _, text in describe_keys(Example())}
+    assert helps == {"a": "the first group", "b": "b's own", "c": "the second group", "d": "the second group"}
