@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -72,7 +73,7 @@ def test_list_keys_gives_each_key_its_own_comment_not_the_ones_before_it():
 
     rows = describe_keys(TrainConfig())
     helps = {key: text for key, _, _, text in rows}
-    for (key, _, _, text), (later, _, _, later_text) in zip(rows, rows[1:]):
+    for (key, _, _, text), (later, _, _, later_text) in itertools.pairwise(rows):
         if text and later_text and text != later_text:
             assert text not in later_text, f"{later} repeats {key}'s comment"
     assert helps["puzzlemix.loss"].startswith("the step's loss")
