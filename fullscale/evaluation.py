@@ -355,6 +355,40 @@ def _c_names(ctx: Context, present: Callable[[str], bool]) -> tuple[tuple[str, .
     return names, missing
 
 
+def _set_calibration(confidence: np.ndarray, correct: np.ndarray, estimator: str) -> dict:
+    """Calibration of one corrupted set (one corruption at one severity): RMS calibration error (bins
+    of 100; the public estimator needs 100 images, so a smaller set takes the exact one), ECE (15
+    bins), mean confidence and the signed gap, mean confidence minus accuracy (> 0: over-confident,
+    < 0: under-confident), which RMS and ECE cannot tell apart (issue 31)."""
+    if estimator == "public" and len(confidence) < 100:
+        estimator = "exact"
+    mean_confidence = float(np.mean(confidence))
+    return {"rms_calibration_error": rms_calibration_error(confidence, correct, estimator=estimator),
+            "ece": expected_calibration_error(confidence, correct), "mean_confidence": mean_confidence,
+            "confidence_gap": mean_confidence - float(np.mean(correct))}
+
+
+_CALIBRATION_KEYS = ("rms_calibration_error", "ece", "confidence_gap")
+
+
+def _c_calibration(ctx: Context, results: dict, names: list[str]) -> dict | None:
+    """Calibration under corruption, the AugMix paper's convention for -C sets: each measure per
+    corruption and severity, then averaged (per severity over the corruptions, per corruption over
+    the severities, and over all); ``data`` names the sets.  ``None`` where an entry predates it."""
+    entries = [results[c][str(s)] for c in names for s in range(1, 6)]
+    if not entries or not all(all(k in e for k in _CALIBRATION_KEYS) for e in entries):
+        return None
+
+    def mean(cells: list[dict]) -> dict:
+        return {k: float(np.mean([e[k] for e in cells])) for k in _CALIBRATION_KEYS}
+
+    return {"data": f"the corrupted sets at {printable(str(ctx.data_root))} (not the clean test images): "
+                    f"{len(names)} corruption(s) x 5 severities, each set's measure averaged",
+            **mean(entries),
+            "per_severity": {str(s): mean([results[c][str(s)] for c in names]) for s in range(1, 6)},
+            "per_corruption": {c: mean([results[c][str(s)] for s in range(1, 6)]) for c in names}}
+
+
 def _c_summary(ctx: Context, results: dict, names: tuple[str, ...], missing: list[str], imagenet: bool) -> dict:
     per = {c: float(np.mean([results[c][str(s)]["accuracy"] for s in range(1, 6)])) for c in names}
     standard = {c: a for c, a in per.items() if c not in EXTRA_CORRUPTIONS}
@@ -368,6 +402,9 @@ def _c_summary(ctx: Context, results: dict, names: tuple[str, ...], missing: lis
                                              for cat, members in CATEGORIES.items() if cat in summary["per_category"]}
     if extras:  # reported apart: the paper's means are over the 15
         summary["extras"] = extras
+    calibration = _c_calibration(ctx, results, list(standard) or list(per))
+    if calibration is not None:
+        summary["calibration"] = calibration
     if missing:
         summary["missing_corruptions"] = missing
     if ctx.clean_accuracy is not None:
@@ -419,7 +456,10 @@ def corrupted_npy(ctx: Context) -> Results:
         entry = {}
         for severity in range(1, 6):
             logits = logits_of(model, data.images(name, severity), ctx.device, ctx.batch_size)
-            entry[str(severity)] = {"accuracy": accuracy(logits.argmax(1).numpy(), data.labels), "n": data.count}
+            confidence, predicted = logits.softmax(1).max(1)
+            correct = predicted.numpy() == data.labels
+            entry[str(severity)] = {"accuracy": accuracy(predicted.numpy(), data.labels), "n": data.count,
+                                    **_set_calibration(confidence.numpy(), correct, ctx.options.rms_estimator)}
         results[name] = entry
         ctx.on_result(name, entry, identity)
     return results, _c_summary(ctx, results, names, missing, imagenet=False), files
@@ -449,9 +489,15 @@ def imagenet_c(ctx: Context) -> Results:
             continue
         entry = {}
         for severity, data in enumerate(sets, 1):
-            correct = sum(int((_logits(ctx.model, x, ctx.device).argmax(1) == y).sum())
-                          for x, y in data.batches(ctx.batch_size, ctx.options.workers))
-            entry[str(severity)] = {"accuracy": correct / len(data), "n": len(data)}
+            confidences, corrects = [], []
+            for x, y in data.batches(ctx.batch_size, ctx.options.workers):
+                confidence, predicted = _logits(ctx.model, x, ctx.device).softmax(1).max(1)
+                confidences.append(confidence.cpu().numpy())
+                corrects.append((predicted.cpu() == y.cpu()).numpy())
+            correct = np.concatenate(corrects)
+            entry[str(severity)] = {"accuracy": float(correct.mean()), "n": len(data),
+                                    **_set_calibration(np.concatenate(confidences), correct,
+                                                       ctx.options.rms_estimator)}
         results[name] = entry
         ctx.on_result(name, entry, identity)
     return results, _c_summary(ctx, results, names, missing, imagenet=True), files

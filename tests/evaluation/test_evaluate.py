@@ -15,7 +15,7 @@ from PIL import Image
 
 from fullscale.corruptions import CORRUPTIONS
 from fullscale.data import imagenet_r_indices, imagenet_r_wnids, imagenet_wnids, load_dataset
-from fullscale.metrics import ALEXNET_ERR, rms_calibration_error
+from fullscale.metrics import ALEXNET_ERR, expected_calibration_error, rms_calibration_error
 from fullscale.models import create_model
 from noisymix_app.cli import main
 from noisymix_infra.io import save_npy, save_torch, write_json
@@ -109,7 +109,24 @@ def test_clean_c_suite_and_resume(tmp_path, digits, trained_state):
     assert len(set(expected.values())) > 1  # the severities differ, so a mix-up would show
     for c in ("fog", "contrast"):
         for s in range(1, 6):
-            assert result["results"][c][str(s)] == {"accuracy": pytest.approx(expected[s], abs=1.5 / COUNT), "n": COUNT}
+            cell = result["results"][c][str(s)]
+            assert {k: cell[k] for k in ("accuracy", "n")} == {"accuracy": pytest.approx(expected[s], abs=1.5 / COUNT),
+                                                               "n": COUNT}
+    # calibration of each corrupted set (issue 31), from the model's own softmax by the metrics' definitions
+    with torch.no_grad():
+        probabilities = model(_severity(images, 3).float() / 255).softmax(1).numpy()
+    confidence, correct = probabilities.max(1), probabilities.argmax(1) == labels
+    cell = result["results"]["fog"]["3"]
+    assert cell["mean_confidence"] == pytest.approx(confidence.mean(), abs=1e-4)
+    assert cell["confidence_gap"] == pytest.approx(confidence.mean() - correct.mean(), abs=1.5 / COUNT)
+    assert cell["rms_calibration_error"] == pytest.approx(rms_calibration_error(confidence, correct), abs=2e-3)
+    assert cell["ece"] == pytest.approx(expected_calibration_error(confidence, correct), abs=2e-3)
+    pooled = result["summary"]["calibration"]
+    assert "not the clean test images" in pooled["data"]
+    cells = [result["results"][c][str(s)] for c in ("fog", "contrast") for s in range(1, 6)]
+    assert pooled["rms_calibration_error"] == pytest.approx(np.mean([e["rms_calibration_error"] for e in cells]))
+    assert pooled["per_severity"]["3"]["confidence_gap"] == pytest.approx(
+        np.mean([result["results"][c]["3"]["confidence_gap"] for c in ("fog", "contrast")]))
     mean = np.mean(list(expected.values()))
     summary = result["summary"]
     assert summary["mean_accuracy"] == pytest.approx(mean, abs=1.5 / COUNT)
@@ -249,7 +266,12 @@ def test_imagenet_suites_on_class_folders(tmp_path, digits):
     assert main(["evaluate", str(run), "--suite", "imagenet-c", "--data-root", str(tmp_path / "imagenet-c"),
                  *common]) == 0
     ic = _read(run, "imagenet-c")
-    assert ic["results"]["fog"] == {str(s): {"accuracy": float(s % 2), "n": 1} for s in range(1, 6)}
+    assert {s: {k: e[k] for k in ("accuracy", "n")} for s, e in ic["results"]["fog"].items()} == \
+        {str(s): {"accuracy": float(s % 2), "n": 1} for s in range(1, 6)}
+    # one image a set: its calibration gap is its confidence minus 0 or 1
+    for s, e in ic["results"]["fog"].items():
+        assert e["confidence_gap"] == pytest.approx(e["mean_confidence"] - float(int(s) % 2))
+        assert e["ece"] == pytest.approx(abs(e["confidence_gap"])) and e["rms_calibration_error"] == e["ece"]
     err = 2 / 5  # severities 2 and 4 wrong
     assert ic["summary"]["mean_accuracy"] == pytest.approx(0.6)
     assert ic["summary"]["mce"] == pytest.approx(np.mean([err / e for e in ALEXNET_ERR.values()]))
