@@ -139,21 +139,65 @@ def _command_step(step: _Step, finished: set, rerun: list[Path], command: Callab
             and step.name != "figures":
         _clear_for_rerun(step)  # same step, other arguments: its old results must not be resumed from
     t0 = time.perf_counter()
-    status = command(list(step.argv))
+    with _threads_used() as used:
+        status = command(list(step.argv))
     if status != 0:
         write_json(log_path, log)
         raise RuntimeError(f"step '{step.name}' failed with exit status {status}: noisymix {' '.join(step.argv)}")
     if not step.done.exists():
         raise RuntimeError(f"step '{step.name}' finished but did not write {step.done}")
-    _log_step(log, log_path, {"name": step.name, "argv": list(step.argv)}, time.perf_counter() - t0, started)
+    from noisymix_app.sweep import ran_on
+
+    _log_step(log, log_path, {"name": step.name, "argv": list(step.argv),
+                              "ran_on": {**ran_on(), "torch_threads": used()}},
+              time.perf_counter() - t0, started)
     return True
 
 
+@contextlib.contextmanager
+def _threads_used():
+    """``used()``: the torch thread count a command step computed with.  The commands run in this
+    process and set their own count for their work (``noisymix toy`` and ``verify``: 1 by default,
+    ``noisymix_infra.threads.torch_threads``) and restore ours after it, so the count read after the
+    step is this process's, not the step's; the counts set meanwhile are watched instead (the last
+    one set before the closing restore).  Several different counts: the largest."""
+    import torch
+
+    before = torch.get_num_threads()
+    seen: list[int] = []
+    real = torch.set_num_threads
+
+    def watch(n: int) -> None:
+        seen.append(int(n))
+        real(n)
+
+    def used() -> int:
+        counts = seen[:-1] if len(seen) >= 2 and seen[-1] == before else list(seen)
+        return max(counts) if counts else before
+
+    torch.set_num_threads = watch
+    try:
+        yield used
+    finally:
+        torch.set_num_threads = real
+
+
 def _log_step(log: dict, log_path: Path, entry: dict, seconds: float, started: float) -> None:
+    """Record a step that ran in this invocation: its own seconds, threads and machine (``ran_on``),
+    replacing its earlier record; a step a rerun skips keeps the record of the run that made it."""
     log["steps"] = [e for e in log["steps"] if e["name"] != entry["name"]]
     log["steps"].append({**entry, "seconds": round(seconds, 2)})
+    log["seconds"] = total_seconds(log)
     write_json(log_path, log)
     print(f"reproduce: {entry['name']}: {seconds:.1f} s (total {time.perf_counter() - started:.0f} s)", flush=True)
+
+
+def total_seconds(log: dict) -> float:
+    """The job's time: the sum of its steps' recorded seconds, each recorded when the step ran and
+    kept when a rerun skips it, so that a resumed invocation that recomputes nothing leaves it as it
+    was (issue 32: a 2 s rerun rewrote 1132 s to 2.47).  Steps of parallel workers overlap: it is
+    then more than the wall time."""
+    return round(sum(float(e.get("seconds") or 0) for e in log.get("steps", [])), 2)
 
 
 def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: str | None = None,
@@ -176,7 +220,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     if command is None:
         from noisymix_app.cli import main as command
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    _claim(out)
     log_path = out / "reproduce.json"
     # steps are kept in run order (a list: JSON objects are written with sorted keys)
     name = next((n for n, known in PLANS.items() if known == plan), "custom")
@@ -236,13 +280,26 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     if ran or rerun:
         rerun.append(out / "runs")
     _command_step(figures, finished, rerun, command, log, log_path, started)
-    log["seconds"] = round(time.perf_counter() - started, 2)
+    log["seconds"] = total_seconds(log)
+    # this invocation's own wall time, apart: a resume that recomputed nothing takes seconds
+    log["invocation_seconds"] = round(time.perf_counter() - started, 2)
     write_json(log_path, log)
     from noisymix_app.reproduce_summary import write_summary
 
     write_summary(out, name)
     _write_index(out, plan, log)
     return log
+
+
+def _claim(out: Path) -> None:
+    """Mark ``out`` as a reproduce folder, refusing a run's or a -C set's folder in one line before
+    anything is written (issue 32).  A folder of an earlier reproduce (``reproduce.json``, no marker)
+    is ours although it also holds ``sweep/plan.json``, which ``folder_kind`` would take for a sweep."""
+    from noisymix_infra.folder_kind import MARKER, claim_folder, mark_folder
+
+    if (out / "reproduce.json").is_file() and not (out / MARKER).is_file():
+        mark_folder(out, "reproduce")
+    claim_folder(out, "reproduce")
 
 
 def _progress_line(out: Path, pending: list[str], started: float):
@@ -280,13 +337,16 @@ def _log_run(log: dict, log_path: Path, out: Path, spec, started: float) -> None
     """The run's train and evaluate steps that ran in this invocation, as steps of the log."""
     from noisymix_app.sweep import run_record
 
-    for step, seconds in run_record(out, spec.name).get("timings") or []:
+    record = run_record(out, spec.name)
+    for step, seconds in record.get("timings") or []:
         if step == "train":
             entry = {"name": f"train {spec.name}", "run": {"preset": spec.preset, "seed": spec.seed,
                                                             "overrides": list(spec.overrides)}}
         else:
             suite = step.split(" ", 1)[1]
             entry = {"name": f"evaluate {spec.name} {suite}", "suite": suite}
+        if record.get("ran_on"):  # written by the process that ran it (a worker has its own threads)
+            entry["ran_on"] = record["ran_on"]
         _log_step(log, log_path, entry, seconds, started)
 
 
@@ -305,10 +365,21 @@ def _write_index(out: Path, plan: ReproducePlan, log: dict) -> None:
         f"- Runs: `runs/` ({len(plan.methods)} methods × {len(plan.seeds)} seeds, {plan.epochs} epochs, "
         f"{plan.model} width {plan.width}" + "".join(f", {o}" for o in plan.train_overrides)
         + f"); corrupted test set: `data/{plan.dataset}-c/`",
-        "", "| step | seconds |", "|---|---:|",
+        "", "Each step as it ran (recorded then, kept when a rerun skips the step):", "",
+        "| step | seconds | torch threads | machine | finished |", "|---|---:|---:|---|---|",
     ]
-    lines += [f"| {entry['name']} | {entry['seconds']:.1f} |" for entry in log["steps"]]
-    lines += ["", f"Total wall time of this invocation: {log['seconds']:.0f} s.", ""]
+    for entry in log["steps"]:
+        where = entry.get("ran_on") or {}
+        machine = (f"{where.get('cpu_model')} ({where.get('cpu_capability')}), {where.get('host')}"
+                   if where else "not recorded")
+        lines.append(f"| {entry['name']} | {entry['seconds']:.1f} | {where.get('torch_threads', '?')} | "
+                     f"{machine} | {where.get('finished', '?')} |")
+    lines += ["", f"Total: {total_seconds(log):.0f} s, the sum of the steps' recorded times"
+              + (" (worker processes ran steps side by side, so the wall time was less)" if plan.workers else "")
+              + "."]
+    if "invocation_seconds" in log:
+        lines.append(f"This invocation: {log['invocation_seconds']:.0f} s.")
+    lines.append("")
     write_text(out / "REPORT.md", "\n".join(lines))
 
 
@@ -326,6 +397,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # one job per folder: a second `reproduce` on it is one line at once, not "failed: None" later
+    _claim(Path(args.out))  # before the lock writes into it: not a run's or a -C set's folder
     with directory_lock(args.out, "reproducing"):
         try:
             log = reproduce(PLANS[args.plan], args.out, data_root=args.data_root, fresh=args.fresh)

@@ -5,7 +5,11 @@ run).  Each run is one call of ``execute_run``: ``fullscale.train.train(cfg, RUN
 unless ``RUN/final.pt`` exists, then ``fullscale.cli_evaluate.evaluate`` per suite unless its
 JSON is complete for that ``final.pt``.  So the same command, run again, skips finished runs,
 resumes killed ones from ``checkpoint.pt`` (the trainer's exact resume) and evaluates what is
-missing.  Launchers:
+missing.  Before any run starts, the plan's inputs are checked (``check_inputs``: the training data,
+a transfer run's source weights, the evaluations' -C/-P folders), and ``DIR`` is claimed as a sweep
+folder (``noisymix_infra.folder_kind``).  A finished transfer run whose source weights changed since
+(by the sha256 its ``config.json`` recorded) is *stale*: reported, neither retrained nor counted done.
+Launchers:
 
 * ``local``: a queue over the visible GPUs (``--runs-per-gpu`` runs share one) or, without a GPU,
   ``--workers`` CPU processes (``--workers 0``: one run after another in this process); a
@@ -38,6 +42,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -47,7 +52,7 @@ import time
 import traceback
 from pathlib import Path
 
-from noisymix_app.sweep_plan import ANALOGUE, TABLES, Plan, RunSpec, build_plan, config_identity
+from noisymix_app.sweep_plan import ANALOGUE, TABLES, EvalSpec, Plan, RunSpec, build_plan, config_identity
 from noisymix_infra.io import directory_lock, read_json, write_json, write_text
 from noisymix_infra.progress import progress
 
@@ -174,7 +179,9 @@ def execute_run(spec: RunSpec, out: str | Path, *, device: str | None = None,
         stack.push(lock)
         attempts = int(_read_state(out, spec.name).get("attempts", 0)) + 1 if rank0 else 0
         if rank0:
-            _write_state(out, spec.name, state="running", attempts=attempts, error=None, timings={})
+            # a new attempt starts clean: the error and traceback of an interrupted one are not its own (issue 32)
+            _write_state(out, spec.name, state="running", attempts=attempts, error=None, timings={},
+                         traceback=None, deterministic=None, step=None)
         started = time.perf_counter()
         # step -> seconds, for the steps run by this call (and its share of a group's training)
         timings: dict[str, float] = {} if train_seconds is None else {"train": train_seconds}
@@ -194,8 +201,21 @@ def execute_run(spec: RunSpec, out: str | Path, *, device: str | None = None,
         if rank0:
             timings.pop("_current", None)
             _write_state(out, spec.name, state="done", error=None, step=None, timings=list(timings.items()),
-                         seconds=round(time.perf_counter() - started, 2))
+                         seconds=round(time.perf_counter() - started, 2), traceback=None, deterministic=None,
+                         ran_on=ran_on())
     return "done"
+
+
+def ran_on() -> dict:
+    """Where and how a step computed, recorded when it ran (a report describes the work that made
+    its numbers, not the last invocation; issue 32): the CPU, torch's CPU kernels, torch's threads
+    in the process that ran it, the host, torch's version, the time it finished."""
+    from noisymix_infra.provenance import machine, now
+
+    found = machine()
+    return {"cpu_model": found["cpu_model"], "cpu_capability": found["cpu_capability"],
+            "cpu_count": found["cpu_count"], "torch_threads": found["torch_threads"], "host": socket.gethostname(),
+            "torch": found["versions"].get("torch"), "finished": now()}
 
 
 def _train_and_evaluate(spec: RunSpec, run_dir: Path, out: Path, device: str | None, rank0: bool,
@@ -228,11 +248,50 @@ def _train_and_evaluate(spec: RunSpec, run_dir: Path, out: Path, device: str | N
         timings[f"evaluate {ev.suite}"] = round(time.perf_counter() - t0, 2)
 
 
+@functools.lru_cache(maxsize=64)
+def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
+    """The sha256 of a file, once per (path, size, mtime): a status looks at every run's source."""
+    from noisymix_infra.io import sha256_file
+
+    return sha256_file(path)
+
+
+def stale_reason(run_dir: Path) -> str | None:
+    """Why the finished run in ``run_dir`` no longer is what its inputs make: a transfer run's
+    ``source_weights`` replaced (or removed) after it trained, by the sha256 recorded in its
+    ``config.json`` (a sweep kept saying "done" with the old checksum; issue 32).  None: not stale."""
+    from fullscale.runs import split_run_record
+    from noisymix_infra.io import printable
+
+    path = run_dir / "config.json"
+    if not path.is_file():
+        return None
+    try:
+        config, facts = split_run_record(read_json(path), path)
+    except ValueError:
+        return None
+    source, recorded = config.get("source_weights"), facts.get("source_weights_sha256")
+    if not source or not recorded:
+        return None
+    try:
+        info = Path(source).stat()
+        digest = _sha256_of(str(source), info.st_size, info.st_mtime_ns)
+    except OSError:
+        return f"its source_weights {printable(str(source))} is gone"
+    if digest != recorded:
+        return (f"its source_weights {printable(str(source))} changed since it trained (sha256 {str(recorded)[:12]} "
+                f"-> {digest[:12]}); restore that file, or remove the run to train it anew")
+    return None
+
+
 def run_state(out: str | Path, spec: RunSpec) -> str:
-    """``done`` | ``running`` | ``failed`` | ``interrupted`` | ``pending``, read from the files."""
+    """``done`` | ``stale`` | ``running`` | ``failed`` | ``interrupted`` | ``pending``, read from the
+    files; ``stale``: finished, but from inputs that changed since (``stale_reason``)."""
     out = Path(out)
     run_dir = out / "runs" / spec.name
     state = _read_state(out, spec.name)
+    if (run_dir / "final.pt").is_file() and stale_reason(run_dir) is not None:
+        return "stale"
     if (run_dir / "final.pt").is_file() and all(_eval_done(run_dir, e) for e in spec.evals):
         return "done"
     if state.get("state") == "running":  # running, or its process died: the lock tells
@@ -380,6 +439,9 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
                          "give --workers >= 1 or --launcher slurm")
     _write_plan(out, plan)
     states = {spec.name: run_state(out, spec) for spec in plan.runs}
+    for spec in plan.runs:  # never retrained nor counted done behind the user's back: they choose
+        if states[spec.name] == "stale":
+            print(f"sweep: run {spec.name} is stale: {stale_reason(out / 'runs' / spec.name)}", file=sys.stderr)
     if any(s == "running" for s in states.values()):
         busy = [n for n, s in states.items() if s == "running"]
         print(f"sweep: {len(busy)} runs are being worked on by another process (skipped): {', '.join(busy[:5])}",
@@ -699,9 +761,103 @@ def _plan_dict(plan: Plan) -> dict:
             "comparisons": list(plan.comparisons), "analogue": plan.analogue}
 
 
-def _plan_from_dict(data: dict) -> Plan:
-    return Plan(data["table"], tuple(RunSpec.from_dict(r) for r in data["runs"]), tuple(data.get("notes", ())),
-                tuple(data.get("comparisons", ())), bool(data.get("analogue")))
+def _plan_from_dict(data: object, where: str = "sweep/plan.json") -> Plan:
+    """The plan a sweep wrote; a malformed one (edited, truncated, of another program) is a
+    one-line ``ValueError`` naming the first bad field, not a ``TypeError`` later (issue 32)."""
+
+    def bad(what: str) -> ValueError:
+        return ValueError(f"{where} is not a sweep plan: {what}")
+
+    def strings(value: object, what: str) -> tuple[str, ...]:
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise bad(f"{what} must be a list of strings")
+        return tuple(value)
+
+    def optional_path(value: object, what: str) -> str | None:
+        if value is not None and not isinstance(value, str):
+            raise bad(f"{what} must be a path or null")
+        return value
+
+    # lists in the file; tuples when a RunJob hands the plan over unpickled (``_plan_dict``)
+    if not isinstance(data, dict) or not isinstance(data.get("table"), str) \
+            or not isinstance(data.get("runs"), list | tuple):
+        raise bad("it needs a 'table' name and a 'runs' list")
+    runs = []
+    fields = {f.name for f in dataclasses.fields(RunSpec)}
+    for i, run in enumerate(data["runs"]):
+        what = f"runs[{i}]"
+        if not isinstance(run, dict) or set(run) - fields or not {"name", "preset", "seed"} <= set(run):
+            raise bad(f"{what} must be an object with name, preset, seed (and only RunSpec's fields)")
+        name = run["name"]
+        if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name:
+            raise bad(f"{what}.name must be a folder name")
+        if not isinstance(run["preset"], str):
+            raise bad(f"{what}.preset must be a string")
+        for key, low in (("seed", 0), ("gpus", 1)):
+            value = run.get(key, low)
+            if type(value) is not int or value < low:
+                raise bad(f"{what}.{key} must be an integer >= {low}")
+        evals = run.get("evals", [])
+        if not isinstance(evals, list | tuple):
+            raise bad(f"{what}.evals must be a list")
+        specs = []
+        for j, ev in enumerate(evals):
+            if not isinstance(ev, dict) or set(ev) - {"suite", "data_root", "partial"} \
+                    or not isinstance(ev.get("suite"), str) or not isinstance(ev.get("partial", False), bool):
+                raise bad(f"{what}.evals[{j}] must be an object with a suite name (data_root, partial)")
+            specs.append(EvalSpec(ev["suite"], optional_path(ev.get("data_root"), f"{what}.evals[{j}].data_root"),
+                                  ev.get("partial", False)))
+        runs.append(RunSpec(name, run["preset"], run["seed"], strings(run.get("overrides", []), f"{what}.overrides"),
+                            tuple(specs), run.get("gpus", 1), strings(run.get("rows", []), f"{what}.rows"),
+                            optional_path(run.get("data_root"), f"{what}.data_root")))
+    if not isinstance(data.get("analogue", False), bool):
+        raise bad("'analogue' must be true or false")
+    return Plan(data["table"], tuple(runs), strings(data.get("notes", []), "notes"),
+                strings(data.get("comparisons", []), "comparisons"), data.get("analogue", False))
+
+
+def check_inputs(plan: Plan) -> list[str]:
+    """What the plan reads and cannot find, one line each, checked before any run starts: the
+    training data of a data set that needs a folder, a transfer run's source weights, the data
+    folder of an evaluation (and that it is a -C / -P set where the suite needs ours).  Without
+    it a CIFAR sweep without --data-root started 16 runs that failed one by one (issue 32)."""
+    from noisymix_infra.folder_kind import require_kind
+    from noisymix_infra.io import printable
+
+    problems: list[str] = []
+
+    def add(line: str) -> None:
+        if line not in problems:
+            problems.append(line)
+
+    for spec in plan.runs:
+        try:
+            cfg = spec.config()
+        except (ValueError, TypeError, KeyError, OSError) as error:
+            add(f"run {spec.name}: {str(error).splitlines()[0] if str(error) else type(error).__name__}")
+            continue
+        if cfg.dataset != "digits":  # digits comes with scikit-learn; every other data set is a folder
+            if not spec.data_root:
+                add(f"{cfg.dataset} runs need --data-root DIR (the {cfg.dataset} data; nothing is downloaded)")
+            elif not Path(spec.data_root).is_dir():
+                add(f"--data-root {printable(spec.data_root)}: no such folder")
+        source = getattr(cfg, "source_weights", "")
+        if source and not Path(source).is_file():
+            add(f"--source {printable(str(source))}: no such file (run {spec.name})")
+        for ev in spec.evals:
+            if ev.data_root is None:
+                continue
+            option = f"--suite-root {ev.suite}={printable(ev.data_root)}"
+            if not Path(ev.data_root).is_dir():
+                add(f"{option}: no such folder")
+                continue
+            letter = ev.suite.rsplit("-", 1)[-1]
+            if letter in ("c", "p"):
+                try:
+                    require_kind(ev.data_root, f"{letter}-set", option)
+                except ValueError as error:
+                    add(str(error))
+    return problems
 
 
 def _write_plan(out: Path, plan: Plan) -> None:
@@ -820,7 +976,7 @@ def status_text(out: str | Path) -> str:
     path = _sweep_dir(out) / "plan.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: is {out} the --out of a `noisymix sweep`?")
-    plan = _plan_from_dict(read_json(path))
+    plan = _plan_from_dict(read_json(path), str(path))
     lines = [f"sweep {plan.table} in {out}", "", f"{'run':44s} {'state':12s} {'tries':>5s} {'epochs':>9s}  evaluated"]
     failures = []
     counts: dict[str, int] = {}
@@ -843,6 +999,8 @@ def status_text(out: str | Path) -> str:
         lines.append(f"{spec.name:44s} {state:12s} {stored.get('attempts', 0):5d} {progress_text:>9s}  {evaluated}")
         if state in ("failed", "interrupted"):
             failures.append((spec, stored))
+        if state == "stale":
+            failures.append((spec, {"error": f"stale: {stale_reason(run_dir)}"}))
     lines += ["", "  ".join(f"{k}: {v}" for k, v in sorted(counts.items()))]
     for spec, stored in failures:
         lines += ["", f"## {spec.name}: {stored.get('error')}"
@@ -879,12 +1037,22 @@ def run(args: argparse.Namespace) -> int:
     plan = build_plan(args.table, range(args.seeds), overrides=args.overrides,
                       suite_roots=_suite_roots(args.suite_root), data_root=data_root,
                       sources=_suite_roots(args.source, "--source", "ROW=PATH"))
-    if args.dry_run:
+    problems = check_inputs(plan)
+    problem = (f"{problems[0]}" + (f" (and {len(problems) - 1} more input problem(s))" if len(problems) > 1 else "")
+               if problems else None)
+    if args.dry_run:  # the plan, then what would stop it (a dry run is also how one plans without the data)
         print(dry_run_text(plan))
+        if problem:
+            print(f"sweep: cannot run yet: {problem}", file=sys.stderr)
         return 0
+    if problem:
+        raise ValueError(problem)
     if not args.out:
         raise ValueError("--out DIR is required")
     out = Path(args.out)
+    from noisymix_infra.folder_kind import claim_folder
+
+    claim_folder(out, "sweep")  # not a run's or a -C set's folder (issue 32), before anything is written
     for spec in plan.runs:  # refuse before anything runs: no run may mix two configs
         check_config(spec, out / "runs" / spec.name)
     for note in plan.notes:
