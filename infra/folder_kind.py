@@ -54,10 +54,10 @@ def _recognise(folder: Path) -> str | None:
             record = None
         if isinstance(record, dict) and record.get("kind") in ("c", "p") and "names" in record:
             return f"{record['kind']}-set"
+    if (folder / "reproduce.json").is_file():  # before the sweep's: a reproduce folder holds a sweep plan too
+        return "reproduce"
     if (folder / "sweep" / "plan.json").is_file():
         return "sweep"
-    if (folder / "reproduce.json").is_file():
-        return "reproduce"
     return None
 
 

@@ -30,6 +30,7 @@ def test_a_claimed_folder_says_its_kind_and_refuses_every_other(tmp_path, kind):
     ({"manifest.json": json.dumps({"kind": "p", "names": ["shot_noise"]})}, "p-set"),
     ({"sweep/plan.json": "{}"}, "sweep"),
     ({"reproduce.json": "{}"}, "reproduce"),
+    ({"reproduce.json": "{}", "sweep/plan.json": "{}"}, "reproduce"),  # reproduce runs through a sweep
     ({"notes.txt": "mine"}, None),
     ({"config.json": "{}"}, None),  # a config alone is not yet a run of ours
     ({"manifest.json": "not json"}, None),
