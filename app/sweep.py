@@ -431,6 +431,9 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
     (``fullscale.members``) before each is evaluated as usual.
     ``after_run(name, state)`` is called when a run ends (tests inject interruptions there);
     ``tabulate=False`` leaves the table to the caller (``noisymix reproduce`` makes its figures).
+    ``threads``: torch's threads per run (0: with ``workers=0`` decided as each run starts, from
+    ``NOISYMIX_THREADS`` or the free cores; with workers, the cores shared among them).
+    The caller claims ``out`` for its kind (a sweep, a reproduce report), not this function.
     KeyboardInterrupt stops the workers (each keeps its last checkpoint) and propagates."""
     out = Path(out)
     wide = [spec.name for spec in plan.runs if spec.gpus > 1]
@@ -475,7 +478,7 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
     show()
     try:
         if workers == 0:
-            _serial(plan, out, pending, retries, counts, finished, show, members)
+            _serial(plan, out, pending, retries, counts, finished, show, members, threads)
         else:
             _parallel(out, pending, _slots(workers, runs_per_gpu), retries, threads, counts, finished, show)
     finally:
@@ -520,7 +523,13 @@ def _train_group(out: Path, group: list[RunSpec]) -> float:
 
 
 def _serial(plan: Plan, out: Path, pending: list[RunSpec], retries: int, counts: dict, finished, show,
-            members: int = 1) -> None:
+            members: int = 1, threads: int = 0) -> None:
+    """One run after another in this process.  Each run's torch threads are decided when it starts
+    (``noisymix_infra.threads.torch_threads``: ``threads`` when > 0, else ``NOISYMIX_THREADS`` or the
+    cores free then), not once for the whole invocation: a long ``noisymix reproduce`` kept the count
+    sampled at its start while the machine's load changed (issue 32)."""
+    from noisymix_infra.threads import torch_threads
+
     groups = _member_groups(out, pending, members) if members > 1 else {}
     trained: dict[str, float] = {}  # run -> its share of its group's training seconds
     for spec in pending:
@@ -528,7 +537,8 @@ def _serial(plan: Plan, out: Path, pending: list[RunSpec], retries: int, counts:
             counts["running"] = len(groups[spec.name])
             show()
             try:
-                share = _train_group(out, groups[spec.name])
+                with torch_threads(threads or None):
+                    share = _train_group(out, groups[spec.name])
                 trained |= {s.name: round(share, 2) for s in groups[spec.name]}
             except (ValueError, RuntimeError) as error:  # each run then trains alone and fails, or not, alone
                 print(f"sweep: training {', '.join(s.name for s in groups[spec.name])} as one model failed "
@@ -538,7 +548,8 @@ def _serial(plan: Plan, out: Path, pending: list[RunSpec], retries: int, counts:
             counts["running"] = 1
             show()
             try:
-                execute_run(spec, out, train_seconds=trained.get(spec.name))
+                with torch_threads(threads or None):
+                    execute_run(spec, out, train_seconds=trained.get(spec.name))
                 counts["running"] = 0
                 finished(spec, "done")
                 break
@@ -841,6 +852,13 @@ def check_inputs(plan: Plan) -> list[str]:
                 add(f"{cfg.dataset} runs need --data-root DIR (the {cfg.dataset} data; nothing is downloaded)")
             elif not Path(spec.data_root).is_dir():
                 add(f"--data-root {printable(spec.data_root)}: no such folder")
+            elif cfg.dataset in ("cifar10", "cifar100"):  # a folder without the batches failed every run too
+                from fullscale.data.cifar import _folder as cifar_folder
+
+                try:
+                    cifar_folder(Path(spec.data_root), cfg.dataset)
+                except FileNotFoundError as error:
+                    add(f"--data-root: {error}")
         source = getattr(cfg, "source_weights", "")
         if source and not Path(source).is_file():
             add(f"--source {printable(str(source))}: no such file (run {spec.name})")

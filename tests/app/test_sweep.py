@@ -82,7 +82,7 @@ def test_killed_sweep_rerun_matches_an_uninterrupted_one(tmp_path, monkeypatch, 
 
     monkeypatch.setattr(trainer, "save_torch", save_then_die)
     with pytest.raises(KeyboardInterrupt):
-        run_local(plan, out, workers=0)
+        run_local(plan, out, workers=0, threads=1)
     assert run_state(out, plan.runs[0]) == "done"
     assert run_state(out, plan.runs[1]) == "interrupted"
     assert (out / "runs" / plan.runs[1].name / "checkpoint.pt").exists()
@@ -94,14 +94,14 @@ def test_killed_sweep_rerun_matches_an_uninterrupted_one(tmp_path, monkeypatch, 
     real_train = trainer.train
     monkeypatch.setattr(trainer, "train", lambda cfg, run, resume: trained.append((run.name, resume))
                         or real_train(cfg, run, resume=resume))
-    states = run_local(plan, out, workers=0)
+    states = run_local(plan, out, workers=0, threads=1)
     assert set(states.values()) == {"done"}
     assert trained == [(plan.runs[1].name, True)]  # the finished run is skipped, the killed one resumed
     assert (out / "runs" / plan.runs[0].name / "final.pt").stat().st_mtime_ns == first
     _assert_same(_results(out, plan), reference)
     # and once more: nothing to do
     trained.clear()
-    run_local(plan, out, workers=0)
+    run_local(plan, out, workers=0, threads=1)
     assert trained == []
     assert "done: 2" in status_text(out)
 
@@ -120,7 +120,7 @@ def test_a_diverged_run_is_reported_not_retried_and_a_crash_is_retried(tmp_path,
 
     monkeypatch.setattr(trainer, "train", diverge)
     plan = _plan()
-    states = run_local(plan, tmp_path, workers=0, retries=2)
+    states = run_local(plan, tmp_path, workers=0, threads=1, retries=2)
     assert states == {plan.runs[0].name: "failed", plan.runs[1].name: "failed"}
     assert calls.count(plan.runs[0].name) == 1 and calls.count(plan.runs[1].name) == 3
     text = status_text(tmp_path)
@@ -128,7 +128,7 @@ def test_a_diverged_run_is_reported_not_retried_and_a_crash_is_retried(tmp_path,
     assert "illegal memory access" in text
     # a rerun retries the crashed run, not the diverged one
     calls.clear()
-    run_local(plan, tmp_path, workers=0, retries=0)
+    run_local(plan, tmp_path, workers=0, threads=1, retries=0)
     assert calls == [plan.runs[1].name]
 
 
@@ -246,7 +246,7 @@ def test_a_multi_process_run_gets_one_worker_per_device_and_the_distributed_envi
     plan = _plan((0,))
     plan = dataclasses.replace(plan, runs=(dataclasses.replace(plan.runs[0], gpus=2),))
     with pytest.raises(ValueError, match=r"need several processes each.*--workers"):
-        run_local(plan, tmp_path, workers=0)
+        run_local(plan, tmp_path, workers=0, threads=1)
     assert run_local(plan, tmp_path, workers=2, threads=1) == {plan.runs[0].name: "done"}
     record = json.loads((tmp_path / "runs" / plan.runs[0].name / "config.json").read_text())
     assert record["run"]["world_size"] == 2
@@ -423,7 +423,7 @@ def test_a_rerun_with_another_suite_root_evaluates_again(tmp_path, monkeypatch, 
     out = tmp_path / "sweep"
     for name in ("a", "b"):
         plan = plan_from_reproduce(tiny, sets[name], seeds=(0,))
-        assert set(run_local(plan, out, workers=0, tabulate=False).values()) == {"done"}
+        assert set(run_local(plan, out, workers=0, threads=1, tabulate=False).values()) == {"done"}
         record = json.loads((out / "runs" / plan.runs[0].name / "eval" / "digits-c.json").read_text())
         assert record["data_root"] == str(sets[name].resolve()), name
 
@@ -444,7 +444,7 @@ def test_a_set_generated_anew_in_the_same_folder_is_evaluated_again(tmp_path, mo
         shutil.rmtree(corrupted, ignore_errors=True)
         assert main(["corrupt", "--dataset", "digits", "--kind", "c", "--out", str(corrupted),
                      "--corruptions", "gaussian_noise", "--seed", str(seed)]) == 0
-        assert set(run_local(plan, out, workers=0, tabulate=False).values()) == {"done"}
+        assert set(run_local(plan, out, workers=0, threads=1, tabulate=False).values()) == {"done"}
         results.append(json.loads((out / "runs" / plan.runs[0].name / "eval" / "digits-c.json").read_text()))
     assert results[0]["data_fingerprint"] != results[1]["data_fingerprint"]
     assert results[1]["data_identity"] != results[0]["data_identity"]  # computed from the new files
@@ -456,9 +456,9 @@ def test_members_train_a_methods_seeds_as_one_model_then_evaluate_each(tmp_path,
     rounding of grouped convolutions (tests/trainer/test_members.py holds the tolerances)."""
     monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
     plan = _plan()
-    states = run_local(plan, tmp_path / "grouped", workers=0, members=2)
+    states = run_local(plan, tmp_path / "grouped", workers=0, threads=1, members=2)
     assert set(states.values()) == {"done"}
-    run_local(plan, tmp_path / "alone", workers=0)
+    run_local(plan, tmp_path / "alone", workers=0, threads=1)
     for spec in plan.runs:
         grouped = json.loads((tmp_path / "grouped" / "runs" / spec.name / "config.json").read_text())
         assert grouped["run"]["members"]["seeds"] == [0, 1]

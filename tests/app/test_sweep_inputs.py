@@ -39,8 +39,11 @@ def test_a_missing_suite_root_or_source_is_refused_up_front(tmp_path, capsys):
     assert main(["sweep", "digits_analogue", "--seeds", "1", "--out", str(tmp_path / "s"),
                  "--suite-root", f"digits-c={tmp_path / 'nowhere'}"]) == 2
     assert "no such folder" in _one_line_error(capsys)
-    data = tmp_path / "cifar"
-    data.mkdir()
+    data = tmp_path / "cifar" / "cifar-10-batches-py"  # the batches are there (checked up front too)
+    data.mkdir(parents=True)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        (data / name).write_bytes(b"")
+    data = data.parent
     assert main(["sweep", "results_transfer", "--seeds", "1", "--out", str(tmp_path / "t"), "--data-root", str(data),
                  "--source", f"noisymix={tmp_path / 'nm.pt'}"]) == 2
     assert "no such file" in _one_line_error(capsys)
