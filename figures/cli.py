@@ -9,6 +9,7 @@ from noisymix_figures import plots
 from noisymix_figures.report import write_report_text
 from noisymix_figures.results import collect
 from noisymix_figures.tables import build_tables
+from noisymix_infra.folder_kind import claim_folder
 from noisymix_infra.io import write_text
 from noisymix_infra.progress import progress
 from noisymix_infra.provenance import provenance
@@ -23,8 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = True) -> Path:
-    results = collect(results_dir)
     out = Path(out)
+    # a report folder of its own, refused in one line when it is a run, a -C/-P set, a sweep or a reproduce
+    # folder (issue 32), before anything is read or written; `reproduce` writes into its OUT/figures
+    claim_folder(out, "figures")
+    results = collect(results_dir)
     groups = results.groups()
     tables = build_tables(groups)
     for table in tables:

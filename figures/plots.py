@@ -108,11 +108,11 @@ def category_bars(groups: dict, out: Path) -> Path:
     ours = {}
     for (dataset, model, method), runs in groups.items():
         suite = f"{dataset}-c"
-        stats = {cat: seed_stats([100 * r.evals[suite]["summary"]["per_category"][cat] for r in runs
-                                  if suite in r.evals and cat in r.evals[suite]["summary"].get("per_category", {})])
-                 for cat in CATEGORIES}
-        if any(stats.values()):
-            ours.setdefault(f"ours {dataset}-C ({model})", {})[method] = {c: s["mean"] for c, s in stats.items() if s}
+        accs = {cat: [100 * r.evals[suite]["summary"]["per_category"][cat] for r in runs
+                      if suite in r.evals and cat in r.evals[suite]["summary"].get("per_category", {})]
+                for cat in CATEGORIES}
+        if any(accs.values()):  # each category's seeds: the bar is their mean, the error bar their 95 % t-interval
+            ours.setdefault(f"ours {dataset}-C ({model})", {})[method] = {c: v for c, v in accs.items() if v}
     fig, axes = plt.subplots(1, len(panels) + len(ours), figsize=(5 * (len(panels) + len(ours)), 3.6), squeeze=False)
     for ax, (title, (label, _)) in zip(axes[0], panels.items(), strict=False):
         rows = _paper_rows(label)
@@ -121,24 +121,34 @@ def category_bars(groups: dict, out: Path) -> Path:
                     for cat, members in CATEGORIES.items()} for m in shown}
         _category_panel(ax, title, data)
     for ax, (title, data) in zip(axes[0][len(panels):], ours.items(), strict=False):
-        _category_panel(ax, title, dict(sorted(data.items(), key=lambda kv: _method_order(kv[0]))))
+        _category_panel(ax, title, dict(sorted(data.items(), key=lambda kv: _method_order(kv[0]))), seeds=True)
     return _save(fig, out)
 
 
 CORRUPTIONS_INDEX = {c: i for i, c in enumerate(CORRUPTIONS)}
 
 
-def _category_panel(ax, title: str, data: dict) -> None:
+def _category_panel(ax, title: str, data: dict, seeds: bool = False) -> None:
+    """One panel of bars per method and category; with ``seeds`` each value is a list of our seeds'
+    accuracies, drawn as their mean with the tables' spread, the 95 % t-interval of the mean (none
+    for one seed), so that a gap between methods can be read against the seed noise."""
     cats = list(CATEGORIES)
     width = 0.8 / max(len(data), 1)
     for i, (method, values) in enumerate(data.items()):
         name = method_label(method)
-        ax.bar(np.arange(len(cats)) + i * width, [values.get(c, np.nan) for c in cats], width, label=name,
-               color=METHOD_COLORS.get(name))
+        errors = None
+        if seeds:
+            stats = {c: interval(values[c]) for c in cats if values.get(c)}
+            heights = [stats[c]["mean"] if c in stats else np.nan for c in cats]
+            errors = [(stats[c]["half_width"] or 0.0) if c in stats else 0.0 for c in cats]
+        else:
+            heights = [values.get(c, np.nan) for c in cats]
+        ax.bar(np.arange(len(cats)) + i * width, heights, width, label=name, color=METHOD_COLORS.get(name),
+               yerr=errors, capsize=2 if seeds else 0)
     ax.set_xticks(np.arange(len(cats)) + 0.4 - width / 2, cats)
     ax.set_ylim(0, 100)
     ax.set_title(title, fontsize=9)
-    ax.set_ylabel("accuracy (%)")
+    ax.set_ylabel("accuracy (%), mean over seeds ± 95 % t-interval" if seeds else "accuracy (%)", fontsize=8)
     _legend_outside(ax, fontsize=7, ncol=2)
 
 

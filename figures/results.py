@@ -74,8 +74,8 @@ def _check_one_experiment(runs: list[Run]) -> None:
 
 def _read(path: Path, problems: list[str]) -> Any | None:
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as error:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:  # ValueError: JSONDecodeError and UnicodeDecodeError (not UTF-8)
         problems.append(f"`{path}`: unreadable or malformed JSON ({type(error).__name__}: {str(error)[:80]})")
         return None
 
@@ -106,7 +106,12 @@ def collect(root: str | Path) -> Results:
         metrics = []
         metrics_path = run_dir / "metrics.jsonl"
         if metrics_path.exists():
-            for line in metrics_path.read_text().splitlines():
+            try:
+                text = metrics_path.read_text(encoding="utf-8")
+            except (OSError, ValueError) as error:  # a file that is not UTF-8: named, not a bare codec error
+                results.problems.append(f"`{metrics_path}`: unreadable ({type(error).__name__}: {str(error)[:80]})")
+                text = ""
+            for line in text.splitlines():
                 try:
                     metrics.append(json.loads(line))
                 except ValueError:
@@ -120,4 +125,60 @@ def collect(root: str | Path) -> Results:
             if data is not None:
                 setattr(results, attr, (path, data))
                 break
+    _one_set_per_suite(results)
     return results
+
+
+def set_identity(record: dict) -> tuple[tuple[str, ...] | None, str | None]:
+    """What an evaluation was computed on: the names of its sets (the corruptions of a -C/-P suite)
+    and, where ``noisymix evaluate`` recorded it, the fingerprint of the data folder; ``None`` where
+    the record does not say."""
+    names = record.get("results")
+    if not isinstance(names, dict) or not names:
+        summary = record.get("summary")
+        names = summary.get("per_corruption") if isinstance(summary, dict) else None
+    fingerprint = record.get("data_fingerprint")
+    return (tuple(sorted(names)) if isinstance(names, dict) and names else None,
+            fingerprint if isinstance(fingerprint, str) else None)
+
+
+def _one_set_per_suite(results: Results) -> None:
+    """Seeds pool one suite's evaluations only when they were computed on the same set: the same
+    corruption names and, where recorded, the same data fingerprint.  A -C mean over 13 corruptions
+    averaged with one over 15, or two different Digits-C sets of one name, is no seed spread (issue
+    32).  The runs of the set most seeds were evaluated on are kept (ties: the first by path); the
+    others' evaluations of that suite are left out of the pooled cell, each named in the report."""
+    cells: dict[tuple[str, str, str], list[Run]] = defaultdict(list)
+    for run in results.runs:
+        cells[run.key].append(run)
+    for key, runs in sorted(cells.items()):
+        for suite in sorted({s for r in runs for s in r.evals}):
+            with_suite = [r for r in runs if suite in r.evals]
+            idents = {r.path: set_identity(r.evals[suite]) for r in with_suite}
+            by_names: dict[tuple[str, ...], list[Run]] = defaultdict(list)
+            for r in with_suite:
+                if idents[r.path][0] is not None:
+                    by_names[idents[r.path][0]].append(r)
+            # max keeps the first of a tie (path order); a record that does not name its sets is not told apart
+            names = max(by_names, key=lambda n: len(by_names[n])) if by_names else None
+            kept = [r for r in with_suite if idents[r.path][0] in (None, names)]
+            by_print: dict[str, list[Run]] = defaultdict(list)
+            for r in kept:
+                if idents[r.path][1] is not None:
+                    by_print[idents[r.path][1]].append(r)
+            fingerprint = max(by_print, key=lambda f: len(by_print[f])) if by_print else None
+            kept = [r for r in kept if idents[r.path][1] in (None, fingerprint)]
+            kept_paths = {r.path for r in kept}
+            for r in with_suite:
+                if r.path in kept_paths:
+                    continue
+                theirs, ours = idents[r.path], (names, fingerprint)
+                why = (f"{len(theirs[0] or ())} set(s) vs {len(ours[0] or ())}" + (
+                    f" (not in the others: {', '.join(sorted(set(theirs[0] or ()) - set(ours[0] or ()))[:3]) or '-'};"
+                    f" missing: {', '.join(sorted(set(ours[0] or ()) - set(theirs[0] or ()))[:3]) or '-'})")
+                       if theirs[0] != ours[0] else "another data_fingerprint (the set's files differ)")
+                results.problems.append(
+                    f"`{r.path}`: its `{suite}` evaluation is left out of {'/'.join(key)}: it was computed on "
+                    f"another set than the pooled seeds' ({', '.join(str(k.path) for k in kept[:3])}"
+                    f"{' ...' if len(kept) > 3 else ''}): {why}; evaluate every seed on one set")
+                del r.evals[suite]

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from fullscale.models import create_model
-from noisymix_infra.io import load_state_dict, read_json, read_state_dict
+from noisymix_infra.io import load_state_dict, printable, read_json, read_state_dict
 
 __all__ = ["append_metrics", "load_bare_model", "load_run_model", "read_metrics", "split_run_record"]
 
@@ -94,10 +94,11 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
         return []
     try:
         records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
-        raise ValueError(f"{path}: not JSON lines ({str(error).splitlines()[0] if str(error) else error!r})") from None
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError (a file that is not UTF-8): named, one line
+        raise ValueError(f"{printable(str(path))}: not JSON lines in UTF-8 "
+                         f"({str(error).splitlines()[0] if str(error) else error!r})") from None
     if not all(isinstance(r, dict) and isinstance(r.get("epoch"), int) for r in records):
-        raise ValueError(f"{path}: every line must be a JSON object with an integer 'epoch'")
+        raise ValueError(f"{printable(str(path))}: every line must be a JSON object with an integer 'epoch'")
     return records
 
 

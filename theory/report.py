@@ -261,8 +261,24 @@ def _method_and_runtime(timings: dict[str, float], seconds: float) -> list[str]:
     return lines
 
 
+#: how the failing as-printed lines are drawn: on top of the others (a corrected line that holds has
+#: nearly the same residual at small eps and hid them), dashed with dots, so they stay visible
+FAILING_STYLE = {"ls": (0, (4, 1.5)), "marker": "o", "ms": 3, "lw": 1.6, "zorder": 4}
+
+
 def convergence_figure(checks: list[Check]) -> bytes:
     """Log-log |residual| against eps, one panel per id, with reference slopes 1, 2, 3; PNG bytes."""
+    import matplotlib.pyplot as plt
+
+    fig = convergence_fig(checks)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def convergence_fig(checks: list[Check]):
+    """The matplotlib figure of ``convergence_figure`` (the caller closes it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -293,7 +309,11 @@ def convergence_figure(checks: list[Check]) -> bytes:
             ok = mag > 0
             color = colors[(c.form, c.verdict)]
             used.add((c.form, c.verdict))
-            ax.loglog(eps[ok], mag[ok], "-", color=color, alpha=0.75, lw=1.2)
+            label = f"{c.form.replace('_', ' ')}, {c.verdict}"
+            if (c.form, c.verdict) == ("as_printed", "fails"):
+                ax.loglog(eps[ok], mag[ok], color=color, label=label, **FAILING_STYLE)
+            else:
+                ax.loglog(eps[ok], mag[ok], "-", color=color, alpha=0.75, lw=1.2, zorder=2, label=label)
             negative = ok & (res < 0) if key == "thm3" else np.zeros_like(ok)
             if negative.any():
                 ax.loglog(eps[negative], mag[negative], "x", color=color, ms=5)
@@ -317,7 +337,10 @@ def convergence_figure(checks: list[Check]) -> bytes:
     for ax in list(axes.flat)[len(ids) :]:
         ax.axis("off")
     handles = [  # only the kinds of line drawn
-        plt.Line2D([], [], color=v, label=f"{k[0].replace('_', ' ')}, {k[1]}") for k, v in colors.items() if k in used
+        plt.Line2D([], [], color=v, label=f"{k[0].replace('_', ' ')}, {k[1]}",
+                   **({k2: v2 for k2, v2 in FAILING_STYLE.items() if k2 != "zorder"}
+                      if k == ("as_printed", "fails") else {}))
+        for k, v in colors.items() if k in used
     ]
     handles += [
         plt.Line2D([], [], color="gray", ls=s, label=f"slope {o}")
@@ -326,10 +349,7 @@ def convergence_figure(checks: list[Check]) -> bytes:
     fig.legend(handles=handles, loc="lower right", fontsize=8, frameon=False, ncol=2)
     fig.suptitle("NoisyMix theory: residual of each expansion against the exact loss", fontsize=11)
     fig.tight_layout(rect=(0, 0.03, 1, 0.96))
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    plt.close(fig)
-    return buffer.getvalue()
+    return fig
 
 
 def write_report(

@@ -11,13 +11,16 @@ import io
 import math
 from collections.abc import Sequence
 
+import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from toy.data import ToyData
 
-__all__ = ["BOUNDARY_PANEL", "DATA_FIGSIZE", "DPI", "plot_boundaries", "plot_data"]
+__all__ = ["BOUNDARY_PANEL", "DATA_FIGSIZE", "DPI", "boundaries_figure", "plot_boundaries", "plot_data"]
 
 DPI = 100
 DATA_FIGSIZE = (10.0, 5.0)
@@ -69,6 +72,13 @@ def plot_boundaries(fields: np.ndarray, axis: np.ndarray, data: ToyData, titles:
                     *, limit: float, suptitle: str, ncols: int = 3) -> bytes:
     """fig:toy_example: per scheme the probability field p(class 1 | x), its 0.5 contour and the
     test points.  ``fields`` is (n_schemes, n, n) on ``axis`` x ``axis`` (rows indexed by y)."""
+    return _png(boundaries_figure(fields, axis, data, titles, limit=limit, suptitle=suptitle, ncols=ncols))
+
+
+def boundaries_figure(fields: np.ndarray, axis: np.ndarray, data: ToyData, titles: Sequence[str],
+                      *, limit: float, suptitle: str, ncols: int = 3) -> Figure:
+    """The figure of ``plot_boundaries``, with one legend naming the point colours, the shading and
+    the contour (a reader cannot tell otherwise which class is which nor what the colour scale means)."""
     n = len(titles)
     if fields.shape[0] != n:
         raise ValueError(f"{fields.shape[0]} fields for {n} titles")
@@ -84,5 +94,14 @@ def plot_boundaries(fields: np.ndarray, axis: np.ndarray, data: ToyData, titles:
         _frame(ax, limit)
         ax.set_title(titles[k], fontsize=11)
     fig.suptitle(suptitle, fontsize=10)
-    fig.subplots_adjust(left=0.02, right=0.98, bottom=0.02, top=0.9, wspace=0.05, hspace=0.12)
-    return _png(fig)
+    shade = matplotlib.colormaps[_CMAP]
+    handles = [Line2D([], [], ls="", marker="o", ms=5, color=_COLORS[0], label="test point, class 0 (outside)"),
+               Line2D([], [], ls="", marker="o", ms=5, color=_COLORS[1], label="test point, class 1 (inside)"),
+               Patch(color=shade(0.15), alpha=0.6, label="shading: p(class 1 | x) low"),
+               Patch(color=shade(0.9), alpha=0.6, label="shading: p(class 1 | x) high"),
+               Line2D([], [], color="k", lw=1.2, label="p = 0.5 (decision boundary)")]
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1.0 - 0.45 / fig.get_figheight()),
+               ncol=3, fontsize=7, frameon=False)
+    fig.subplots_adjust(left=0.02, right=0.98, bottom=0.02, top=1.0 - 1.0 / fig.get_figheight(), wspace=0.05,
+                        hspace=0.12)
+    return fig
