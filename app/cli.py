@@ -21,8 +21,9 @@ import importlib
 import shlex
 import sys
 from collections.abc import Sequence
-from typing import NamedTuple, NoReturn
+from typing import NamedTuple
 
+from noisymix_infra.arguments import OneLineParser
 from noisymix_infra.threads import add_threads_argument, torch_threads
 
 __all__ = ["COMMANDS", "OneLineParser", "main"]
@@ -47,17 +48,6 @@ COMMANDS: dict[str, Command] = {
 
 _INPUT_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError,
                  PermissionError)
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (``noisymix CMD: error: ...``) with the way to
-    the usage, instead of the usage text and then the error; the subcommands' parsers inherit it."""
-
-    def error(self, message: str) -> NoReturn:
-        from noisymix_infra.io import printable
-
-        first = message.strip().splitlines()[0] if message.strip() else "bad arguments"
-        self.exit(2, f"{self.prog}: error: {printable(first)} (see {self.prog} --help)\n")
 
 
 def _parser(selected: str | None) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:

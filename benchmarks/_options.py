@@ -7,7 +7,8 @@ and a key it does not know is an error.  A hand-built ``argparse.Namespace`` onc
 three step figures failed while every test stayed green (issue 32).
 
 ``check(parser, options)`` is the same check for every benchmark's command line: a size, count or
-repeat below 1 (or below 0 where 0 means "the default", which the option's default says) and a
+repeat below 1 (or below 0 where 0 means "the default", which the option's default says), a number
+of seconds that is not positive (``--sleep-figure 0.5`` is fine; nan is not) and a
 device that is not here are refused in one line before any work.
 """
 
@@ -18,6 +19,8 @@ from types import ModuleType
 
 import torch
 
+from noisymix_infra.arguments import OneLineParser
+
 __all__ = ["check", "check_device", "options", "parser_for"]
 
 #: options whose 0 means something even though their default is not 0 (untimed calls first)
@@ -26,7 +29,7 @@ _ZERO_ALLOWED = {"warmup"}
 
 def parser_for(module: ModuleType, prog: str | None = None) -> argparse.ArgumentParser:
     """``module``'s own parser with the options ``noisymix bench`` adds to every benchmark."""
-    parser = argparse.ArgumentParser(prog=prog or f"noisymix bench {module.__name__}", add_help=prog is not None)
+    parser = OneLineParser(prog=prog or f"noisymix bench {module.__name__}", add_help=prog is not None)
     parser.add_argument("--out", default=None, help="write the result JSON here")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     module.add_arguments(parser)
@@ -73,9 +76,13 @@ def check(parser: argparse.ArgumentParser, namespace: argparse.Namespace) -> Non
         value = getattr(namespace, action.dest)
         if value is None:
             continue
+        name = action.option_strings[-1] if action.option_strings else action.dest
+        if action.type is float and action.default != 0:  # seconds or a rate: any positive value, 0.5 too
+            if not value > 0:  # also refuses nan
+                raise ValueError(f"{name} must be > 0, got {value}")
+            continue
         least = 0 if action.default == 0 or action.dest in _ZERO_ALLOWED else 1
-        if value < least:
-            name = action.option_strings[-1] if action.option_strings else action.dest
+        if not value >= least:
             shown = "0 (its default)" if least == 0 and action.default == 0 else str(least)
             raise ValueError(f"{name} must be >= {shown}, got {value}")
     if getattr(namespace, "device", None) is not None:

@@ -100,3 +100,34 @@ def test_bench_threads_times_each_policy_as_a_whole_process(tmp_path, capsys):
         (seconds,) = result["seconds"]["reproduce"][policy]["0"]
         assert seconds > 0
     assert "| reproduce | 0 |" in result["table"]
+
+
+def _float_options() -> list[tuple[str, str]]:
+    return [(name, option) for name, option, _ in _least_cases()
+            if any(a.type is float and option in a.option_strings
+                   for a in parser_for(importlib.import_module(BENCHMARKS[name]))._actions)]
+
+
+@pytest.mark.parametrize(("name", "option"), _float_options())
+def test_seconds_take_any_positive_value_and_refuse_nan(name, option):
+    """A float option (seconds, a rate) is not a count: 0.5 is fine, nan is refused like 0."""
+    from noisymix_benchmarks._options import check
+
+    parser = parser_for(importlib.import_module(BENCHMARKS[name]))
+    check(parser, parser.parse_args(["--device", "cpu", option, "0.5"]))
+    with pytest.raises(ValueError, match=f"{option} must be > 0, got nan"):
+        check(parser, parser.parse_args(["--device", "cpu", option, "nan"]))
+
+
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
+@pytest.mark.parametrize("before", [True, False], ids=["device-before-name", "device-after-name"])
+def test_every_benchmark_refuses_a_missing_cuda_device_before_any_work(name, before, capsys, monkeypatch):
+    import torch
+
+    if torch.cuda.device_count() > 7:
+        pytest.skip("this machine has a cuda:7")
+    monkeypatch.setattr(importlib.import_module(BENCHMARKS[name]), "run", lambda args: pytest.fail("it ran"))
+    argv = ["bench", "--device", "cuda:7", name] if before else ["bench", name, "--device", "cuda:7"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cuda:7" in err, err

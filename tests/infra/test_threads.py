@@ -122,7 +122,8 @@ def test_threads_beyond_the_machine_is_one_line_not_a_crash(tmp_path, capsys, on
     assert err.startswith("noisymix verify: error: --threads 99999 is more than") and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("argv", [["train", "--bogus"], ["evaluate"], ["train", "--threads", "two"], ["nonsense"]])
+@pytest.mark.parametrize("argv", [["train", "--bogus"], ["evaluate"], ["train", "--threads", "two"], ["nonsense"],
+                                  ["bench", "toy", "--", "--repeats-typo", "0"]])
 def test_argument_errors_are_one_line(capsys, argv):
     """The README promises one line on bad input: argparse's usage text is not printed before it."""
     with pytest.raises(SystemExit) as stop:
