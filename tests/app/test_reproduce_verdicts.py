@@ -1,0 +1,81 @@
+"""Issue 32, part 6: each claim's verdict is marked firm or fragile by the distance between its 95 %
+interval and the claim's boundary, against the largest paired-mean shift measured between two CPUs
+(``CROSS_MACHINE_MARGIN``); the summary promises only that (it said verdicts "should not" differ
+between CPUs, and on an Intel machine one did)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from noisymix_app.reproduce_summary import CROSS_MACHINE_MARGIN, _verdict, render, robustness
+
+
+def _claim(mean, half_width, threshold=0.0, statement="X is more robust than Baseline"):
+    d = {"mean": mean, "half_width": half_width, "mdd80": 1.0}
+    return {"id": "x", "statement": statement, "difference": d, "threshold": threshold,
+            "verdict": _verdict(d, threshold)}
+
+
+def test_the_margin_is_the_measured_shift():
+    # NoisyMix - AugMix, laptop plan, 9 seeds: +0.4 on AMD EPYC, -1.05 on Intel Xeon
+    assert CROSS_MACHINE_MARGIN == pytest.approx(0.4 - (-1.05))
+
+
+@pytest.mark.parametrize(("mean", "half_width", "threshold", "verdict", "firm"), [
+    (3.0, 1.0, 0.0, "holds", True),  # low end 2.0 above the boundary
+    (1.5, 0.9, 0.0, "holds", False),  # clears it by 0.6 only
+    (0.6, 1.2, -1.0, "holds", False),  # AugMix keeps clean accuracy on the Intel machine: 0.4 above -1
+    (-4.0, 1.0, 0.0, "fails", True),  # high end 3.0 below
+    (-1.0, 0.5, 0.0, "fails", False),  # high end 0.5 below
+    (0.0, 5.0, 0.0, "within noise", True),  # a shift of 1.45 reaches neither side
+    (-0.0, 1.25, -1.0, "within noise", False),  # AugMix keeps clean accuracy on AMD: -1.25 is 0.25 from -1
+    (0.4, 2.0, 0.0, "within noise", True),  # NoisyMix vs AugMix on AMD: [-1.6, +2.4], 1.6 from both sides
+    (-1.05, 1.2, 0.0, "within noise", False),  # ... on Intel: [-2.25, +0.15], 0.15 from holding
+])
+def test_firm_only_when_the_interval_is_beyond_the_margin_from_its_boundary(mean, half_width, threshold,
+                                                                            verdict, firm):
+    claim = _claim(mean, half_width, threshold)
+    assert claim["verdict"] == verdict
+    assert robustness(claim) is firm
+
+
+def test_margin_edges_and_no_interval():
+    # exactly the margin away is not more than it: fragile
+    assert robustness(_claim(3.0, 3.0 - 1.0, 0.0), margin=1.0) is False
+    assert robustness(_claim(3.0, 3.0 - 1.01, 0.0), margin=1.0) is True
+    assert robustness({"difference": {"mean": 1.0, "half_width": None}, "threshold": 0.0, "verdict": "x"}) is None
+    assert robustness({"difference": None, "threshold": 0.0, "verdict": "no paired runs"}) is None
+
+
+def _summary(claims, **extra):
+    return {"plan": {"seeds": [0, 1, 2], "description": "d", "methods": [], "dataset": "digits", "model": "m",
+                     "width": 8, "epochs": 1},
+            "git": {}, "corruptions": [15], "table": {}, "claims": claims, **extra}
+
+
+def test_each_claim_line_carries_its_mark_and_the_note_promises_only_what_holds():
+    claims = [_claim(3.0, 1.0, statement="A"), _claim(0.5, 0.4, statement="B"), _claim(1.0, None, statement="C")]
+    text = render(_summary(claims, machine={"versions": {"numpy": "2", "python": "3"}, "workers": 0}))
+    lines = {line.split(":")[0][2:]: line for line in text.splitlines() if line.startswith("- ")}
+    assert lines["A"].endswith("— **holds** (firm)")
+    assert lines["B"].endswith("— **holds** (fragile)")
+    assert lines["C"].endswith("— **not enough seeds**")
+    assert "should not" not in text and "any CPU" not in text
+    assert (f"Verdicts marked (fragile) have a 95 % interval within {CROSS_MACHINE_MARGIN:g} points of their "
+            "boundary") in text and "may change on another CPU" in text
+
+
+def test_a_summary_without_machine_records_still_explains_the_marks():
+    text = render(_summary([_claim(0.5, 0.4)]))
+    assert "(fragile)" in text and "Verdicts marked (fragile)" in text
+    assert "Verdicts marked" not in render(_summary([]))
+
+
+def test_the_committed_summary_still_renders():
+    """docs/reproduce-summary.json predates the per-step records: it renders, with the marks."""
+    committed = Path(__file__).resolve().parents[2] / "docs" / "reproduce-summary.json"
+    text = render(json.loads(committed.read_text()))
+    assert "**holds** (firm)" in text and "(fragile)" in text and "Made on: not recorded" in text
