@@ -201,8 +201,11 @@ def total_seconds(log: dict) -> float:
 
 
 def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: str | None = None,
-              fresh: bool = False, command: Callable[[list[str]], int] | None = None) -> dict:
+              fresh: bool = False, command: Callable[[list[str]], int] | None = None, threads: int = 0) -> dict:
     """Run every step of ``plan`` into ``out``; return (and write ``out/reproduce.json``) the log.
+
+    ``threads``: torch threads of each training run and its evaluations (0: decided as each run
+    starts, ``NOISYMIX_THREADS`` or the free cores; ``noisymix_infra.threads``).
 
     ``command`` runs one ``noisymix`` command line (verify, toy, corrupt, figures) and returns
     its exit status (default: the CLI front door in this process).  The training runs and their
@@ -264,7 +267,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
 
     try:
         states = run_local(runs, out, workers=plan.workers, retries=0, tabulate=False, retry_failed=True,
-                           threads=1 if plan.workers else 0, after_run=after_run,
+                           threads=1 if plan.workers else threads, after_run=after_run,
                            members=plan.members if not plan.workers else 1)
     finally:
         for spec in runs.runs:
@@ -400,7 +403,8 @@ def run(args: argparse.Namespace) -> int:
     _claim(Path(args.out))  # before the lock writes into it: not a run's or a -C set's folder
     with directory_lock(args.out, "reproducing"):
         try:
-            log = reproduce(PLANS[args.plan], args.out, data_root=args.data_root, fresh=args.fresh)
+            log = reproduce(PLANS[args.plan], args.out, data_root=args.data_root, fresh=args.fresh,
+                            threads=args.threads or 0)
         except RuntimeError as error:  # a failing step: named, in one line; what finished is kept
             print(f"noisymix reproduce: {error}; the finished steps are kept, rerun to continue "
                   f"(the step's log: `noisymix sweep status {args.out}`)", file=sys.stderr)

@@ -90,3 +90,24 @@ def test_a_resume_neither_retrains_nor_counts_a_stale_transfer_run(tmp_path, mon
     assert sweep.run_local(plan, out, workers=0, tabulate=False) == {"t": "stale"}
     assert not started and "is stale" in capsys.readouterr().err
     assert "stale: 1" in sweep.status_text(out) and "2/2 done" not in sweep.status_text(out)
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, 0), (0, 0), (3, 3)])
+def test_reproduce_passes_its_threads_to_each_run(tmp_path, monkeypatch, given, expected):
+    """`noisymix reproduce --threads N` holds every training run to N (the serial runner decides
+    threads per run, so the count must reach it; 0: per run, from the free cores)."""
+    import noisymix_app.reproduce as reproduce_module
+    from noisymix_app.cli import main
+
+    seen = {}
+
+    def fake(plan, out, **kwargs):
+        seen.update(kwargs)
+        return {"seconds": 0.0}
+
+    monkeypatch.setattr(reproduce_module, "reproduce", fake)
+    argv = ["reproduce", "--plan", "quick", "--out", str(tmp_path / "r")]
+    if given is not None:
+        argv += ["--threads", str(given)]
+    assert main(argv) == 0
+    assert seen["threads"] == expected
