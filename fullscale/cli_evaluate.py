@@ -39,7 +39,6 @@ from noisymix_infra.config import add_set_argument, apply_overrides
 from noisymix_infra.folder_kind import KINDS, folder_kind, require_kind
 from noisymix_infra.io import data_fingerprint, directory_lock, printable, read_json, sha256_file, write_json
 from noisymix_infra.provenance import provenance
-from noisymix_infra.threads import resolve_threads
 
 __all__ = ["add_arguments", "evaluate", "run"]
 
@@ -281,10 +280,6 @@ def _now() -> str:
 def run(args: argparse.Namespace) -> int:
     if args.out and not args.model:
         raise ValueError("--out is for a bare checkpoint (with --model); a run's results go to RUN/eval/")
-    if args.threads is None and resolve_threads(None) is None and str(args.device).startswith("cpu"):
-        # one torch thread on the CPU by default (the outer --threads context restores the count):
-        # the -C/-P suites are many small ops, and spinning OpenMP threads collapse on a busy machine
-        torch.set_num_threads(1)
     corruptions = tuple(c.strip() for c in args.corruptions.split(",") if c.strip()) if args.corruptions else None
     options = EvalOptions(batch_size=args.batch_size, workers=args.workers, rms_estimator=args.rms_estimator,
                           epsilons=_epsilons(args.epsilons), corruptions=corruptions, weather=args.weather,
