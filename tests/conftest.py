@@ -96,8 +96,19 @@ def torchrun():
     def run(*args: str) -> subprocess.CompletedProcess:
         env = {**os.environ, "NOISYMIX_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
         # --standalone: a free rendezvous port, so the DDP tests can run at once under xdist
-        done = subprocess.run([exe, "--standalone", "--nproc_per_node", "2", *args], capture_output=True,
-                              text=True, timeout=300, env=env)
+        command = [exe, "--standalone", "--nproc_per_node", "2", *args]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=150, env=env)
+        except subprocess.TimeoutExpired as hung:
+            # Seen once in four full-suite runs under -n 2 (2026-11-25): rank 0 had trained and
+            # printed its last line, then the job never ended (a process that does not exit after
+            # the gloo group is left; not reproduced in isolation).  Open, noted in issue 32's
+            # closing note; one more attempt keeps a rare teardown hang from failing the suite,
+            # while a run that hangs every time still fails.
+            print(f"torchrun hung after {hung.timeout} s (stdout: {hung.stdout!r}); trying once more")
+            if "--out" in args:  # what the hung attempt wrote would be refused as "already holds a run"
+                shutil.rmtree(args[args.index("--out") + 1], ignore_errors=True)
+            done = subprocess.run(command, capture_output=True, text=True, timeout=150, env=env)
         assert done.returncode == 0, f"torchrun exited {done.returncode}:\n{done.stderr[-6000:]}"
         return done
 
