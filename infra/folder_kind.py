@@ -85,9 +85,9 @@ def mark_folder(folder: str | os.PathLike[str], kind: str) -> None:
     from noisymix_infra.io import write_json  # io imports torch; this module stays light
 
     root = Path(folder)
-    if folder_kind(root) == _check_kind(kind) and (root / MARKER).is_file():
+    if (root / MARKER).is_file() and folder_kind(root) == _check_kind(kind):
         return
-    write_json(root / MARKER, {"kind": kind, "what": KINDS[kind]})
+    write_json(root / MARKER, {"kind": _check_kind(kind), "what": KINDS[kind]})
 
 
 def _describe(folder: Path, kind: str) -> str:
@@ -103,7 +103,8 @@ def claim_folder(folder: str | os.PathLike[str], kind: str) -> Path:
     found = folder_kind(root)
     if found is not None and found != _check_kind(kind):
         raise ValueError(f"{_describe(root, found)}, not {KINDS[kind]}; give another --out")
-    mark_folder(root, kind)
+    if found is None or not (root / MARKER).is_file():  # a marker of this kind is there already
+        mark_folder(root, kind)
     return root
 
 

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 
 from noisymix_app import sweep
 from noisymix_app.cli import main
-from noisymix_app.sweep_plan import EvalSpec, Plan, RunSpec
-from noisymix_infra.io import sha256_file
+from noisymix_app.sweep_plan import EvalSpec, RunSpec
 
 
 def _one_line_error(capsys) -> str:
@@ -77,21 +76,10 @@ def test_a_finished_attempt_clears_the_interrupted_attempts_error(tmp_path, monk
     assert not record.get("traceback") and not record.get("error") and not record.get("deterministic")
 
 
-def _finished_transfer_run(out, source):
-    run = out / "runs" / "t"
-    run.mkdir(parents=True)
-    (run / "final.pt").write_bytes(b"weights")
-    (run / "config.json").write_text(json.dumps({"config": {"source_weights": str(source)},
-                                                 "run": {"source_weights_sha256": sha256_file(source)}}))
-    plan = Plan("results_transfer", (RunSpec("t", "transfer-cifar10-noisymix", 0),))
-    sweep._write_plan(out, plan)
-    return plan.runs[0]
-
-
-def test_a_replaced_transfer_source_makes_its_run_stale(tmp_path):
+def test_a_replaced_transfer_source_makes_its_run_stale(tmp_path, finished_transfer_run):
     source = tmp_path / "source.pt"
     source.write_bytes(b"old source")
-    spec = _finished_transfer_run(tmp_path / "out", source)
+    spec = finished_transfer_run(tmp_path / "out", source).runs[0]
     assert sweep.run_state(tmp_path / "out", spec) == "done"
     source.write_bytes(b"new source, another model")
     assert sweep.run_state(tmp_path / "out", spec) == "stale"

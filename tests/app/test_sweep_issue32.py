@@ -5,8 +5,6 @@ threads again for each run."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from noisymix_app import sweep
@@ -14,7 +12,6 @@ from noisymix_app.cli import main
 from noisymix_app.sweep_plan import Plan, RunSpec
 from noisymix_infra import threads as threads_module
 from noisymix_infra.folder_kind import claim_folder, folder_kind
-from noisymix_infra.io import sha256_file
 
 
 def _plan(*names: str) -> Plan:
@@ -73,16 +70,12 @@ def test_run_local_does_not_claim_a_reproduce_folder_as_a_sweep(tmp_path, monkey
     claim_folder(tmp_path, "reproduce")  # and `noisymix reproduce` may still resume in it
 
 
-def test_a_resume_neither_retrains_nor_counts_a_stale_transfer_run(tmp_path, monkeypatch, capsys):
+def test_a_resume_neither_retrains_nor_counts_a_stale_transfer_run(tmp_path, monkeypatch, capsys,
+                                                                    finished_transfer_run):
     source = tmp_path / "source.pt"
     source.write_bytes(b"old source")
     out = tmp_path / "out"
-    run = out / "runs" / "t"
-    run.mkdir(parents=True)
-    (run / "final.pt").write_bytes(b"weights")
-    (run / "config.json").write_text(json.dumps({"config": {"source_weights": str(source)},
-                                                 "run": {"source_weights_sha256": sha256_file(source)}}))
-    plan = Plan("results_transfer", (RunSpec("t", "transfer-cifar10-noisymix", 0),))
+    plan = finished_transfer_run(out, source)
     started: list[str] = []
     monkeypatch.setattr(sweep, "execute_run", lambda spec, o, **kwargs: started.append(spec.name) or "done")
     assert sweep.run_local(plan, out, workers=0, tabulate=False) == {"t": "done"}
