@@ -40,6 +40,7 @@ is missing says so.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import math
@@ -317,12 +318,17 @@ def _figures(ctx: _Ctx) -> dict[str, Callable[[], dict]]:
 
 def _child(conn: Any, name: str, device: str, quick: bool, seeds: int, scale: float, sleep: float | None) -> None:
     """One figure in its own process, so that a deadline can stop it (a hung kernel included)."""
+    import os
+
+    os.setpgrp()  # its own process group: the deadline kills the figure's workers with it
     ctx = _Ctx(torch.device(device), quick, seeds, sleep)
     ctx.scale = scale
     if not ctx.cuda:  # the smoke run measures nothing on the CPU; one thread cannot oversubscribe a busy one
         torch.set_num_threads(1)
     try:
         record = _figures(ctx)[name]()
+    except ImportError as error:  # an optional extra that is not installed: a skip, not a failure
+        record = {"skipped": f"optional package missing: {str(error).splitlines()[0][:300]}"}
     except Exception as error:  # one figure's failure is a result, not the end of the run
         record = {"error": f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"}
     conn.send(record)
@@ -337,8 +343,9 @@ def _figure_in_child(name: str, ctx: _Ctx, deadline: float) -> dict:
 
     mp = multiprocessing.get_context("spawn")
     receive, send = mp.Pipe(duplex=False)
-    child = mp.Process(target=_child, args=(send, name, str(ctx.device), ctx.quick, ctx.seeds, ctx.scale, ctx.sleep),
-                       daemon=True)
+    # not a daemon: a daemonic process may not start the worker pools that the ImageNet loader's
+    # figure uses (seen on the H100); the ``finally`` below ends it and its process group instead
+    child = mp.Process(target=_child, args=(send, name, str(ctx.device), ctx.quick, ctx.seeds, ctx.scale, ctx.sleep))
     child.start()
     send.close()
     try:
@@ -353,9 +360,21 @@ def _figure_in_child(name: str, ctx: _Ctx, deadline: float) -> dict:
         return {"error": _died(child.exitcode)}
     finally:
         if child.is_alive():
-            child.kill()
+            _kill_group(child.pid)
         child.join()
         receive.close()
+
+
+def _kill_group(pid: int) -> None:
+    """Kill the figure's process and whatever it started (its own process group, ``_child``)."""
+    import os
+    import signal
+
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # the group is gone, or the child had not made it yet
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _died(code: int | None) -> str:

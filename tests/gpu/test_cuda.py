@@ -31,12 +31,14 @@ def test_digits_training_on_cuda_runs_and_lowers_the_loss(tmp_path):
     from fullscale.runs import load_run_model
     from fullscale.train import train
 
-    cfg = resolve_config("noisymix", ["dataset=digits", "width=8", "epochs=4", "batch_size=32",
-                                      "train_subset=256", "device=cuda"])
+    # 6 epochs of 512 images: on the CPU (seeds 0-2) the loss fell by 0.74-0.86; 4 epochs of 256
+    # (0.24 on the CPU) fell by only 0.125 on the H100, too close to noise for a test
+    cfg = resolve_config("noisymix", ["dataset=digits", "width=8", "epochs=6", "batch_size=32",
+                                      "train_subset=512", "device=cuda"])
     train(cfg, tmp_path / "r")
     records = [json.loads(line) for line in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
     ce = [r["cross_entropy"] for r in records]
-    assert len(ce) == 4 and all(map(math.isfinite, ce)) and ce[-1] < ce[0] - 0.15, ce
+    assert len(ce) == 6 and all(map(math.isfinite, ce)) and ce[-1] < ce[0] - 0.3, ce
     model, _ = load_run_model(tmp_path / "r", device="cuda")
     assert next(model.parameters()).is_cuda
 
