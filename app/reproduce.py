@@ -360,7 +360,7 @@ def _write_index(out: Path, plan: ReproducePlan, log: dict) -> None:
         f"**What this is:** {plan.description}. "
         + ("These are NOT the paper's numbers: the image experiment is a small-scale analogue "
            "(digits, reduced width, few epochs) that exercises the whole pipeline; compare "
-           "rankings and signs, not values." if plan.dataset == "digits" else ""),
+           "rankings and signs, not values." if plan.dataset.startswith("digits") else ""),
         "",
         "- Theorem checks: [theory/theory.md](theory/theory.md)",
         "- Toy experiment: [toy/toy.md](toy/toy.md)",

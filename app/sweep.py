@@ -52,6 +52,7 @@ import time
 import traceback
 from pathlib import Path
 
+from fullscale.data.registry import BUILT_IN
 from noisymix_app.sweep_plan import ANALOGUE, TABLES, EvalSpec, Plan, RunSpec, build_plan, config_identity
 from noisymix_infra.io import directory_lock, read_json, write_json, write_text
 from noisymix_infra.progress import progress
@@ -847,7 +848,7 @@ def check_inputs(plan: Plan) -> list[str]:
         except (ValueError, TypeError, KeyError, OSError) as error:
             add(f"run {spec.name}: {str(error).splitlines()[0] if str(error) else type(error).__name__}")
             continue
-        if cfg.dataset != "digits":  # digits comes with scikit-learn; every other data set is a folder
+        if cfg.dataset not in BUILT_IN:  # the digits come with scikit-learn; every other data set is a folder
             if not spec.data_root:
                 add(f"{cfg.dataset} runs need --data-root DIR (the {cfg.dataset} data; nothing is downloaded)")
             elif not Path(spec.data_root).is_dir():
@@ -885,7 +886,11 @@ def _write_plan(out: Path, plan: Plan) -> None:
 
 
 #: training images per epoch of each data set (the standard splits)
-_IMAGES = {"cifar10": 50_000, "cifar100": 50_000, "digits": 1_347, "imagenet": 1_281_167}
+_IMAGES = {"cifar10": 50_000, "cifar100": 50_000, "digits": 1_347, "digits16": 1_347, "imagenet": 1_281_167}
+#: the CPU cost of a digits16 step against a digits (32x32) step, stride-2 stem, width 16, batch 32:
+#: MEASURED, `noisymix bench train-step -- --width 16 --batch 32 --stem-stride 2 --size S` (0.033 s
+#: against 0.064 s a NoisyMix step, twice each, idle 2-core VM; benchmarks/RESULTS.md, issue 34)
+_CPU_SIDE_FACTOR = {"digits": 1.0, "digits16": 0.52}
 #: seconds per epoch per training view-image, by (model, device kind).  digits/CPU: MEASURED,
 #: benchmarks/RESULTS.md "Choosing the laptop protocol" (PreActResNet-18 width 16, batch 32, 2 threads:
 #: NoisyMix 4.9 s/epoch for 1,347 images x 3 views; 1.92 s/epoch with stem_stride=2); other widths
@@ -906,7 +911,7 @@ ESTIMATE_NOTE = "JSD methods count 3 views per image; evaluation not included"
 
 def estimate_source(plan) -> str:
     """Where the hours of ``plan``'s dry run come from: only the sources its rows use."""
-    digits = [spec.config().dataset == "digits" for spec in plan.runs]
+    digits = [spec.config().dataset in BUILT_IN for spec in plan.runs]
     parts = ([ESTIMATE_CPU] if any(digits) else []) + ([ESTIMATE_GPU] if not all(digits) else [])
     return f"device-hours: {'; '.join(parts)}; {ESTIMATE_NOTE}"
 
@@ -920,10 +925,11 @@ def estimate_hours(spec: RunSpec) -> float:
     cfg = spec.config()
     images = cfg.train_subset or _IMAGES.get(cfg.dataset, 50_000)
     views = get_method(cfg.method).views
-    key = "cpu" if cfg.dataset == "digits" else cfg.model
+    key = "cpu" if cfg.dataset in BUILT_IN else cfg.model
     per = _SECONDS_PER_VIEW_IMAGE.get(key, 1 / 5_000)
-    if cfg.dataset == "digits":
+    if cfg.dataset in BUILT_IN:
         per *= (cfg.width or 64) / _CPU_WIDTH / (_CPU_STEM_STRIDE_2_SPEEDUP if cfg.stem_stride == 2 else 1.0)
+        per *= _CPU_SIDE_FACTOR.get(cfg.dataset, 1.0)
     return images * views * cfg.epochs * per / 3600
 
 

@@ -128,9 +128,13 @@ def _tables() -> dict[str, TableSpec]:
         "ablation": TableSpec(
             "tab:ablation", ABLATION_ROWS, ("cifar100",), "ablation-{row}", cifar_suites, ("tab:ablation",),
             description="the ten switch combinations, WRN-28-4 on CIFAR-100"),
+        # the ImageNet runs fill the summary table and its three appendix tables; the calibration
+        # table reads the imagenet-r suite (ImageNet-R), the calibration suite the clean validation set
         "results_imagenet": TableSpec(
             "tab:results_imagenet", METHOD_ROWS, ("imagenet",), "imagenet-resnet50-{method}",
-            ("clean", "calibration", "imagenet-c", "imagenet-r", "imagenet-p"), (), gpus=8,
+            ("clean", "calibration", "imagenet-c", "imagenet-r", "imagenet-p"),
+            ("tab:results_imagenet", "tab:results_imagenet_c", "tab:results_imagenet_p",
+             "tab:results_imagenet_r_calibration"), gpus=8,
             description="ResNet-50 on ImageNet (one run on 8 GPUs)"),
         "results_transfer": TableSpec(
             "tab:results_transfer", TRANSFER_ROWS, ("cifar10", "cifar100"), "transfer-{dataset}-{method}",

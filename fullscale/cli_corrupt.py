@@ -30,6 +30,7 @@ import torch
 
 from fullscale.config import check_device_name, check_seed
 from fullscale.corruptions import PARAMS, find_frost_dir
+from fullscale.corruptions.registry import NATIVE_SIDE
 from fullscale.corruptions.writer import check_names, check_tree, default_names, write_imagenet_c, write_npy_set
 from fullscale.data import DATASETS, load_dataset
 from noisymix_infra.config import add_set_argument, apply_overrides
@@ -38,9 +39,26 @@ from noisymix_infra.io import directory_lock, printable, read_json, write_json
 
 # The manifest fields that decide the content of every file: a rerun must match them all.
 _IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_photographs",
-             "source_sha256")
+             "source_sha256", "pixel_scale")
+# identity fields that older manifests lack, with the value they were made with
+_IDENTITY_DEFAULTS = {"pixel_scale": 1.0}
 
-__all__ = ["THREADS", "CorruptOptions", "add_arguments", "run"]
+__all__ = ["THREADS", "CorruptOptions", "add_arguments", "pixel_scale_for", "resize_u8", "run"]
+
+
+def pixel_scale_for(side: int, params: str) -> float:
+    """The factor for the parameter table's lengths in pixels at images of ``side``: 1.0 at the
+    table's own side (CIFAR 32, ImageNet 224), else ``side / that``, rounded to 1e-6 so that a
+    manifest's value is stable."""
+    return 1.0 if side == NATIVE_SIDE[params] else round(side / NATIVE_SIDE[params], 6)
+
+
+def resize_u8(images: torch.Tensor, side: int) -> torch.Tensor:
+    """uint8 (N, 3, H, W) -> uint8 (N, 3, side, side), bilinear with antialiasing when shrinking
+    (a box-like prefilter, as PIL's resize), rounded."""
+    x = torch.nn.functional.interpolate(images.float(), size=(side, side), mode="bilinear", align_corners=False,
+                                        antialias=side < images.shape[-1])
+    return x.round_().clamp_(0, 255).to(torch.uint8)
 
 THREADS = 1
 """``--threads`` default: the work is many small tensor ops, and spinning OpenMP threads crawl
@@ -60,10 +78,14 @@ class CorruptOptions:
     frost_dir: str | None = None
     device: str = "cpu"
     limit: int = 0
+    size: int = 0
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
         check_seed(self.seed)
+        if not 0 <= self.size <= 4096:
+            raise ValueError(f"--size must be 0 (the data set's own side) or a side in pixels up to 4096, "
+                             f"got {self.size}")
         if self.limit < 0:  # images[:-5] would be every image but the last five, without a word
             raise ValueError(f"--limit must be 0 (every test image) or a positive count, got {self.limit}")
 
@@ -94,6 +116,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--limit", type=int, default=0,
                         help="the first N test images of a named data set only (0: all of them)")
+    parser.add_argument("--size", type=int, default=0,
+                        help="make the set at this side (the test images resized, antialiased; the parameter "
+                             "table's lengths in pixels scaled by side / the table's side, "
+                             "fullscale.corruptions.registry.PIXEL_FIELDS); 0: the data set's own side")
     add_set_argument(parser, "--set chunk=500 --set severities=1,3,5", "the options (CorruptOptions; after the flags)")
 
 
@@ -130,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
         if args.limit:
             raise ValueError("--limit takes the first N images of a named data set; a folder tree is made whole "
                              "(give a tree of the images wanted)")
+        if args.size not in (0, NATIVE_SIDE["imagenet"]):
+            raise ValueError(f"--size {args.size}: a folder tree is made at ImageNet-C's 224x224")
         # every image decoded (and hashed) once before the manifest: a bad one is refused with
         # nothing written, and a tree changed in place is another source (issue 32)
         count, source_sha256 = check_tree(args.dataset)
@@ -143,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
         if args.limit:
             images, labels = images[:args.limit], labels[:args.limit]
         params = args.params or "cifar"
+        if args.size and args.size != images.shape[-1]:
+            images = resize_u8(images, args.size)
         count, source = len(labels), data.source
         # the content of the source images, not their folder: the same count from another
         # --data-root (or a re-generated set) must not resume into this one (issue 23)
@@ -154,6 +184,9 @@ def run(args: argparse.Namespace) -> int:
         "count": count, "seed": args.seed,
         "chunk": args.chunk, "params": params, "severities": list(severities) if args.kind == "c" else None,
         "names": names, "skipped": skipped, "frost_photographs": frost,
+        "size": None if folder_tree else int(images.shape[-1]),
+        # the rows' lengths in pixels for images of this side (1.0: the table's own side)
+        "pixel_scale": 1.0 if folder_tree else pixel_scale_for(int(images.shape[-1]), params),
         "generator": "per chunk: crc32(f'{seed}:{name}:{severity}:{chunk index}')",
     }
     with directory_lock(out, "corrupting"):
@@ -165,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
                              chunk=args.chunk, frost_dir=args.frost_dir, device=args.device)
         else:
             write_npy_set(images, labels, args.kind, out, names, severities=severities, seed=args.seed,
-                          chunk=args.chunk, params=params, frost_dir=args.frost_dir, device=args.device)
+                          chunk=args.chunk, params=params, frost_dir=args.frost_dir, device=args.device,
+                          pixel_scale=manifest["pixel_scale"])
     if skipped:
         print(printable(skipped))
     print(f"wrote {printable(args.out)}")
@@ -185,7 +219,7 @@ def _merge_manifest(path: Path, new: dict) -> dict:
                          "(source_sha256 'folder:...'): its images cannot be told from the tree's today; "
                          "give another --out, or delete the old set and make it again")
     # frost photographs matter only where both runs made frost (a rerun may leave frost out)
-    differ = [k for k in _IDENTITY if old.get(k) != new[k]
+    differ = [k for k in _IDENTITY if old.get(k, _IDENTITY_DEFAULTS.get(k)) != new[k]
               and not (k == "frost_photographs" and None in (old.get(k), new[k]))]
     if differ:
         detail = ", ".join(f"{k}: stored {old.get(k)!r}, asked {new[k]!r}" for k in differ[:3])

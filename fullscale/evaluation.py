@@ -421,7 +421,7 @@ def _c_summary(ctx: Context, results: dict, names: tuple[str, ...], missing: lis
 
 
 #: the side of the images of the in-memory data sets (their -C sets must match it)
-_DATASET_SIZE = {"cifar10": 32, "cifar100": 32, "digits": 32}
+_DATASET_SIZE = {"cifar10": 32, "cifar100": 32, "digits": 32, "digits16": 16}
 
 
 def _check_resolution(ctx: Context, size: tuple[int, int], root: Path) -> None:
@@ -617,8 +617,8 @@ def imagenet_p(ctx: Context) -> Results:
 
 SUITES: dict[str, Callable[[Context], Results]] = {
     "clean": clean, "calibration": calibration, "fgsm": fgsm,
-    **{f"{d}-c": corrupted_npy for d in ("cifar10", "cifar100", "digits")},
-    **{f"{d}-p": perturbed_npy for d in ("cifar10", "cifar100", "digits")},
+    **{f"{d}-c": corrupted_npy for d in _DATASET_SIZE},
+    **{f"{d}-p": perturbed_npy for d in _DATASET_SIZE},
     "imagenet-c": imagenet_c, "imagenet-r": imagenet_r, "imagenet-p": imagenet_p,
 }
 #: suites whose partial results resume per corruption / perturbation

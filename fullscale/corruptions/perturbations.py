@@ -157,16 +157,17 @@ def _zoom_blur(x: Tensor, g: torch.Generator, centre: str = "reference") -> list
     return frames
 
 
-def _motion_blur(x: Tensor, g: torch.Generator) -> list[Tensor]:
+def _motion_blur(x: Tensor, g: torch.Generator, k: float = 1.0) -> list[Tensor]:
     angles = torch.zeros(x.shape[0])
-    return [_quantised(motion_blur(x, 6, 1.8, angles + (i - 20) * 9)) for i in range(21)]
+    radius = max(1, round(6 * k))
+    return [_quantised(motion_blur(x, radius, 1.8 * k, angles + (i - 20) * 9)) for i in range(21)]
 
 
-def _gaussian_blur(x: Tensor, g: torch.Generator) -> list[Tensor]:
-    return [gaussian_blur(x, 0.3 + 0.015 * i, truncate=7.0) for i in range(31)]
+def _gaussian_blur(x: Tensor, g: torch.Generator, k: float = 1.0) -> list[Tensor]:
+    return [gaussian_blur(x, (0.3 + 0.015 * i) * k, truncate=7.0) for i in range(31)]
 
 
-def _snow(x: Tensor, g: torch.Generator) -> list[Tensor]:
+def _snow(x: Tensor, g: torch.Generator, k: float = 1.0) -> list[Tensor]:
     """One snow layer per image (N(0.05, 0.3), zoomed 2x, below 0.5 cleared) falling along a
     motion blur whose angle turns by 4 degrees a frame (-150 .. -30)."""
     n, _, h, w = x.shape
@@ -178,7 +179,7 @@ def _snow(x: Tensor, g: torch.Generator) -> list[Tensor]:
     base = 0.85 * x + 0.15 * torch.maximum(x, grey * 1.5 + 0.5)
     frames = []
     for i in range(31):
-        moving = _quantised(motion_blur(layer, 10, 2, torch.full((n,), i * 4 - 150.0)))
+        moving = _quantised(motion_blur(layer, max(1, round(10 * k)), 2 * k, torch.full((n,), i * 4 - 150.0)))
         frames.append(base + moving + moving.flip(-1, -2))
     return frames
 
@@ -190,12 +191,12 @@ def _snow(x: Tensor, g: torch.Generator) -> list[Tensor]:
 EMPTY_SPATTER = ("black", "clean")
 
 
-def _spatter(x: Tensor, g: torch.Generator, empty: str = "black") -> list[Tensor]:
+def _spatter(x: Tensor, g: torch.Generator, empty: str = "black", k: float = 1.0) -> list[Tensor]:
     """Water drops (N(0.6, 0.265) blurred by 1.75, below 0.7 cleared) that run down the image:
     each frame convolves the layer's columns with (0.2, 0.8) (np.convolve 'same').  A frame whose
     water is empty is all black (``empty="black"``, the released files) or clean (``"clean"``)."""
     n, _, h, w = x.shape
-    liquid = gaussian_blur(0.6 + 0.265 * torch.randn((n, 1, h, w), generator=g, device=g.device).to(x), 1.75)
+    liquid = gaussian_blur(0.6 + 0.265 * torch.randn((n, 1, h, w), generator=g, device=g.device).to(x), 1.75 * k)
     liquid = torch.where(liquid < 0.7, torch.zeros_like(liquid), liquid)
     frames = []
     for _ in range(31):
@@ -210,7 +211,11 @@ def _spatter(x: Tensor, g: torch.Generator, empty: str = "black") -> list[Tensor
     return frames
 
 
-_TRANSLATE = [(1, 0, -(i - 7), 0, 1, 0) for i in range(16)]
+def _translations(k: float = 1.0) -> list[tuple[float, ...]]:
+    return [(1, 0, -(i - 7) * k, 0, 1, 0) for i in range(16)]
+
+
+_TRANSLATE = _translations()
 _ROTATE = [_rotation(i - 15) for i in range(31)]
 _SCALE = [(100 / (2 * i + 70), 0, 0, 0, 100 / (2 * i + 70), 0) for i in range(31)]
 _SHEAR = [_shear(i - 15) for i in range(31)]
@@ -248,17 +253,31 @@ _MODERN: dict[str, Sequence] = {
 }
 FRAMES = {"translate": 16, "motion_blur": 21}  # the rest have 31
 
+#: The perturbations with lengths in pixels, and the sequence at ``k`` times the 32x32 side of
+#: make_cifar_p.py (``pixel_scale``): translate's shifts, the blur sigmas, the motion-blur radii
+#: (rounded, at least 1) and spatter's blur.  The rest (noise, brightness, angles, zoom and scale
+#: factors, tilt, which is made at the image's own side) are relative to the image already.
+#: Reasoning as for the -C rows: ``fullscale.corruptions.registry.PIXEL_FIELDS``.
+PIXEL_SCALED: dict[str, Callable[[float], Sequence]] = {
+    "translate": lambda k: _geometric(_translations(k)),
+    "gaussian_blur": lambda k: (lambda x, g: _gaussian_blur(x, g, k)),
+    "motion_blur": lambda k: (lambda x, g: _motion_blur(x, g, k)),
+    "snow": lambda k: (lambda x, g: _snow(x, g, k)),
+}
+
 
 def perturbation_sequence(images_u8: Tensor, name: str, *, generator: torch.Generator,
                           params: str = "cifar", affine_centre: str = "reference",
-                          empty_spatter: str = "black") -> Tensor:
+                          empty_spatter: str = "black", pixel_scale: float = 1.0) -> Tensor:
     """uint8 (N, 3, H, W) -> uint8 (N, frames, 3, H, W): 31 frames (translate 16, motion blur 21).
 
     ``affine_centre`` is where rotate, scale, shear and zoom blur turn / scale about:
     ``"reference"`` (w / 2 + 0.5, h / 2 + 0.5) as torchvision 0.2-0.7 did when the released
     CIFAR-10-P was made, or ``"modern"`` (w / 2, h / 2), torchvision >= 0.8's centre.
     ``empty_spatter`` is spatter's frame where the water layer is empty: ``"black"`` as the
-    released files (the reference's 0 / 0), or ``"clean"`` (the image without water)."""
+    released files (the reference's 0 / 0), or ``"clean"`` (the image without water).
+    ``pixel_scale``: the sequence for images that many times make_cifar_p.py's 32x32 side
+    (``PIXEL_SCALED``; 1 is the published sequence)."""
     if name not in PERTURBATIONS:
         raise ValueError(f"unknown perturbation {name!r}; available: {', '.join(PERTURBATIONS)}")
     if params != "cifar":
@@ -270,10 +289,14 @@ def perturbation_sequence(images_u8: Tensor, name: str, *, generator: torch.Gene
         raise ValueError(f"affine_centre={affine_centre!r}: expected one of {', '.join(AFFINE_CENTRES)}")
     if empty_spatter not in EMPTY_SPATTER:
         raise ValueError(f"empty_spatter={empty_spatter!r}: expected one of {', '.join(EMPTY_SPATTER)}")
+    if not (isinstance(pixel_scale, float | int) and 0 < pixel_scale < 64):
+        raise ValueError(f"pixel_scale must be in (0, 64), got {pixel_scale!r}")
     table = _MODERN if affine_centre == "modern" and name in _MODERN else PERTURBATIONS
     x = images_u8.float() / 255
     if name == "spatter":
-        frames = _spatter(x, generator, empty_spatter)
+        frames = _spatter(x, generator, empty_spatter, pixel_scale)
+    elif pixel_scale != 1 and name in PIXEL_SCALED:
+        frames = PIXEL_SCALED[name](pixel_scale)(x, generator)
     else:
         frames = table[name](x, generator)
     return to_u8(torch.stack(frames, 1))

@@ -57,9 +57,59 @@ from fullscale.corruptions.noise import gaussian_noise, impulse_noise, shot_nois
 from fullscale.corruptions.weather import brightness, fog, frost, snow, spatter
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, category_of
 
-__all__ = ["CATEGORIES", "CORRUPTIONS", "EXTRA_CORRUPTIONS", "PARAMS", "SPECS", "CorruptionSpec", "corrupt", "to_u8"]
+__all__ = ["CATEGORIES", "CORRUPTIONS", "EXTRA_CORRUPTIONS", "NATIVE_SIDE", "PARAMS", "PIXEL_FIELDS", "SPECS",
+           "CorruptionSpec", "corrupt", "pixel_scaled", "to_u8"]
 
 PARAMS = ("cifar", "imagenet")
+#: the image side each parameter table was written for (make_cifar_c.py: 32; make_imagenet_c.py: 224)
+NATIVE_SIDE = {"cifar": 32, "imagenet": 224}
+
+#: The fields of each corruption's parameter row that are lengths in pixels (index -> "float" or
+#: "int"), and so must shrink with the image for a set at another side than the table's
+#: (``noisymix corrupt --size``; ``pixel_scaled``).  Everything else is already relative to the image
+#: and stays: noise levels and probabilities, blend weights, zoom factors (zoom blur, the snow
+#: layer's zoom), pixelate's resize factor, JPEG quality, contrast/brightness/saturation, and fog,
+#: whose plasma fractal is made at the image's own side.  Defocus blur stays too, although its
+#: radius is a length: the CIFAR rows' disks (radius 0.3-1.5) are already the pixel grid's
+#: smallest, and halved (radius < 1: the centre pixel alone) every severity became the identity
+#: (mean change 0.0-0.3 grey levels on the 16x16 digits, against 0.4-2.9 at 32x32; unscaled at
+#: 16x16: 1.3-10.5, twice CIFAR's blur relative to the image, in severity order).  Blur sigmas, glass blur's
+#: largest jump, motion-blur radii, the elastic field's amplitude, smoothness and affine jitter
+#: (written as multiples of 32 in the CIFAR rows), spatter's blur (and mud's, mode 1) and the frost
+#: photograph's shrink factor (so that a frost crystal covers the same fraction of the image) are
+#: lengths.  Integer fields round and keep at least 1 (a 1-pixel glass-blur jump on a 16x16 image
+#: is twice the reach of the CIFAR row's, the least a pixel permutation can do).  JPEG's 8x8 block
+#: is fixed by the format: at 16x16 it spans a quarter of the image (a stronger artefact per
+#: quality level; no row can undo that).
+PIXEL_FIELDS: dict[str, dict[int, str]] = {
+    "glass_blur": {0: "float", 1: "int"},
+    "motion_blur": {0: "int", 1: "float"},
+    "snow": {4: "int", 5: "float"},
+    "frost": {2: "float"},
+    "elastic_transform": {0: "float", 1: "float", 2: "float"},
+    "gaussian_blur": {"all": "float"},  # a bare sigma
+    "spatter": {2: "float"},  # (and index 4 in mud mode: below)
+}
+
+
+def pixel_scaled(name: str, row: Any, scale: float) -> Any:
+    """``name``'s parameter ``row`` for images ``scale`` times the side the table was written for:
+    the lengths in pixels (``PIXEL_FIELDS``) times ``scale``, the rest unchanged; ``scale == 1``
+    returns ``row`` itself (the published rows, bit for bit)."""
+    if scale == 1 or name not in PIXEL_FIELDS:
+        return row
+    if not (isinstance(scale, float | int) and 0 < scale < 64):
+        raise ValueError(f"pixel scale must be in (0, 64), got {scale!r}")
+    fields = PIXEL_FIELDS[name]
+    if "all" in fields:
+        return float(row) * scale
+    out = list(row)
+    pixel = dict(fields)
+    if name == "spatter" and out[5]:  # mud: index 4 is the mud mask's blur sigma
+        pixel[4] = "float"
+    for i, kind in pixel.items():
+        out[i] = max(1, round(out[i] * scale)) if kind == "int" else float(out[i]) * scale
+    return tuple(out)
 
 
 Corruption = Callable[[Tensor, Any, torch.Generator], Tensor]
@@ -145,13 +195,15 @@ if tuple(SPECS) != (*CORRUPTIONS, *EXTRA_CORRUPTIONS) or any(
 
 
 def corrupt(images_u8: Tensor, name: str, severity: int, *, generator: torch.Generator,
-            params: str = "cifar", frost_dir: str | None = None) -> Tensor:
+            params: str = "cifar", frost_dir: str | None = None, pixel_scale: float = 1.0) -> Tensor:
     """``name`` at ``severity`` (1..5) on uint8 images (N, 3, H, W) -> uint8 (N, 3, H, W), as the
     -C sets store them (the reference's ``np.uint8(...)``: truncation after clipping to [0, 1]).
 
     ``params``: ``"cifar"`` (make_cifar_c.py) or ``"imagenet"`` (make_imagenet_c.py) rows; the
-    images may have any size.  Randomness comes from ``generator`` only; the work runs on the
-    images' device (on the CPU in blocks of a few images, drawing block by block)."""
+    images may have any size; ``pixel_scale`` scales the rows' lengths in pixels for images of
+    another side than the table's (``pixel_scaled``; ``NATIVE_SIDE``).  Randomness comes from
+    ``generator`` only; the work runs on the images' device (on the CPU in blocks of a few images,
+    drawing block by block)."""
     if name not in SPECS:
         raise ValueError(f"unknown corruption {name!r}; available: {', '.join(SPECS)}")
     if not isinstance(severity, int) or not 1 <= severity <= 5:
@@ -164,7 +216,7 @@ def corrupt(images_u8: Tensor, name: str, severity: int, *, generator: torch.Gen
     if images_u8.shape[0] == 0:
         return images_u8.clone()
     spec = SPECS[name]
-    row = spec.row(params, severity)
+    row = pixel_scaled(name, spec.row(params, severity), pixel_scale)
     if name in ("jpeg_compression", "pixelate") and images_u8.device.type == "cpu":
         return pil_per_image(images_u8, name, row)
     n, _, h, w = images_u8.shape

@@ -82,8 +82,11 @@ def _complete(path: Path, shape: tuple[int, ...]) -> bool:
 
 def write_npy_set(images: torch.Tensor, labels: torch.Tensor, kind: str, out: str | Path, names: list[str], *,
                   severities: tuple[int, ...] = (1, 2, 3, 4, 5), seed: int = 0, chunk: int = 1000,
-                  params: str = "cifar", frost_dir: str | None = None, device: str = "cpu") -> list[str]:
-    """Write the ``.npy`` set of ``images`` (N, 3, H, W) uint8; returns the names written now."""
+                  params: str = "cifar", frost_dir: str | None = None, device: str = "cpu",
+                  pixel_scale: float = 1.0) -> list[str]:
+    """Write the ``.npy`` set of ``images`` (N, 3, H, W) uint8; returns the names written now.
+    ``pixel_scale``: the parameter rows' lengths in pixels scaled for images of another side than
+    the table's (``noisymix corrupt --size``)."""
     check_names(kind, names, frost_dir)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -99,23 +102,24 @@ def write_npy_set(images: torch.Tensor, labels: torch.Tensor, kind: str, out: st
             continue
         with atomic_write(target) as handle:
             np.lib.format.write_array_header_1_0(handle, {"descr": "|u1", "fortran_order": False, "shape": shape})
-            for block in _blocks(images, kind, name, severities, seed, chunk, params, frost_dir, device):
+            for block in _blocks(images, kind, name, severities, seed, chunk, params, frost_dir, device, pixel_scale):
                 handle.write(np.ascontiguousarray(block).tobytes())
         written.append(name)
     return written
 
 
 def _blocks(images: torch.Tensor, kind: str, name: str, severities: tuple[int, ...], seed: int, chunk: int,
-            params: str, frost_dir: str | None, device: str) -> Iterator[np.ndarray]:
+            params: str, frost_dir: str | None, device: str, pixel_scale: float = 1.0) -> Iterator[np.ndarray]:
     for severity in severities if kind == "c" else (0,):
         for index, start in enumerate(range(0, len(images), chunk)):
             batch = images[start:start + chunk].to(device)
             g = chunk_generator(seed, name, severity, index, device)
             if kind == "c":
-                y = corrupt(batch, name, severity, generator=g, params=params, frost_dir=frost_dir)
+                y = corrupt(batch, name, severity, generator=g, params=params, frost_dir=frost_dir,
+                            pixel_scale=pixel_scale)
                 yield y.permute(0, 2, 3, 1).cpu().numpy()
             else:
-                y = perturbation_sequence(batch, name, generator=g, params=params)
+                y = perturbation_sequence(batch, name, generator=g, params=params, pixel_scale=pixel_scale)
                 yield y.permute(0, 1, 3, 4, 2).cpu().numpy()
 
 

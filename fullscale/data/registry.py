@@ -6,10 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fullscale.data.cifar import read_cifar
-from fullscale.data.digits import load_digits32
+from fullscale.data.digits import load_digits
 from fullscale.data.imageset import ImageSet, Split
 
-__all__ = ["DATASETS", "load_dataset"]
+__all__ = ["BUILT_IN", "DATASETS", "load_dataset"]
 
 
 def _cifar(kind: str) -> Callable[[Split, Path | None], ImageSet]:
@@ -20,15 +20,20 @@ def _cifar(kind: str) -> Callable[[Split, Path | None], ImageSet]:
     return load
 
 
-def _digits(split: Split, root: Path | None) -> ImageSet:
-    return load_digits32(split)
+def _digits(side: int) -> Callable[[Split, Path | None], ImageSet]:
+    def load(split: Split, root: Path | None) -> ImageSet:
+        return load_digits(split, side)
+    return load
 
 
 DATASETS: dict[str, Callable[[Split, Path | None], ImageSet]] = {
     "cifar10": _cifar("cifar10"),
     "cifar100": _cifar("cifar100"),
-    "digits": _digits,
+    "digits": _digits(32),
+    "digits16": _digits(16),  # the main job's data: the same digits at a quarter of the pixels
 }
+#: the data sets that come with the package (no --data-root), and the side of their images
+BUILT_IN = {"digits": 32, "digits16": 16}
 
 
 def load_dataset(name: str, split: Split, root: str | Path | None = None) -> ImageSet:
