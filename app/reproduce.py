@@ -53,6 +53,10 @@ def _corrupted(plan: ReproducePlan, out: Path) -> Path:
     return out / "data" / f"{plan.dataset}-c"
 
 
+def _perturbed(plan: ReproducePlan, out: Path) -> Path | None:
+    return out / "data" / f"{plan.dataset}-p" if plan.perturbed_suite else None
+
+
 def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> tuple[list[_Step], _Step]:
     """The command steps before the runs (verify, toy, corrupt) and the one after (figures).
 
@@ -71,6 +75,13 @@ def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> tuple[list[
     steps.append(_Step("corrupt", ("corrupt", "--dataset", plan.dataset, "--kind", "c",
                                    "--out", str(corrupted), *root, *corruptions, "--seed", "0"),
                        corrupted / "labels.npy"))
+    perturbed = _perturbed(plan, out)
+    if perturbed is not None:  # the stability claims' -P set: the plan's perturbations of its first images
+        names = () if plan.perturbations is None else ("--corruptions", ",".join(plan.perturbations))
+        limit = ("--limit", str(plan.perturbed_limit)) if plan.perturbed_limit else ()
+        steps.append(_Step("corrupt-p", ("corrupt", "--dataset", plan.dataset, "--kind", "p", "--out", str(perturbed),
+                                         *root, *names, *limit, "--seed", "0"),
+                           perturbed / "labels.npy"))
     figures = _Step("figures", ("figures", "--results", str(out), "--out", str(out / "figures")),
                     out / "figures" / "REPORT.md")
     return steps, figures
@@ -81,7 +92,7 @@ def _runs(plan: ReproducePlan, out: Path, data_root: str | None):
     the plan's suites, the corrupted one reading this job's own -C set."""
     from noisymix_app.sweep_plan import plan_from_reproduce
 
-    return plan_from_reproduce(plan, _corrupted(plan, out), data_root=data_root)
+    return plan_from_reproduce(plan, _corrupted(plan, out), data_root=data_root, perturbed=_perturbed(plan, out))
 
 
 def _drop_other_plans_runs(log: dict, names: set[str], out: Path) -> None:
@@ -243,6 +254,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
         if _command_step(step, finished, [], command, log, log_path, started):
             rerun.append(_output_of(step))
     corrupted_changed = _corrupted(plan, out) in rerun
+    perturbed_changed = plan.perturbed_suite is not None and _perturbed(plan, out) in rerun
     for spec in runs.runs:
         run_dir = out / "runs" / spec.name
         if fresh and run_dir.exists():
@@ -255,6 +267,8 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
             continue
         if corrupted_changed:  # its -C evaluation read a set that was just made anew
             (run_dir / "eval" / f"{plan.corrupted_suite}.json").unlink(missing_ok=True)
+        if perturbed_changed:  # the same for the -P set
+            (run_dir / "eval" / f"{plan.perturbed_suite}.json").unlink(missing_ok=True)
     ran: list[str] = []
     pending = [spec.name for spec in runs.runs if run_state(out, spec) != "done"]
     print(f"reproduce: {len(runs.runs) - len(pending)} of {len(runs.runs)} runs already done; training and "

@@ -54,7 +54,10 @@ CLEAN_TOLERANCE = 1.0  # points of clean accuracy a method may lose and still "k
 # set's RMS error, averaged: fullscale.evaluation), the question the paper asks of ImageNet-R (issue 31)
 METRICS = (("clean", "clean", ("accuracy",)), ("corrupted", None, ("mean_accuracy",)),
            ("rms_calibration_error", "calibration", ("rms_calibration_error",)),
-           ("rms_calibration_error_corrupted", None, ("calibration", "rms_calibration_error")))
+           ("rms_calibration_error_corrupted", None, ("calibration", "rms_calibration_error")),
+           # the stability claims' figure: mean flip probability over the plan's -P sequences
+           # (the CIFAR-10-P tables' unnormalised "mFR"); PERTURBED: the plan's perturbed suite
+           ("flip_probability", "PERTURBED", ("mean_flip_probability",)))
 
 
 def _lookup(summary: dict, path: tuple[str, ...]) -> float | None:
@@ -76,6 +79,7 @@ def summarize(out: str | Path) -> dict:
     log = read_json(out / "reproduce.json")
     plan = log["plan"]
     suite = plan["corrupted_suite"]
+    files = {None: suite, "PERTURBED": plan.get("perturbed_suite")}
     values: dict[str, dict[str, dict[int, float]]] = {}
     n_corruptions = set()
     for method in plan["methods"]:
@@ -83,8 +87,9 @@ def summarize(out: str | Path) -> dict:
         for seed in plan["seeds"]:
             run = out / "runs" / f"{method}-seed{seed}" / "eval"
             for name, file, key in METRICS:
-                path = run / f"{file or suite}.json"
-                if path.exists():
+                stem = files.get(file, file)
+                path = run / f"{stem}.json"
+                if stem and path.exists():
                     record = read_json(path)
                     value = _lookup(record.get("summary", {}), key)
                     if value is None:  # an incomplete or foreign record: no number
@@ -207,6 +212,15 @@ def _claims(values: dict, methods: list[str]) -> list[dict]:
             d = paired(values["noisymix"]["corrupted"], values[m]["corrupted"])
             claims.append({"id": f"noisymix_beats_{m}", "statement": f"NoisyMix is more robust than {LABELS.get(m, m)}",
                            "difference": d, "threshold": 0.0, "verdict": _verdict(d, 0.0)})
+        # stability (the paper's CIFAR-P tables): a lower mean flip probability is better, so the
+        # difference is the other method's minus NoisyMix's, in points of probability
+        for m in (m for m in ("baseline", "augmix_jsd") if m in methods):
+            if values["noisymix"].get("flip_probability") and values[m].get("flip_probability"):
+                d = paired(values[m]["flip_probability"], values["noisymix"]["flip_probability"])
+                claims.append({"id": f"stable_noisymix_vs_{m}",
+                               "statement": f"NoisyMix flips less than {LABELS.get(m, m)} (mean flip probability on "
+                                            f"the perturbed sequences, {LABELS.get(m, m)}'s minus NoisyMix's)",
+                               "difference": d, "threshold": 0.0, "verdict": _verdict(d, 0.0)})
     return claims
 
 
@@ -245,6 +259,10 @@ def _duration(summary: dict) -> str:
     return f" ({steps})"
 
 
+def _has(summary: dict, column: str) -> bool:
+    return any(column in row for row in summary["table"].values())
+
+
 def render(summary: dict) -> str:
     """``SUMMARY.md``: the findings as Markdown (what the README includes between its markers)."""
     plan, git = summary["plan"], summary["git"]
@@ -260,11 +278,14 @@ def render(summary: dict) -> str:
              + f", {seeds} seed(s); the corrupted set has {n_c} corruption(s) × 5 severities. "
              "Mean ± 95 % t-interval over seeds (%).", "",
              "| method | clean | corrupted | RMS calibration error, clean test images | "
-             "RMS calibration error, corrupted sets |", "|---|---:|---:|---:|---:|"]
+             "RMS calibration error, corrupted sets |" + (" mean flip probability, perturbed sequences |"
+                                                          if _has(summary, "flip_probability") else ""),
+             "|---|---:|---:|---:|---:|" + ("---:|" if _has(summary, "flip_probability") else "")]
     for m in (m for m in plan["methods"] if m in summary["table"]):  # plan order (JSON sorts keys)
         row = summary["table"][m]
         lines.append(f"| {LABELS.get(m, m)} | {_fmt(row.get('clean'))} | {_fmt(row.get('corrupted'))} | "
-                     f"{_fmt(row.get('rms_calibration_error'))} | {_fmt(row.get('rms_calibration_error_corrupted'))} |")
+                     f"{_fmt(row.get('rms_calibration_error'))} | {_fmt(row.get('rms_calibration_error_corrupted'))} |"
+                     + (f" {_fmt(row.get('flip_probability'))} |" if _has(summary, "flip_probability") else ""))
     lines += ["", "Claims of the paper at this scale (paired difference over seeds, 95 % t-interval; "
               "*holds*: the interval is on the claimed side, *within noise*: it covers the boundary, "
               "*fails*: it is on the other side; MDD: the smallest difference detectable with 80 % power "

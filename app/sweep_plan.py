@@ -166,7 +166,10 @@ def _check_names(table: str, suite_roots: dict[str, str], sources: dict[str, str
     """Refuse a ``--suite-root`` of a suite the table does not evaluate and a ``--source`` of a row
     it does not have: silently ignored, they made a sweep report "0/0 runs done" (issue 23)."""
     if table == ANALOGUE:
-        suites, rows = {"digits-c"}, set()
+        from noisymix_app.plans import PLANS
+
+        laptop = PLANS["laptop"]
+        suites, rows = {laptop.corrupted_suite, *([laptop.perturbed_suite] if laptop.perturbed_suite else [])}, set()
     elif table in TABLES:
         spec = TABLES[table]
         suites = {t.format(dataset=d) for d in spec.datasets
@@ -200,8 +203,10 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
     if table == ANALOGUE:
         from noisymix_app.plans import PLANS
 
-        return plan_from_reproduce(PLANS["laptop"], suite_roots.get("digits-c"), seeds=seeds,
-                                   extra_overrides=overrides, data_root=data_root)
+        laptop = PLANS["laptop"]
+        return plan_from_reproduce(laptop, suite_roots.get(laptop.corrupted_suite), seeds=seeds,
+                                   extra_overrides=overrides, data_root=data_root,
+                                   perturbed=suite_roots.get(laptop.perturbed_suite or ""))
     if table not in TABLES:
         raise ValueError(f"unknown table {table!r}; known: {', '.join([*TABLES, ANALOGUE])}")
     spec = TABLES[table]
@@ -247,11 +252,20 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
 
 
 def plan_from_reproduce(plan: Any, corrupted: str | Path | None, *, seeds: Iterable[int] | None = None,
-                        extra_overrides: Iterable[str] = (), data_root: str | None = None) -> Plan:
+                        extra_overrides: Iterable[str] = (), data_root: str | None = None,
+                        perturbed: str | Path | None = None) -> Plan:
     """The training runs of a ``noisymix_app.reproduce.ReproducePlan``: method x seed, named
     ``<method>-seed<N>`` as ``noisymix reproduce`` always named them; its corrupted suite reads
-    ``corrupted`` (None: that suite is left out, with a note)."""
+    ``corrupted`` (None: that suite is left out, with a note), its perturbed suite ``perturbed``
+    for the plan's ``perturbed_methods`` only."""
     notes: list[str] = []
+    perturbed_evals: tuple[EvalSpec, ...] = ()
+    if plan.perturbed_suite:
+        if perturbed is None:
+            notes.append(f"suite {plan.perturbed_suite} left out: no --suite-root {plan.perturbed_suite}=DIR given "
+                         f"(make one with `noisymix corrupt --dataset {plan.dataset} --kind p --out DIR`)")
+        else:
+            perturbed_evals = (EvalSpec(plan.perturbed_suite, str(perturbed), plan.perturbations is not None),)
     evals = []
     for suite in plan.eval_suites:
         if suite != plan.corrupted_suite:
@@ -266,6 +280,7 @@ def plan_from_reproduce(plan: Any, corrupted: str | Path | None, *, seeds: Itera
     runs = []
     for seed in (plan.seeds if seeds is None else tuple(seeds)):
         for method in plan.methods:
-            runs.append(RunSpec(f"{method}-seed{seed}", method, seed, overrides, tuple(evals), 1,
+            wanted = perturbed_evals if method in plan.perturbed_methods else ()
+            runs.append(RunSpec(f"{method}-seed{seed}", method, seed, overrides, (*evals, *wanted), 1,
                                 (f"tab:results_cifar10 (small-scale analogue) {method}",), data_root))
     return Plan(ANALOGUE, tuple(runs), tuple(notes), ("tab:results_cifar10",), analogue=True)

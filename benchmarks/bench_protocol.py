@@ -71,7 +71,10 @@ def _timings(folder: Path) -> dict[str, dict[str, list[float]]]:
 
 
 def _point(folder: Path, epochs: int, workers: int) -> dict:
-    clean, corrupted = _values(folder, "clean", "accuracy"), _values(folder, "digits-c", "mean_accuracy")
+    from noisymix_app.plans import PLANS
+
+    suite = PLANS["laptop"].corrupted_suite
+    clean, corrupted = _values(folder, "clean", "accuracy"), _values(folder, suite, "mean_accuracy")
     timings = _timings(folder)
     methods = [m for m in METHODS if m in clean]
     per_seed_s = sum(sum(timings[m]["train"]) + sum(timings[m]["evaluate"]) for m in methods) / max(
@@ -121,10 +124,13 @@ def _suffix(overrides: list[str]) -> str:
 def run(args: argparse.Namespace) -> dict:
     grid = _grid(args.grid)  # before any work: a typo costs no corrupted set
     apply_overrides(TrainConfig(), args.overrides)  # the same: a bad --set is one line, now
+    from noisymix_app.plans import PLANS
+
+    laptop = PLANS["laptop"]  # the data and corrupted suite of the main job's plan
     work = Path(args.workdir).resolve()
-    corrupted = work / "digits-c"
+    corrupted = work / laptop.corrupted_suite
     if not (corrupted / "labels.npy").is_file():
-        _cli("corrupt", "--dataset", "digits", "--kind", "c", "--out", str(corrupted), "--seed", "0")
+        _cli("corrupt", "--dataset", laptop.dataset, "--kind", "c", "--out", str(corrupted), "--seed", "0")
     points = {}
     for width, epochs, batch in grid:
         folder = work / (f"w{width}-e{epochs}" + (f"-b{batch}" if batch else "") + _suffix(args.overrides))
@@ -133,7 +139,7 @@ def run(args: argparse.Namespace) -> dict:
              "--set", f"width={width}", "--set", f"epochs={epochs}",
              *(("--set", f"batch_size={batch}") if batch else ()),
              *(part for override in args.overrides for part in ("--set", override)),
-             "--suite-root", f"digits-c={corrupted}",
+             "--suite-root", f"{laptop.corrupted_suite}={corrupted}",
              "--out", str(folder))
         name = (f"width {width} x {epochs} epochs" + (f" x batch {batch}" if batch else "")
                 + "".join(f", {o}" for o in args.overrides))

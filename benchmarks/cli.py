@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, str] = {
     "evaluate": "noisymix_benchmarks.bench_evaluate",
     "gpu": "noisymix_benchmarks.bench_gpu",
     "imagenet-loader": "noisymix_benchmarks.bench_imagenet_loader",
+    "main-job": "noisymix_benchmarks.bench_main_job",
     "members": "noisymix_benchmarks.bench_members",
     "protocol": "noisymix_benchmarks.bench_protocol",
     "puzzlemix": "noisymix_benchmarks.bench_puzzlemix",

@@ -13,17 +13,20 @@ T80_DF2 = 1.0606601717798212  # Student t, 80 % quantile, 2 degrees of freedom (
 
 
 def _fake_folder(tmp_path, numbers):
-    """A reproduce folder with only the evaluation files: numbers[method] = [(clean, c, rms) per seed]."""
+    """A reproduce folder with only the evaluation files: numbers[method] = [(clean, c, rms[, flip]) per seed]."""
     out = tmp_path / "out"
     plan = dataclasses.replace(PLANS["laptop"], methods=tuple(numbers), seeds=(0, 1, 2))
     (out).mkdir()
     (out / "reproduce.json").write_text(json.dumps({"plan": dataclasses.asdict(plan), "steps": [], "seconds": 60}))
     for method, rows in numbers.items():
-        for seed, (clean, corrupted, rms) in enumerate(rows):
+        for seed, (clean, corrupted, rms, *flip) in enumerate(rows):
             ev = out / "runs" / f"{method}-seed{seed}" / "eval"
             ev.mkdir(parents=True)
             (ev / "clean.json").write_text(json.dumps({"summary": {"accuracy": clean}}))
-            (ev / "digits-c.json").write_text(json.dumps(
+            if flip:
+                (ev / f"{plan.perturbed_suite}.json").write_text(json.dumps(
+                    {"summary": {"mean_flip_probability": flip[0]}}))
+            (ev / f"{plan.corrupted_suite}.json").write_text(json.dumps(
                 {"summary": {"mean_accuracy": corrupted, "per_corruption": {f"c{i}": 0 for i in range(15)}}}))
             (ev / "calibration.json").write_text(json.dumps({"summary": {"rms_calibration_error": rms}}))
     return out
@@ -56,6 +59,23 @@ def test_intervals_and_verdicts_match_a_hand_computation(tmp_path):
     assert "15 corruption(s)" in text
     # the committed JSON renders to the same text (the README test relies on it)
     assert render(json.loads((out / "summary.json").read_text())) == text
+
+
+def test_stability_claims_compare_flip_probabilities_lower_is_better(tmp_path):
+    out = _fake_folder(tmp_path, {
+        "baseline": [(0.90, 0.70, 0.05, 0.040), (0.92, 0.71, 0.06, 0.050), (0.91, 0.72, 0.07, 0.045)],
+        "augmix_jsd": [(0.90, 0.75, 0.05, 0.020), (0.92, 0.76, 0.06, 0.021), (0.91, 0.77, 0.07, 0.019)],
+        "noisymix": [(0.90, 0.80, 0.10, 0.030), (0.89, 0.81, 0.10, 0.031), (0.90, 0.83, 0.10, 0.032)],
+    })
+    summary = write_summary(out, "laptop")
+    claims = {c["id"]: c for c in summary["claims"]}
+    # Baseline flips more (4.0, 5.0, 4.5 % against 3.0, 3.1, 3.2 %): differences 1.0, 1.9, 1.3 points
+    base = claims["stable_noisymix_vs_baseline"]
+    assert abs(base["difference"]["mean"] - (1.0 + 1.9 + 1.3) / 3) < 1e-9 and base["verdict"] == "holds"
+    # AugMix flips less than NoisyMix here: the claim fails
+    assert claims["stable_noisymix_vs_augmix_jsd"]["verdict"] == "fails"
+    text = (out / "SUMMARY.md").read_text()
+    assert "mean flip probability, perturbed sequences |" in text and "| 4.5 ± " in text
 
 
 def test_quick_plan_writes_the_summary_and_the_report_opens_with_it(tmp_path):
