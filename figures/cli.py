@@ -37,8 +37,11 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
     jobs = {
         "Robust accuracy on corrupted sets (fig:robust10vs100)":
             lambda: plots.robust_c_bars(groups, out / "robust_c.png"),
-        "Accuracy per corruption category (fig:imagenet_type, fig:cifar10_wrs_type)":
+        "Accuracy per corruption category, every -C set of ours and two of the paper's":
             lambda: plots.category_bars(groups, out / "categories.png"),
+        **{f"Accuracy per corruption category ({label})":
+           (lambda label=label: plots.category_figure(groups, label, out / f"{label.replace('fig:', '')}.png"))
+           for label in plots.CATEGORY_FIGURES},
         "ImageNet-C vs ImageNet-R (fig:robustCvsR)": lambda: plots.robust_c_vs_r(groups, out / "robust_c_vs_r.png"),
         "Toy accuracies, ours vs the paper (fig:toy_example)":
             lambda: plots.toy_bars(results.toy[1], out / "toy_accuracy.png") if results.toy else None,

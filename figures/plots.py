@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import shutil
 import textwrap
@@ -18,7 +19,8 @@ from noisymix_figures.tables import _method_order, paper_values, seed_stats
 from noisymix_infra.io import write_bytes
 from noisymix_infra.stats import interval
 
-__all__ = ["category_bars", "copy_figure", "corruption_examples", "robust_c_bars", "robust_c_vs_r", "toy_bars"]
+__all__ = ["CATEGORY_FIGURES", "category_bars", "category_figure", "copy_figure", "corruption_examples",
+           "robust_c_bars", "robust_c_vs_r", "toy_bars", "write_points"]
 
 _PAPER_TO_OURS = {k: v for k, v in METHOD_ROWS.items() if v}
 
@@ -152,21 +154,116 @@ def _category_panel(ax, title: str, data: dict, seeds: bool = False) -> None:
     _legend_outside(ax, fontsize=7, ncol=2)
 
 
+def write_points(out: Path, points: list[dict]) -> Path:
+    """The numbers a figure draws, beside its PNG (``<name>.csv``): one line per point or bar,
+    so that what a figure shows can be read (and tested) without the picture."""
+    fields = list(dict.fromkeys(k for p in points for k in p))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(points)
+    path = out.with_suffix(".csv")
+    write_bytes(path, buffer.getvalue().encode())
+    return path
+
+
+def _imagenet_points(groups: dict) -> list[dict]:
+    """Our ImageNet runs as (ImageNet-C, ImageNet-R) accuracy points: per (model, method), the
+    mean over the seeds evaluated on both suites."""
+    points = []
+    for (dataset, model, method), runs in groups.items():
+        pairs = [(100 * r.evals["imagenet-c"]["summary"]["mean_accuracy"],
+                  100 * r.evals["imagenet-r"]["summary"]["accuracy"]) for r in runs
+                 if dataset == "imagenet" and {"imagenet-c", "imagenet-r"} <= set(r.evals)
+                 and "mean_accuracy" in r.evals["imagenet-c"].get("summary", {})
+                 and "accuracy" in r.evals["imagenet-r"].get("summary", {})]
+        if pairs:
+            c, r = np.mean(pairs, axis=0)
+            points.append({"source": "ours", "method": method_label(method), "model": model, "seeds": len(pairs),
+                           "imagenet_c": round(float(c), 3), "imagenet_r": round(float(r), 3)})
+    return points
+
+
 def robust_c_vs_r(groups: dict, out: Path) -> Path:
-    """fig:robustCvsR: ImageNet-C vs ImageNet-R accuracy of ResNet-50s (the paper's table)."""
+    """fig:robustCvsR: ImageNet-C vs ImageNet-R accuracy of ResNet-50s, the paper's points
+    (tab:results_imagenet, filled) and our ImageNet runs' (open, mean over seeds); the numbers
+    drawn are written beside the PNG (``write_points``)."""
     rows = _paper_rows("tab:results_imagenet")
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
     markers = "osD^v<>PXh*"
+    points = []
     for k, (name, cells) in enumerate(rows.items()):  # a legend, not labels that collide on close points
         x, y = cells[1]["value"], cells[2]
         label = method_label(name)
-        ax.scatter(x, y, color=METHOD_COLORS.get(label, "tab:blue"), marker=markers[k % len(markers)], label=label)
-    _legend_outside(ax, fontsize=7, ncol=3)
-    ours = [(k, r) for k, r in groups.items() if k[1] == "resnet50"]
-    note = "ours: no ImageNet runs in these results" if not ours else "ours: see tables"
-    ax.set_title(f"ImageNet-C vs ImageNet-R, paper values ({note})", fontsize=8)
+        ax.scatter(x, y, color=METHOD_COLORS.get(label, "tab:blue"), marker=markers[k % len(markers)],
+                   label=f"{label} (paper)")
+        points.append({"source": "paper", "method": label, "model": "ResNet-50", "seeds": "",
+                       "imagenet_c": x, "imagenet_r": y})
+    ours = _imagenet_points(groups)
+    for k, point in enumerate(ours):
+        ax.scatter(point["imagenet_c"], point["imagenet_r"], facecolors="none", s=70, linewidths=1.6,
+                   edgecolors=METHOD_COLORS.get(point["method"], "black"), marker=markers[k % len(markers)],
+                   label=f"{point['method']} (ours, {point['model']}, {point['seeds']} seed(s))")
+    _legend_outside(ax, fontsize=7, ncol=2)
+    note = ("ours: no run evaluated on both imagenet-c and imagenet-r in these results" if not ours
+            else f"ours: open markers, {len(ours)} method(s), mean over seeds")
+    ax.set_title(f"ImageNet-C vs ImageNet-R; paper: filled markers\n{note}", fontsize=8)
     ax.set_xlabel("ImageNet-C accuracy (%)")
     ax.set_ylabel("ImageNet-R accuracy (%)")
+    write_points(out, points + ours)
+    return _save(fig, out)
+
+
+#: the paper's per-category figures: the table they average and the (dataset, model) of our runs
+CATEGORY_FIGURES: dict[str, tuple[str, str, str, str]] = {
+    "fig:imagenet_type": ("tab:results_imagenet_c", "imagenet", "resnet50", "ResNet-50, ImageNet-C"),
+    "fig:cifar10_wrs_type": ("tab:results_wrs_cifar10_c", "cifar10", "wrn28_4",
+                             "Wide-ResNet-28 (paper: \"WRN-28x2\"; ours: wrn28_4), CIFAR-10-C"),
+    "fig:cifar100_wrs_type": ("tab:results_wrs_cifar100_c", "cifar100", "wrn28_4",
+                              "Wide-ResNet-28 (paper: \"WRN-28x2\"; ours: wrn28_4), CIFAR-100-C"),
+}
+
+
+def category_figure(groups: dict, label: str, out: Path) -> Path:
+    """One of the paper's per-category figures (``CATEGORY_FIGURES``): the mean accuracy over the
+    corruptions of each group (noise, blur, weather, digital) per method, the paper's (every row
+    of its table, averaged as the caption says) beside our runs of the matching (dataset, model),
+    mean over seeds with the 95 % t-interval; without runs, the paper's panel alone, saying so.
+    The paper's rows its own table contradicts are named under its panel."""
+    from noisymix_figures.consistency import findings_for
+
+    source, dataset, model, what = CATEGORY_FIGURES[label]
+    rows = _paper_rows(source)
+    paper = {name: {cat: float(np.mean([_mean_of(cells[CORRUPTIONS_INDEX[c]]) for c in members]))
+                    for cat, members in CATEGORIES.items()} for name, cells in rows.items()}
+    suite = f"{dataset}-c"
+    ours: dict[str, dict[str, list[float]]] = {}
+    for (d, m, method), runs in groups.items():
+        if (d, m) != (dataset, model):
+            continue
+        accs = {cat: [100 * r.evals[suite]["summary"]["per_category"][cat] for r in runs
+                      if suite in r.evals and cat in r.evals[suite].get("summary", {}).get("per_category", {})]
+                for cat in CATEGORIES}
+        if any(accs.values()):
+            ours[method] = {c: v for c, v in accs.items() if v}
+    fig, axes = plt.subplots(1, 2 if ours else 1, figsize=(12 if ours else 7, 4), squeeze=False)
+    _category_panel(axes[0][0], f"paper: {what} ({source})", paper)
+    flagged = sorted({row for f in findings_for(source, paper_values()) for row in f.rows[source]})
+    points = [{"source": "paper", "method": method_label(name), "category": cat, "accuracy": round(v, 3), "seeds": ""}
+              for name, values in paper.items() for cat, v in values.items()]
+    if ours:
+        data = dict(sorted(ours.items(), key=lambda kv: _method_order(kv[0])))
+        _category_panel(axes[0][1], f"ours: {model} runs, suite {suite}", data, seeds=True)
+        points += [{"source": "ours", "method": method_label(m), "category": cat,
+                    "accuracy": round(float(np.mean(v)), 3), "seeds": len(v)}
+                   for m, values in data.items() for cat, v in values.items()]
+    title = f"Accuracy per corruption category ({label})" + (
+        "" if ours else f": paper values only, no runs of {dataset} / {model} with the {suite} suite in these results")
+    if flagged:
+        title += (f"\npaper rows with a note in {source} (the paper contradicts itself or renames them): "
+                  + ", ".join(flagged))
+    fig.suptitle(title, fontsize=9, y=1.04 if flagged else 0.98)
+    write_points(out, points)
     return _save(fig, out)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from noisymix_figures.coverage import coverage_section
 from noisymix_figures.results import Results
 from noisymix_figures.tables import Table
 from theory.results import checks_of, tally, tally_sentence
@@ -26,7 +27,7 @@ def _runs_section(results: Results) -> list[str]:
         devices = ",".join(sorted({str(r.config.get("device")) for r in runs}))
         suites = ", ".join(sorted({s for r in runs for s in r.evals}))
         lines.append(f"| {dataset} | {model} | {method} | {len(runs)} | {epochs} | {widths} | {devices} | {suites} |")
-    if any(d == "digits" for d, _, _ in results.groups()):
+    if any(d.startswith("digits") for d, _, _ in results.groups()):  # digits, digits16
         lines += ["", "**Scale.** The digits runs are a *small-scale analogue*: scikit-learn's 8x8 digits "
                   "upscaled to 32x32, a reduced-width PreActResNet-18 and a few epochs on a CPU, evaluated on our "
                   "own Digits-C. They exercise every step of the paper's pipeline; their numbers are not the "
@@ -51,10 +52,12 @@ def _agreement(tables: list[Table]) -> list[str]:
             ours = {r: v["ours"]["mean"] for r, v in pairs.items()}
             lines.append(f"**{table.title} — {col}** ({len(pairs)} methods with runs)")
             lines.append("")
-            rank_p = sorted(paper, key=paper.get, reverse=True)
-            rank_o = sorted(ours, key=ours.get, reverse=True)
-            lines.append(f"- ranking, paper: {' > '.join(rank_p)}")
-            lines.append(f"- ranking, ours:  {' > '.join(rank_o)}")
+            higher = not _lower_is_better(table, col)
+            rank_p = sorted(paper, key=paper.get, reverse=higher)
+            rank_o = sorted(ours, key=ours.get, reverse=higher)
+            order = "best first" + ("" if higher else ", lower is better")
+            lines.append(f"- ranking ({order}), paper: {' > '.join(rank_p)}")
+            lines.append(f"- ranking ({order}), ours:  {' > '.join(rank_o)}")
             rho = _spearman([rank_p.index(r) for r in pairs], [rank_o.index(r) for r in pairs])
             lines.append(f"- Spearman rank correlation: {rho:+.2f}; best method agrees: "
                          f"{'yes' if rank_p[0] == rank_o[0] else 'no'}")
@@ -73,6 +76,12 @@ def _agreement(tables: list[Table]) -> list[str]:
     if not found:
         lines += ["No paper table has at least two methods with our runs yet; nothing to compare.", ""]
     return lines
+
+
+def _lower_is_better(table: Table, column: str) -> bool:
+    """Flip rates and probabilities (the -P tables), mCE and calibration errors: lower is better
+    (the paper's arrows, where it prints them)."""
+    return "↓" in column or "mCE" in column or table.name.startswith(("results_imagenet_p", "results_cifar_p"))
 
 
 def _spearman(a: list[int], b: list[int]) -> float:
@@ -125,7 +134,8 @@ def write_report_text(results: Results, tables: list[Table], figures: dict[str, 
              "folder. Missing runs are shown as —.", ""]
     if provenance is not None:
         lines += [_provenance_line(provenance), ""]
-    lines += _runs_section(results) + _agreement(tables) + _theory_section(results) + _toy_section(results)
+    lines += _runs_section(results) + coverage_section(results, tables, out) + _agreement(tables)
+    lines += _theory_section(results) + _toy_section(results)
     lines += ["## Figures", ""]
     for title, path in figures.items():
         lines.append(f"### {title}" if path else f"### {title} — not drawn (no data)")

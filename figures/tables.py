@@ -2,22 +2,38 @@
 
 Which of our measurements fills which paper cell is data (``COMPARISONS``): a paper table, the
 (dataset, model) of our runs that reproduce it, and per column the metric.  Digits runs are shown
-as a *small-scale analogue* of the CIFAR-10 table, never as CIFAR numbers.
+as a *small-scale analogue* of the CIFAR-10 table, never as CIFAR numbers.  The four ImageNet tables
+read ``resnet50`` runs of ``dataset=imagenet``: ImageNet-P flip rates are normalised by AlexNet's
+flip probabilities (``noisymix_figures.alexnet``), mCE by its errors (``ALEXNET_ERR``), and the
+calibration table reads the ``imagenet-r`` suite (ImageNet-R, as the paper), not ``calibration``
+(the clean test split).  Where the paper contradicts itself, a table carries numbered footnotes
+(``noisymix_figures.consistency``); every calibration number of ours names its data.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from fullscale.vocabulary import ABLATION_ROWS, CORRUPTIONS, METHOD_ROWS, P_COLUMNS, TRANSFER_MODEL, TRANSFER_ROWS
+from fullscale.vocabulary import (
+    ABLATION_ROWS,
+    ALEXNET_ERR,
+    CORRUPTIONS,
+    METHOD_ROWS,
+    P_COLUMNS,
+    TRANSFER_MODEL,
+    TRANSFER_ROWS,
+)
+from noisymix_figures.alexnet import flip_rates, mean_flip_rate
+from noisymix_figures.consistency import findings_for
 from noisymix_figures.results import Run
 
-__all__ = ["COMPARISONS", "METHOD_ROWS", "Comparison", "Table", "build_tables", "paper_values", "seed_stats"]
+__all__ = ["COMPARISONS", "IMAGENET_MODEL", "METHOD_ROWS", "Comparison", "Table", "build_tables", "paper_values",
+           "seed_stats"]
 
 Metric = Callable[[Run], float | None]
 
@@ -47,15 +63,72 @@ def _flip(suite: str, name: str) -> Metric:
     return _at(suite, "results", name, "flip_probability")
 
 
+def _with_paren(metric: Metric, paren: Metric) -> Metric:
+    """``metric``, carrying ``paren``: the value the paper prints in parentheses beside it (the
+    mean without the noise corruptions of tab:results_imagenet); ours is shown the same way."""
+    metric.paren = paren  # type: ignore[attr-defined]
+    return metric
+
+
+def _imagenet_p_rates(run: Run) -> dict[str, float]:
+    """The run's ImageNet-P flip rates per paper column, normalised by AlexNet's flip
+    probabilities (``noisymix_figures.alexnet``), the weather column on the set it was evaluated on."""
+    record = run.evals.get("imagenet-p", {})
+    summary = record.get("summary", {}) if isinstance(record.get("summary"), dict) else {}
+    results = record.get("results", {})
+    return flip_rates(results if isinstance(results, dict) else {}, summary.get("weather_perturbation", "snow"))
+
+
+def _flip_rate(column: str) -> Metric:
+    """100 FR of one column of tab:results_imagenet_p."""
+    def metric(run: Run) -> float | None:
+        rate = _imagenet_p_rates(run).get(column)
+        return None if rate is None else 100 * rate
+    return metric
+
+
+def _mfr(no_noise: bool = False) -> Metric:
+    """100 mFR over the ten columns (``no_noise``: without the two noise columns); None unless all ten."""
+    def metric(run: Run) -> float | None:
+        value = mean_flip_rate(_imagenet_p_rates(run), no_noise=no_noise)
+        return None if value is None else 100 * value
+    return metric
+
+
+def _paper_mean(columns: tuple[int, ...]) -> Callable[[list], float | None]:
+    """The mean of a paper row's ``columns``, as the paper would print it beside them."""
+    def compute(cells: list) -> float | None:
+        values = [_paper_number(cells[i]) for i in columns if i < len(cells)]
+        return None if len(values) < len(columns) or None in values else float(np.mean(values))
+    return compute
+
+
+def _paper_mce(cells: list) -> float | None:
+    """mCE (%) of a paper row of 15 ImageNet-C accuracies: mean_c (100 - acc_c) / (100 E^AlexNet_c),
+    ``fullscale.metrics.mean_corruption_error`` on accuracies averaged over severities."""
+    accs = [_paper_number(c) for c in cells[:len(CORRUPTIONS)]]
+    if len(accs) < len(CORRUPTIONS) or None in accs:
+        return None
+    return float(100 * np.mean([(100 - a) / (100 * ALEXNET_ERR[c]) for a, c in zip(accs, CORRUPTIONS, strict=True)]))
+
+
 @dataclass(frozen=True)
 class Comparison:
-    """A paper table and where our matching numbers come from (one (dataset, model) per column)."""
+    """A paper table and where our matching numbers come from (one (dataset, model) per column).
+
+    ``extra``: columns the paper does not print, after its own, each with how the paper's value is
+    computed from its row (a mean of its columns, mCE) and ours in ``columns`` after the paper's."""
 
     label: str
     title: str
-    columns: tuple[tuple[str, str, Metric], ...]  # (dataset, model, metric) per paper column
+    columns: tuple[tuple[str, str, Metric], ...]  # (dataset, model, metric) per paper column, then per extra
     rows: dict[str, str | None]
     analogue: bool = False
+    extra: tuple[tuple[str, Callable[[list], float | None]], ...] = ()
+    unimplemented: str = "not implemented"  # what a row without a method is
+    # the file name when it is not the label's (a second analogue of one table); such a table is
+    # written only when runs of its own exist
+    name: str | None = None
 
 
 def _c_columns(dataset: str, model: str) -> tuple:
@@ -81,6 +154,36 @@ def _clean_c(model: str) -> tuple:
 _WRN = "wrn28_4"
 _WRN_NOTE = "paper's Wide-ResNet-28x2 rows; ours: wrn28_4 = WRN-28-4, dropout 0.1, the public code's model"
 
+#: the paper's ImageNet rows are ResNet-50s; ours are ``resnet50`` runs of ``dataset=imagenet``
+IMAGENET_MODEL = "resnet50"
+_IMAGENET_ROWS = {**METHOD_ROWS, "Baseline ResNet-50": "baseline"}  # tab:results_imagenet_r_calibration's name
+_PUBLIC = "a public checkpoint in the paper; not trained here"
+_IM = ("imagenet", IMAGENET_MODEL)
+_P_NOTE = ("flip rates FR = FP / FP(AlexNet), AlexNet's flip probabilities from Hendrycks & Dietterich (2019), "
+           "App. E (figures/alexnet_flip.json); the Snow column reads the set the run was evaluated on")
+_IMAGENET_COMPARISONS: tuple[Comparison, ...] = (
+    Comparison("tab:results_imagenet", f"ResNet-50 on ImageNet, ImageNet-C, ImageNet-R and ImageNet-P (mFR, %); "
+                                       f"in parentheses without the noise corruptions; ours: {IMAGENET_MODEL}",
+               ((*_IM, _summary("clean", "accuracy")),
+                (*_IM, _with_paren(_summary("imagenet-c", "mean_accuracy"),
+                                   _summary("imagenet-c", "mean_accuracy_no_noise"))),
+                (*_IM, _summary("imagenet-r", "accuracy")),
+                (*_IM, _with_paren(_mfr(), _mfr(no_noise=True)))), _IMAGENET_ROWS, unimplemented=_PUBLIC),
+    Comparison("tab:results_imagenet_c", f"ResNet-50, ImageNet-C accuracy per corruption (%), then the mean and "
+                                         f"mCE (AlexNet-normalised, %); ours: {IMAGENET_MODEL}",
+               (*_c_columns("imagenet", IMAGENET_MODEL), (*_IM, _summary("imagenet-c", "mean_accuracy")),
+                (*_IM, _summary("imagenet-c", "mce"))), _IMAGENET_ROWS,
+               extra=(("mean", _paper_mean(tuple(range(len(CORRUPTIONS))))), ("mCE", _paper_mce)),
+               unimplemented=_PUBLIC),
+    Comparison("tab:results_imagenet_p", f"ResNet-50, ImageNet-P {_P_NOTE}; ours: {IMAGENET_MODEL}",
+               (*((*_IM, _flip_rate(c)) for c in P_COLUMNS), (*_IM, _mfr())), _IMAGENET_ROWS, unimplemented=_PUBLIC),
+    Comparison("tab:results_imagenet_r_calibration",
+               f"Calibration on ImageNet-R (the renditions, logits of its 200 classes), not on the clean validation "
+               f"set: RMS calibration error (%, bins of 100) and AURRA (%); ours: {IMAGENET_MODEL}, suite imagenet-r",
+               ((*_IM, _summary("imagenet-r", "rms_calibration_error")), (*_IM, _summary("imagenet-r", "aurra"))),
+               _IMAGENET_ROWS, unimplemented=_PUBLIC),
+)
+
 COMPARISONS: tuple[Comparison, ...] = (
     Comparison("tab:results_cifar10", "PreActResNet-18 on CIFAR-10/100 (-C); ours: preactresnet18",
                _clean_c("preactresnet18"), METHOD_ROWS),
@@ -105,6 +208,13 @@ COMPARISONS: tuple[Comparison, ...] = (
                "paper's CIFAR-10 / CIFAR-10-C", (("digits", "preactresnet18", _summary("clean", "accuracy")),
                                                  ("digits", "preactresnet18", _summary("digits-c", "mean_accuracy"))),
                METHOD_ROWS, analogue=True),
+    # the main job's data since issue 34: the digits at 16x16 and their Digits-C
+    Comparison("tab:results_cifar10", "Small-scale analogue: Digits 16x16 / Digits-C 16x16 (ours: preactresnet18, "
+               "reduced) vs the paper's CIFAR-10 / CIFAR-10-C",
+               (("digits16", "preactresnet18", _summary("clean", "accuracy")),
+                ("digits16", "preactresnet18", _summary("digits16-c", "mean_accuracy"))),
+               METHOD_ROWS, analogue=True, name="results_cifar10_digits16_analogue"),
+    *_IMAGENET_COMPARISONS,
 )
 
 
@@ -150,11 +260,16 @@ class Table:
     header: list[str]
     rows: list[list[str]]
     numbers: dict  # {row: {column: {"paper": x, "ours": stats}}}, for the report
+    # footnotes: where the paper contradicts itself (``noisymix_figures.consistency``), marked [n] on their rows
+    notes: list[str] = field(default_factory=list)
 
     def markdown(self) -> str:
         lines = [f"### {self.title}", "", "| " + " | ".join(self.header) + " |",
                  "|" + "---|" * len(self.header)]
         lines += ["| " + " | ".join(r) + " |" for r in self.rows]
+        if self.notes:
+            lines += ["", "Where the paper contradicts itself (found by recomputing its printed numbers):", ""]
+            lines += [f"- {note}" for note in self.notes]
         return "\n".join(lines) + "\n"
 
     def latex(self) -> str:
@@ -163,38 +278,78 @@ class Table:
         cols = "l" + "c" * (len(self.header) - 1)
         body = [" & ".join(esc(c) for c in self.header) + " \\\\", "\\midrule"]
         body += [" & ".join(esc(c) for c in r) + " \\\\" for r in self.rows]
+        notes = "".join(f"\\par\\footnotesize {esc(n)}\n" for n in self.notes)
         return ("% " + self.title + "\n\\begin{tabular}{" + cols + "}\n\\toprule\n" + "\n".join(body)
-                + "\n\\bottomrule\n\\end{tabular}\n")
+                + "\n\\bottomrule\n\\end{tabular}\n" + notes)
+
+
+def _footnotes(label: str, paper: dict) -> tuple[dict[str, str], list[str]]:
+    """Row name -> its marks (" [1]", " [1, 3]") and the numbered notes of the paper's
+    contradictions that concern ``label`` (``noisymix_figures.consistency``)."""
+    marks: dict[str, list[int]] = {}
+    notes = []
+    for i, finding in enumerate(findings_for(label, paper), 1):
+        notes.append(f"[{i}] {finding.text}")
+        for row in finding.rows[label]:
+            marks.setdefault(row, []).append(i)
+    return {row: f" [{', '.join(map(str, ns))}]" for row, ns in marks.items()}, notes
+
+
+def _ours_text(stats: dict | None, paren: dict | None, with_paren: bool) -> str:
+    """Our cell as the paper prints it: "mean (min / max)", or with a parenthesised value
+    "mean (paren)" followed by the seeds' range of the mean in brackets."""
+    if not with_paren:
+        return _fmt(stats)
+    if stats is None:
+        return "—"
+    text = f"{stats['mean']:.1f} ({_fmt(paren, with_range=False)})"
+    return text + (f" [{stats['min']:.1f} / {stats['max']:.1f}]" if stats["n"] > 1 else "")
 
 
 def _compare(comp: Comparison, paper: dict, groups: dict) -> Table:
     table = paper[comp.label]
-    columns = table["columns"]
+    names = [*table["columns"], *(f"{name} (computed)" for name, _ in comp.extra)]
     header = ["Method"]
-    for col in columns[:len(comp.columns)]:
+    for col in names[:len(comp.columns)]:
         header += [f"{col} paper", "ours", "Δ"] if not comp.analogue else [f"{col} (paper)"]
     if comp.analogue:
         header += ["Digits (ours)", "Digits-C (ours)"]
+    marks, notes = _footnotes(comp.label, paper)
     rows, numbers = [], {}
     for name, cells in table["rows"]:
         method = comp.rows.get(name)
-        row, numbers[name] = [name if method else f"{name} (not implemented)"], {}
+        row = [(name if method else f"{name} ({comp.unimplemented})") + marks.get(name, "")]
+        numbers[name] = {}
         ours_cells = []
         for i, (dataset, model, metric) in enumerate(comp.columns):
             runs = groups.get((dataset, model, method), []) if method else []
             stats = seed_stats([v for v in (metric(r) for r in runs) if v is not None])
-            paper_cell = cells[i] if i < len(cells) else None
+            paren_metric = getattr(metric, "paren", None)
+            paren = None if paren_metric is None else seed_stats(
+                [v for v in (paren_metric(r) for r in runs) if v is not None])
+            n_paper = len(table["columns"])
+            if i < n_paper:
+                paper_cell = cells[i] if i < len(cells) else None
+            else:  # a column the paper does not print: computed from its row
+                paper_cell = comp.extra[i - n_paper][1](cells)
             p = _paper_number(paper_cell)
             numbers[name][header[1 + (i if comp.analogue else 3 * i)]] = {"paper": p, "ours": stats}
+            if paren_metric is not None:
+                numbers[name][header[1 + 3 * i]].update(paper_paren=_paren_of(paper_cell), ours_paren=paren)
             if comp.analogue:
                 row.append(_paper_text(paper_cell))
                 ours_cells.append(_fmt(stats))
             else:
                 delta = "—" if stats is None or p is None else f"{stats['mean'] - p:+.1f}"
-                row += [_paper_text(paper_cell), _fmt(stats), delta]
+                paper_text = _paper_text(paper_cell) if i < n_paper or p is None else f"{p:.1f}"
+                row += [paper_text, _ours_text(stats, paren, paren_metric is not None), delta]
         rows.append(row + ours_cells)
-    name = comp.label.replace("tab:", "") + ("_digits_analogue" if comp.analogue else "")
-    return Table(name, f"{comp.title} ({comp.label})", header, rows, numbers)
+    name = comp.name or comp.label.replace("tab:", "") + ("_digits_analogue" if comp.analogue else "")
+    return Table(name, f"{comp.title} ({comp.label})", header, rows, numbers, notes)
+
+
+def _paren_of(cell) -> float | None:
+    return cell.get("paren") if isinstance(cell, dict) else None
 
 
 def _ours_table(groups: dict) -> list[Table]:
@@ -204,13 +359,21 @@ def _ours_table(groups: dict) -> list[Table]:
     for (dataset, model, method), runs in groups.items():
         by_setting.setdefault((dataset, model), {})[method] = runs
     for (dataset, model), methods in by_setting.items():
+        # every calibration number names its data: the clean test split (suite calibration), the
+        # corrupted sets (the -C suite's pooled measure) or ImageNet-R
         metrics = [("clean", _summary("clean", "accuracy")),
                    (f"{dataset}-C", _summary(f"{dataset}-c", "mean_accuracy")),
                    (f"{dataset}-C w/o noise", _summary(f"{dataset}-c", "mean_accuracy_no_noise")),
                    *((f"-C {cat}", _category(f"{dataset}-c", cat)) for cat in ("noise", "blur", "weather", "digital")),
-                   ("RMS calib. err.", _summary("calibration", "rms_calibration_error")),
-                   ("ECE", _summary("calibration", "ece")),
+                   ("RMS calib. err. (clean test set)", _summary("calibration", "rms_calibration_error")),
+                   ("ECE (clean test set)", _summary("calibration", "ece")),
+                   (f"RMS calib. err. ({dataset}-C)", _at(f"{dataset}-c", "summary", "calibration",
+                                                          "rms_calibration_error")),
                    ("FGSM 8/255", _fgsm(8 / 255))]
+        if dataset == "imagenet":
+            metrics += [("mCE", _summary("imagenet-c", "mce")), ("ImageNet-R", _summary("imagenet-r", "accuracy")),
+                        ("RMS calib. err. (ImageNet-R)", _summary("imagenet-r", "rms_calibration_error")),
+                        ("AURRA (ImageNet-R)", _summary("imagenet-r", "aurra")), ("ImageNet-P mFR", _mfr())]
         header = ["Method", "seeds", "epochs", *(m for m, _ in metrics)]
         rows, numbers = [], {}
         for method, runs in sorted(methods.items(), key=lambda kv: _method_order(kv[0])):
@@ -250,7 +413,9 @@ def _method_order(method: str) -> tuple[int, str]:
 
 def build_tables(groups: dict) -> list[Table]:
     paper = paper_values()
-    tables = _ours_table(groups) + [_compare(c, paper, groups) for c in COMPARISONS]
+    settings = {key[:2] for key in groups}  # (dataset, model) of every run
+    tables = _ours_table(groups) + [_compare(c, paper, groups) for c in COMPARISONS
+                                    if c.name is None or any((d, m) in settings for d, m, _ in c.columns)]
     tables.append(transfer_table(paper, groups))
     tables.append(transfer_table(paper, groups, f"{TRANSFER_MODEL}-freeze4"))  # the fixed-feature variant
     covered = {c.label for c in COMPARISONS} | {TRANSFER_LABEL}
@@ -258,9 +423,10 @@ def build_tables(groups: dict) -> list[Table]:
         if label in covered:
             continue
         header = ["Row", *table["columns"]]
-        rows = [[name, *(_paper_text(c) for c in cells)] for name, cells in table["rows"]]
+        marks, notes = _footnotes(label, paper)
+        rows = [[name + marks.get(name, ""), *(_paper_text(c) for c in cells)] for name, cells in table["rows"]]
         tables.append(Table(label.replace("tab:", ""), f"{label} (paper values; no matching runs of ours)",
-                            header, rows, {}))
+                            header, rows, {}, notes))
     return tables
 
 
