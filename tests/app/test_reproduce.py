@@ -16,8 +16,8 @@ def test_quick_plan_runs_every_command_and_resumes(tmp_path, monkeypatch):
     assert steps[0] == "verify" and steps[1] == "toy" and steps[2] == "corrupt" and steps[-1] == "figures"
     assert any(s.startswith("train noisymix") for s in steps) and any("digits16-c" in s for s in steps)
     assert any("digits16-p" in s for s in steps) and "corrupt-p" in steps
-    for path in ("theory/theory.json", "toy/toy.json", "data/digits16-c/labels.npy", "data/digits16-p/labels.npy", "runs/noisymix-seed0/final.pt",
-                 "runs/baseline-seed0/eval/digits16-c.json",
+    for path in ("theory/theory.json", "toy/toy.json", "data/digits16-c/labels.npy", "data/digits16-p/labels.npy",
+                 "runs/noisymix-seed0/final.pt", "runs/baseline-seed0/eval/digits16-c.json",
                  "runs/noisymix-seed0/eval/digits16-p.json", "figures/REPORT.md", "REPORT.md"):
         assert (out / path).exists(), path
     report = (out / "figures" / "REPORT.md").read_text()
@@ -123,7 +123,8 @@ def test_another_plan_in_the_same_folder_reruns_the_steps_whose_arguments_differ
     # the training run has other arguments: rerun, and its evaluations and the figures with it
     assert sum(argv[0] == "train" for argv in calls) == 1
     # the baseline is one of the -P suite's methods: its clean, -C and -P evaluations
-    assert sum(argv[0] == "evaluate" for argv in calls) == len(quick.eval_suites) + ("baseline" in quick.perturbed_methods)
+    perturbed = "baseline" in quick.perturbed_methods
+    assert sum(argv[0] == "evaluate" for argv in calls) == len(quick.eval_suites) + perturbed
     assert ran[-1].startswith("figures")
     # the quick plan's NoisyMix run is not part of this plan: gone, so figures cannot report it
     assert not (out / "runs" / "noisymix-seed0").exists()
