@@ -43,6 +43,8 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
            (lambda label=label: plots.category_figure(groups, label, out / f"{label.replace('fig:', '')}.png"))
            for label in plots.CATEGORY_FIGURES},
         "ImageNet-C vs ImageNet-R (fig:robustCvsR)": lambda: plots.robust_c_vs_r(groups, out / "robust_c_vs_r.png"),
+        "Accuracy and calibration per corruption severity (ours; issue 31)":
+            lambda: plots.calibration_by_severity(groups, out / "calibration_by_severity.png"),
         "Toy accuracies, ours vs the paper (fig:toy_example)":
             lambda: plots.toy_bars(results.toy[1], out / "toy_accuracy.png") if results.toy else None,
         "Toy decision boundaries (fig:toy_example)":

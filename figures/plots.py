@@ -6,6 +6,7 @@ import csv
 import io
 import shutil
 import textwrap
+import warnings
 from pathlib import Path
 
 import matplotlib
@@ -19,8 +20,8 @@ from noisymix_figures.tables import _method_order, paper_values, seed_stats
 from noisymix_infra.io import write_bytes
 from noisymix_infra.stats import interval
 
-__all__ = ["CATEGORY_FIGURES", "category_bars", "category_figure", "copy_figure", "corruption_examples",
-           "robust_c_bars", "robust_c_vs_r", "toy_bars", "write_points"]
+__all__ = ["CATEGORY_FIGURES", "calibration_by_severity", "category_bars", "category_figure", "copy_figure",
+           "corruption_examples", "robust_c_bars", "robust_c_vs_r", "toy_bars", "write_points"]
 
 _PAPER_TO_OURS = {k: v for k, v in METHOD_ROWS.items() if v}
 
@@ -99,6 +100,71 @@ def robust_c_bars(groups: dict, out: Path) -> Path:
     ax.set_ylabel("robust accuracy (%)")
     ax.set_title("Robust accuracy on corrupted test sets (paper: hatched)")
     _legend_outside(ax, fontsize=8, ncol=2)
+    return _save(fig, out)
+
+
+#: the per-severity panels: (title, where the value is, scale); severity 0 is the clean test split
+_SEVERITY_PANELS = (("accuracy (%)", "accuracy", 100), ("RMS calibration error (%)", "rms_calibration_error", 100),
+                    ("mean confidence - accuracy (points; > 0 over-confident)", "confidence_gap", 100))
+
+
+def _severity_values(run, suite: str, key: str) -> list[float] | None:
+    """One run's value at severity 0 (the clean test split: the clean / calibration suites) to 5
+    (the -C suite's per-severity means over its corruptions), or None where it lacks any."""
+    record = run.evals.get(suite, {}).get("summary", {})
+    per = (record.get("calibration") or {}).get("per_severity", {})
+    results = run.evals.get(suite, {}).get("results", {})
+    if key == "accuracy":
+        clean = record.get("clean_accuracy")
+        corrupted = [float(np.mean([results[c][str(s)]["accuracy"] for c in results if str(s) in results[c]]))
+                     if results else None for s in range(1, 6)]
+    else:
+        clean = run.evals.get("calibration", {}).get("summary", {}).get(key)  # absent before issue 31: no point
+        corrupted = [per.get(str(s), {}).get(key) for s in range(1, 6)]
+    values = [clean, *corrupted]
+    return None if any(v is None for v in values[1:]) else [np.nan if v is None else float(v) for v in values]
+
+
+def calibration_by_severity(groups: dict, out: Path) -> Path | None:
+    """Accuracy, RMS calibration error and the signed confidence gap against corruption severity,
+    one line per method (mean over seeds, error bars: the 95 % t-interval), for every data set of
+    ours with a -C suite (issue 31): under-confidence shows as a gap below 0, over-confidence above.
+    Severity 0 is the clean test split; 1-5 average the -C suite's corruptions at that severity.
+    The data of every panel is named in its title.  None when no run has per-severity calibration."""
+    settings: dict[tuple[str, str], dict[str, list]] = {}
+    for (dataset, model, method), runs in groups.items():
+        suite = f"{dataset}-c"
+        rows = [[_severity_values(r, suite, key) for r in runs] for _, key, _ in _SEVERITY_PANELS]
+        if all(v is not None for v in rows[1]) and rows[1]:
+            settings.setdefault((dataset, model), {})[method] = rows
+    if not settings:
+        return None
+    fig, axes = plt.subplots(len(settings), 3, figsize=(15, 3.8 * len(settings)), squeeze=False)
+    points = []
+    for axes_row, ((dataset, model), methods) in zip(axes, sorted(settings.items()), strict=True):
+        for k, (ax, (title, key, scale)) in enumerate(zip(axes_row, _SEVERITY_PANELS, strict=True)):
+            for method in sorted(methods, key=_method_order):
+                values = np.array([v for v in methods[method][k] if v is not None]) * scale
+                if not len(values):
+                    continue
+                with warnings.catch_warnings():  # a severity no seed has (the clean RMS of a run without it)
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    mean = np.nanmean(values, 0)
+                errors = [interval(list(col[~np.isnan(col)]))["half_width"] or 0.0 if np.sum(~np.isnan(col)) > 1
+                          else 0.0 for col in values.T]
+                label = method_label(method)
+                ax.errorbar(range(6), mean, yerr=errors, marker="o", capsize=3, label=label,
+                            color=METHOD_COLORS.get(label))
+                points += [{"dataset": dataset, "model": model, "method": method, "measure": key, "severity": s,
+                            "mean": round(float(m), 4), "seeds": int(np.sum(~np.isnan(values[:, s])))}
+                           for s, m in enumerate(mean)]
+            if key == "confidence_gap":
+                ax.axhline(0, color="black", lw=0.8)
+            ax.set_xticks(range(6), ["clean", "1", "2", "3", "4", "5"])
+            ax.set_xlabel(f"severity ({dataset}-C; clean: the {dataset} test split)")
+            ax.set_title(f"{title}\n{dataset}, {model}", fontsize=9)
+        _legend_outside(axes_row[1], fontsize=8, ncol=4)
+    write_points(out.with_suffix(".csv"), points)
     return _save(fig, out)
 
 

@@ -303,7 +303,9 @@ def _calibration_summary(logits: Tensor, labels: Tensor, estimator: str) -> dict
     return {"accuracy": float(correct.mean()),
             "rms_calibration_error": rms_calibration_error(conf, correct, estimator=estimator),
             "ece": expected_calibration_error(conf, correct), "aurra": aurra(conf, correct),
-            "rms_estimator": estimator}
+            "rms_estimator": estimator,
+            # the sign RMS and ECE lack (> 0: over-confident), as every -C set records it (issue 31)
+            "mean_confidence": float(conf.mean()), "confidence_gap": float(conf.mean() - correct.mean())}
 
 
 def calibration(ctx: Context) -> Results:
