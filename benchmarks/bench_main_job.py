@@ -11,7 +11,8 @@ corrupted sets), the largest clean sd, and the verdicts of the claims both plans
 a changed verdict is listed, to be explained in writing).  Machine facts (CPU model, torch's kernel
 capability, load average before and after each plan) come with the numbers.
 
-``--plans REF,NEW`` (default ``laptop32,laptop``: the issue-22 plan and the 16x16 plan);
+``--plans REF,NEW`` (default ``laptop,digits16``: the main job's plan and the same protocol on the
+16x16 digits, issue 34);
 ``--quick`` runs ``quick,quick`` (the path end to end in seconds, for the tests).
 """
 
@@ -30,7 +31,7 @@ HEADLINE = "robust_noisymix"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--plans", default="laptop32,laptop", help="REFERENCE,NEW: two `noisymix reproduce` plans")
+    parser.add_argument("--plans", default="laptop,digits16", help="REFERENCE,NEW: two `noisymix reproduce` plans")
     parser.add_argument("--workdir", default="main-job", help="the reproduce folders (kept: a rerun resumes them)")
     parser.add_argument("--fresh", action="store_true", help="rerun both plans from scratch (the timing needs it)")
     parser.add_argument("--quick", action="store_true", help="--plans quick,quick (a smoke run of the path)")

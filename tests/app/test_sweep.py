@@ -182,10 +182,10 @@ def test_dry_run_lists_runs_with_gpu_hours(capsys):
 
 
 @pytest.mark.parametrize(("plan_name", "overrides", "seconds_per_epoch"), [
-    ("laptop32", (), 1.92),  # the issue-22 plan: width 16, stride-2 stem (RESULTS.md, NoisyMix 1.92 s/epoch)
-    ("laptop32", ("stem_stride=1",), 4.9),  # the public stem at width 16 (4.9 s/epoch)
-    ("laptop32", ("stem_stride=1", "width=8"), 4.9 / 2),  # linear in width
-    ("laptop", (), 1.92 * 0.52),  # the 16x16 digits: the measured step ratio (RESULTS.md, issue 34)
+    ("laptop", (), 1.92),  # the laptop plan: width 16, stride-2 stem (RESULTS.md, NoisyMix 1.92 s/epoch)
+    ("laptop", ("stem_stride=1",), 4.9),  # the public stem at width 16 (4.9 s/epoch)
+    ("laptop", ("stem_stride=1", "width=8"), 4.9 / 2),  # linear in width
+    ("digits16", (), 1.92 * 0.52),  # the 16x16 digits: the measured step ratio (RESULTS.md, issue 34)
 ])
 def test_digits_cpu_hours_are_the_measured_seconds_per_epoch(plan_name, overrides, seconds_per_epoch):
     """The dry run's CPU-hours of a digits NoisyMix run: epochs x the measured seconds per epoch

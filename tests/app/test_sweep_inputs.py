@@ -36,7 +36,7 @@ def test_the_dry_run_prints_the_plan_and_the_same_problem(capsys):
 
 def test_a_missing_suite_root_or_source_is_refused_up_front(tmp_path, capsys):
     assert main(["sweep", "digits_analogue", "--seeds", "1", "--out", str(tmp_path / "s"),
-                 "--suite-root", f"digits16-c={tmp_path / 'nowhere'}"]) == 2
+                 "--suite-root", f"digits-c={tmp_path / 'nowhere'}"]) == 2
     assert "no such folder" in _one_line_error(capsys)
     data = tmp_path / "cifar" / "cifar-10-batches-py"  # the batches are there (checked up front too)
     data.mkdir(parents=True)
