@@ -123,3 +123,21 @@ def test_the_duration_is_the_sum_of_the_steps_recorded_times_and_says_so():
     one_process = {"seconds": 600.0, "wall_seconds": 610.0, "machine": {"workers": 0}}
     assert _duration(one_process) == " (its steps took 10.0 min, the sum of each step's recorded time)"
     assert _duration({}) == ""
+
+
+def test_a_plan_without_baseline_claims_noisymix_beats_each_ablation_row(tmp_path):
+    """The ablation plan (tab:ablation: "all components are needed") has no Baseline: its claims
+    are NoisyMix against each row that drops a component."""
+    out = _fake_folder(tmp_path, {
+        "noisymix": [(0.90, 0.80, 0.1), (0.91, 0.81, 0.1), (0.90, 0.82, 0.1)],
+        # 2, 3, 3 points less robust: NoisyMix beats this row
+        "augmix_noise_jsd": [(0.90, 0.78, 0.1), (0.91, 0.78, 0.1), (0.90, 0.79, 0.1)],
+        # 1 point more robust at every seed: the claim fails for this row
+        "augmix_nfm": [(0.90, 0.81, 0.1), (0.91, 0.82, 0.1), (0.90, 0.83, 0.1)],
+    })
+    claims = {c["id"]: c for c in write_summary(out, "ablation")["claims"]}
+    assert set(claims) == {"noisymix_beats_augmix_noise_jsd", "noisymix_beats_augmix_nfm"}
+    assert claims["noisymix_beats_augmix_noise_jsd"]["verdict"] == "holds"
+    assert abs(claims["noisymix_beats_augmix_noise_jsd"]["difference"]["mean"] - 8 / 3) < 1e-9
+    assert claims["noisymix_beats_augmix_nfm"]["verdict"] == "fails"
+    assert "NoisyMix is more robust than AugMix + noise + JSD" in (out / "SUMMARY.md").read_text()
