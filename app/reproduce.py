@@ -254,7 +254,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
         if _command_step(step, finished, [], command, log, log_path, started):
             rerun.append(_output_of(step))
     corrupted_changed = _corrupted(plan, out) in rerun
-    perturbed_changed = plan.perturbed_suite is not None and _perturbed(plan, out) in rerun
+    perturbed_changed = _perturbed(plan, out) in rerun  # None (no -P suite) is never in it
     for spec in runs.runs:
         run_dir = out / "runs" / spec.name
         if fresh and run_dir.exists():

@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, METHOD_ROWS
+from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, METHOD_ROWS
 from noisymix_figures.tables import _method_order, paper_values, seed_stats
 from noisymix_infra.io import write_bytes
 from noisymix_infra.stats import interval
@@ -116,8 +116,10 @@ def _severity_values(run, suite: str, key: str) -> list[float] | None:
     results = run.evals.get(suite, {}).get("results", {})
     if key == "accuracy":
         clean = record.get("clean_accuracy")
-        corrupted = [float(np.mean([results[c][str(s)]["accuracy"] for c in results if str(s) in results[c]]))
-                     if results else None for s in range(1, 6)]
+        # the corruptions the calibration means average (fullscale.evaluation: the benchmark's, else all)
+        names = [c for c in results if c not in EXTRA_CORRUPTIONS] or list(results)
+        corrupted = [float(np.mean([results[c][str(s)]["accuracy"] for c in names if str(s) in results[c]]))
+                     if names else None for s in range(1, 6)]
     else:
         clean = run.evals.get("calibration", {}).get("summary", {}).get(key)  # absent before issue 31: no point
         corrupted = [per.get(str(s), {}).get(key) for s in range(1, 6)]
@@ -164,7 +166,7 @@ def calibration_by_severity(groups: dict, out: Path) -> Path | None:
             ax.set_xlabel(f"severity ({dataset}-C; clean: the {dataset} test split)")
             ax.set_title(f"{title}\n{dataset}, {model}", fontsize=9)
         _legend_outside(axes_row[1], fontsize=8, ncol=4)
-    write_points(out.with_suffix(".csv"), points)
+    write_points(out, points)
     return _save(fig, out)
 
 

@@ -208,7 +208,7 @@ COMPARISONS: tuple[Comparison, ...] = (
                "paper's CIFAR-10 / CIFAR-10-C", (("digits", "preactresnet18", _summary("clean", "accuracy")),
                                                  ("digits", "preactresnet18", _summary("digits-c", "mean_accuracy"))),
                METHOD_ROWS, analogue=True),
-    # the main job's data since issue 34: the digits at 16x16 and their Digits-C
+    # the digits at 16x16 and their Digits-C (`noisymix reproduce --plan digits16`, issue 34)
     Comparison("tab:results_cifar10", "Small-scale analogue: Digits 16x16 / Digits-C 16x16 (ours: preactresnet18, "
                "reduced) vs the paper's CIFAR-10 / CIFAR-10-C",
                (("digits16", "preactresnet18", _summary("clean", "accuracy")),

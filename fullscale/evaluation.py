@@ -41,6 +41,7 @@ from fullscale.data import (
     read_video_folders,
 )
 from fullscale.data.imagenet import read_val_folder
+from fullscale.data.registry import IMAGE_SIDE
 from fullscale.metrics import (
     accuracy,
     aurra,
@@ -422,8 +423,8 @@ def _c_summary(ctx: Context, results: dict, names: tuple[str, ...], missing: lis
     return summary
 
 
-#: the side of the images of the in-memory data sets (their -C sets must match it)
-_DATASET_SIZE = {"cifar10": 32, "cifar100": 32, "digits": 32, "digits16": 16}
+#: the side of the images of the in-memory data sets (their -C sets must match it): the data registry's
+_DATASET_SIZE = IMAGE_SIDE
 
 
 def _check_resolution(ctx: Context, size: tuple[int, int], root: Path) -> None:

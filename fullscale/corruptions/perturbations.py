@@ -31,6 +31,7 @@ from fullscale.corruptions._filters import (
     warp,
     zoom_about_centre,
 )
+from fullscale.corruptions.registry import check_pixel_scale
 from fullscale.corruptions.weather import water
 
 __all__ = ["AFFINE_CENTRES", "EMPTY_SPATTER", "FRAMES", "PERTURBATIONS",
@@ -289,8 +290,7 @@ def perturbation_sequence(images_u8: Tensor, name: str, *, generator: torch.Gene
         raise ValueError(f"affine_centre={affine_centre!r}: expected one of {', '.join(AFFINE_CENTRES)}")
     if empty_spatter not in EMPTY_SPATTER:
         raise ValueError(f"empty_spatter={empty_spatter!r}: expected one of {', '.join(EMPTY_SPATTER)}")
-    if not (isinstance(pixel_scale, float | int) and 0 < pixel_scale < 64):
-        raise ValueError(f"pixel_scale must be in (0, 64), got {pixel_scale!r}")
+    check_pixel_scale(pixel_scale)
     table = _MODERN if affine_centre == "modern" and name in _MODERN else PERTURBATIONS
     x = images_u8.float() / 255
     if name == "spatter":

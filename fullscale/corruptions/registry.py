@@ -58,7 +58,7 @@ from fullscale.corruptions.weather import brightness, fog, frost, snow, spatter
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, category_of
 
 __all__ = ["CATEGORIES", "CORRUPTIONS", "EXTRA_CORRUPTIONS", "NATIVE_SIDE", "PARAMS", "PIXEL_FIELDS", "SPECS",
-           "CorruptionSpec", "corrupt", "pixel_scaled", "to_u8"]
+           "CorruptionSpec", "check_pixel_scale", "corrupt", "pixel_scaled", "to_u8"]
 
 PARAMS = ("cifar", "imagenet")
 #: the image side each parameter table was written for (make_cifar_c.py: 32; make_imagenet_c.py: 224)
@@ -87,7 +87,7 @@ PIXEL_FIELDS: dict[str, dict[int, str]] = {
     "snow": {4: "int", 5: "float"},
     "frost": {2: "float"},
     "elastic_transform": {0: "float", 1: "float", 2: "float"},
-    "gaussian_blur": {"all": "float"},  # a bare sigma
+    "gaussian_blur": {0: "float"},  # a bare sigma (a row of one number)
     "spatter": {2: "float"},  # (and index 4 in mud mode: below)
 }
 
@@ -98,18 +98,21 @@ def pixel_scaled(name: str, row: Any, scale: float) -> Any:
     returns ``row`` itself (the published rows, bit for bit)."""
     if scale == 1 or name not in PIXEL_FIELDS:
         return row
-    if not (isinstance(scale, float | int) and 0 < scale < 64):
-        raise ValueError(f"pixel scale must be in (0, 64), got {scale!r}")
-    fields = PIXEL_FIELDS[name]
-    if "all" in fields:
-        return float(row) * scale
-    out = list(row)
-    pixel = dict(fields)
+    check_pixel_scale(scale)
+    scalar = not isinstance(row, tuple)
+    out = [row] if scalar else list(row)
+    pixel = dict(PIXEL_FIELDS[name])
     if name == "spatter" and out[5]:  # mud: index 4 is the mud mask's blur sigma
         pixel[4] = "float"
     for i, kind in pixel.items():
         out[i] = max(1, round(out[i] * scale)) if kind == "int" else float(out[i]) * scale
-    return tuple(out)
+    return out[0] if scalar else tuple(out)
+
+
+def check_pixel_scale(scale: float) -> None:
+    """A pixel scale (``pixel_scaled``, the -P sequences'): a positive factor below 64."""
+    if not (isinstance(scale, float | int) and 0 < scale < 64):
+        raise ValueError(f"pixel scale must be in (0, 64), got {scale!r}")
 
 
 Corruption = Callable[[Tensor, Any, torch.Generator], Tensor]

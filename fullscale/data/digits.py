@@ -3,9 +3,9 @@
 1,797 greyscale 8x8 images (values 0-16) of 10 classes, shipped inside scikit-learn, so
 no download is needed.  They are upscaled bilinearly to 32x32 (``digits``), scaled to 0-255 and
 repeated over three channels, so every CIFAR model, augmentation and corruption applies unchanged.
-``digits16`` is the same at 16x16: a quarter of the pixels for the same 8x8 of information, the
-main job's data (issue 34; its -C/-P sets scale the CIFAR rows' lengths in pixels by 1/2,
-``fullscale.corruptions.registry.PIXEL_FIELDS``).
+``digits16`` is the same at 16x16: a quarter of the pixels for the same 8x8 of information (issue
+34: measured as a cheaper main job and not taken, benchmarks/RESULTS.md; its -C/-P sets scale the
+CIFAR rows' lengths in pixels by 1/2, ``fullscale.corruptions.registry.PIXEL_FIELDS``).
 The train/test split is fixed: a stratified 75/25 split by a seeded permutation (seed 0),
 1,347 / 450 images.
 """

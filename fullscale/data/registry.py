@@ -9,7 +9,7 @@ from fullscale.data.cifar import read_cifar
 from fullscale.data.digits import load_digits
 from fullscale.data.imageset import ImageSet, Split
 
-__all__ = ["BUILT_IN", "DATASETS", "load_dataset"]
+__all__ = ["BUILT_IN", "DATASETS", "IMAGE_SIDE", "load_dataset"]
 
 
 def _cifar(kind: str) -> Callable[[Split, Path | None], ImageSet]:
@@ -26,14 +26,16 @@ def _digits(side: int) -> Callable[[Split, Path | None], ImageSet]:
     return load
 
 
+#: the side of each in-memory data set's images (their -C/-P sets must match it)
+IMAGE_SIDE: dict[str, int] = {"cifar10": 32, "cifar100": 32, "digits": 32, "digits16": 16}
 DATASETS: dict[str, Callable[[Split, Path | None], ImageSet]] = {
     "cifar10": _cifar("cifar10"),
     "cifar100": _cifar("cifar100"),
-    "digits": _digits(32),
-    "digits16": _digits(16),  # the main job's data: the same digits at a quarter of the pixels
+    "digits": _digits(IMAGE_SIDE["digits"]),
+    "digits16": _digits(IMAGE_SIDE["digits16"]),  # the same digits at a quarter of the pixels (issue 34)
 }
-#: the data sets that come with the package (no --data-root), and the side of their images
-BUILT_IN = {"digits": 32, "digits16": 16}
+#: the data sets that come with the package (no --data-root)
+BUILT_IN = frozenset({"digits", "digits16"})
 
 
 def load_dataset(name: str, split: Split, root: str | Path | None = None) -> ImageSet:
