@@ -153,3 +153,17 @@ def test_digits16_c_set_is_evaluated_as_the_digits16_suite(tmp_path):
     from fullscale.evaluation import _DATASET_SIZE, SUITES
 
     assert _DATASET_SIZE["digits16"] == 16 and "digits16-c" in SUITES and "digits16-p" in SUITES
+
+
+def test_a_folder_tree_at_another_size_is_refused_in_one_line(tmp_path, capsys):
+    """A folder tree is made at ImageNet-C's 224x224: ``--size 16`` is one line, nothing written."""
+    from fullscale.data.imagenet_fixture import write_imagenet_tree
+    from noisymix_app.cli import main
+
+    tree = write_imagenet_tree(tmp_path / "imagenet", n_train=1, n_val=1, side=(24, 32)) / "val"
+    out = tmp_path / "c"
+    assert main(["corrupt", "--dataset", str(tree), "--out", str(out), "--corruptions", "contrast",
+                 "--size", "16"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--size 16" in err[0] and "224" in err[0]
+    assert not (out / "manifest.json").exists() and not (out / "contrast").exists()
