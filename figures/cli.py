@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from infra.folder_kind import claim_folder
+from infra.io import write_text
+from infra.progress import progress
+from infra.provenance import provenance
 from noisymix_figures import plots
 from noisymix_figures.report import write_report_text
 from noisymix_figures.results import collect
 from noisymix_figures.tables import build_tables
-from noisymix_infra.folder_kind import claim_folder
-from noisymix_infra.io import write_text
-from noisymix_infra.progress import progress
-from noisymix_infra.provenance import provenance
 
 __all__ = ["add_arguments", "make_figures", "run"]
 

@@ -16,9 +16,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, METHOD_ROWS
+from infra.io import write_bytes
+from infra.stats import interval
 from noisymix_figures.tables import _method_order, paper_values, seed_stats
-from noisymix_infra.io import write_bytes
-from noisymix_infra.stats import interval
 
 __all__ = ["CATEGORY_FIGURES", "calibration_by_severity", "category_bars", "category_figure", "copy_figure",
            "corruption_examples", "robust_c_bars", "robust_c_vs_r", "toy_bars", "write_points"]

@@ -121,7 +121,7 @@ def _toy_section(results: Results) -> list[str]:
 
 
 def _provenance_line(record: dict[str, Any]) -> str:
-    """Which code wrote the report (``noisymix_infra.provenance``): the commit, and whether it was dirty."""
+    """Which code wrote the report (``infra.provenance``): the commit, and whether it was dirty."""
     commit = record.get("commit") or "unknown (not a git checkout)"
     dirty = {True: " (with uncommitted changes)", False: "", None: ""}[record.get("dirty")]
     return f"Written by the code at commit `{commit}`{dirty} on {record.get('written')}."

@@ -13,7 +13,7 @@ values, so any other value is refused instead of mixing two sets under one manif
 is bound by its content (``source_sha256``: the images and labels of a data set; every image's
 name, size and bytes of a tree), so a source changed in place is another source too.  One
 process at a time writes into a folder (a lock, as for `train`), and the folder is marked as a
--C or -P set (``noisymix_infra.folder_kind``): a run, a sweep or a report folder given as
+-C or -P set (``infra.folder_kind``): a run, a sweep or a report folder given as
 ``--out`` is refused in one line before anything is written.  ``--limit N`` takes the first N
 test images of a named data set (0, the default: all; a negative N is refused).
 """
@@ -33,9 +33,9 @@ from fullscale.corruptions import PARAMS, find_frost_dir
 from fullscale.corruptions.registry import NATIVE_SIDE
 from fullscale.corruptions.writer import check_names, check_tree, default_names, write_imagenet_c, write_npy_set
 from fullscale.data import DATASETS, load_dataset
-from noisymix_infra.config import add_set_argument, apply_overrides
-from noisymix_infra.folder_kind import claim_folder, folder_kind
-from noisymix_infra.io import directory_lock, printable, read_json, write_json
+from infra.config import add_set_argument, apply_overrides
+from infra.folder_kind import claim_folder, folder_kind
+from infra.io import directory_lock, printable, read_json, write_json
 
 # The manifest fields that decide the content of every file: a rerun must match them all.
 _IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_photographs",

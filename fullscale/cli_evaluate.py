@@ -35,10 +35,10 @@ from fullscale.data import DATASETS, Preprocess
 from fullscale.evaluation import FGSM_EPSILONS, RESUMABLE, SUITES, Context, EvalOptions, run_suite
 from fullscale.runs import load_bare_model, load_run_model
 from fullscale.vocabulary import P_WEATHER_CHOICES
-from noisymix_infra.config import add_set_argument, apply_overrides
-from noisymix_infra.folder_kind import KINDS, folder_kind, require_kind
-from noisymix_infra.io import data_fingerprint, directory_lock, printable, read_json, sha256_file, write_json
-from noisymix_infra.provenance import provenance
+from infra.config import add_set_argument, apply_overrides
+from infra.folder_kind import KINDS, folder_kind, require_kind
+from infra.io import data_fingerprint, directory_lock, printable, read_json, sha256_file, write_json
+from infra.provenance import provenance
 
 __all__ = ["add_arguments", "evaluate", "run"]
 

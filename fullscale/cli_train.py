@@ -9,7 +9,7 @@ import sys
 from fullscale.config import TrainConfig
 from fullscale.methods import NOT_IMPLEMENTED, get_method
 from fullscale.presets import PRESETS, preset_overrides
-from noisymix_infra.config import add_set_argument, apply_overrides, describe_keys
+from infra.config import add_set_argument, apply_overrides, describe_keys
 
 __all__ = ["add_arguments", "resolve_config", "run"]
 

@@ -63,8 +63,8 @@ from fullscale.vocabulary import (
     P_COLUMNS,
     P_WEATHER_CHOICES,
 )
-from noisymix_infra.io import printable, sha256_file
-from noisymix_infra.progress import progress
+from infra.io import printable, sha256_file
+from infra.progress import progress
 
 __all__ = ["FGSM_EPSILONS", "SUITES", "Context", "EvalOptions", "cpu_inference_model", "logits_of", "run_suite"]
 

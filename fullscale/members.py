@@ -41,12 +41,12 @@ from fullscale.hooks import stage_module
 from fullscale.methods import get_method
 from fullscale.models import Normalize, create_model
 from fullscale.runs import append_metrics, read_metrics
+from infra.folder_kind import claim_folder, require_kind
+from infra.io import directory_lock, load_state_dict, read_json, save_torch, write_json
+from infra.progress import progress
+from infra.provenance import now
 from noisymix.loss import noisymix_loss
 from noisymix.mixing import draw_mix, mix_targets, noisy_feature_mixup
-from noisymix_infra.folder_kind import claim_folder, require_kind
-from noisymix_infra.io import directory_lock, load_state_dict, read_json, save_torch, write_json
-from noisymix_infra.progress import progress
-from noisymix_infra.provenance import now
 
 __all__ = ["MemberLinear", "groupable", "member_state_dicts", "stack_models", "stack_state_dicts", "train_members"]
 

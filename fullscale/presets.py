@@ -158,7 +158,7 @@ def _puzzlemix_public_presets() -> dict[str, Preset]:
 
 
 # A first run on a CPU in about a minute (README, "First run"): scikit-learn's bundled digits
-# (no data to download) at the main job's recipe (app/plans.py, laptop): PreActResNet-18 at width 16
+# (no data to download) at the main job's recipe (noisymix_app/plans.py, laptop): PreActResNet-18 at width 16
 # with a stride-2 stem.
 _DIGITS_RECIPE = {"width": 16, "stem_stride": 2, "batch_size": 32, "epochs": 10}
 
@@ -177,14 +177,14 @@ PRESETS: dict[str, Preset] = {**_all_presets(), **_imagenet_presets(), **_digits
 
 
 def preset_overrides(name: str, method: str | None = None) -> list[str]:
-    """The ``key=value`` overrides of a preset, for ``noisymix_infra.config.apply_overrides``.
+    """The ``key=value`` overrides of a preset, for ``infra.config.apply_overrides``.
 
     ``method``: the method the run will train, where ``--set method=...`` changes the preset's;
     then the preset's method defaults are left out (the new method brings its own)."""
     if name in NOT_IMPLEMENTED:
         raise ValueError(f"preset {name!r} is not implemented: {NOT_IMPLEMENTED[name]}")
     if name not in PRESETS:
-        from noisymix_infra.io import printable  # io imports torch; listing presets does not need it
+        from infra.io import printable  # io imports torch; listing presets does not need it
 
         # the names closest to the one typed (``digit-noisymix``: digits-noisymix), not the list's first
         close = difflib.get_close_matches(str(name), [*PRESETS, *NOT_IMPLEMENTED], n=3, cutoff=0.5)

@@ -48,7 +48,7 @@ could not be decoded (``bad_files``); the progress bar shows images/s and the wa
 Everything a run reads (config, device, data, model size) is read and checked before the run
 folder is made or locked, so a command refused for its input leaves nothing behind (a CIFAR
 ``train`` without ``--data-root`` left ``RUN/.lock``; issue 32).  The folder is claimed as a
-training run (``noisymix_infra.folder_kind``): a -C/-P set, sweep or report folder given as
+training run (``infra.folder_kind``): a -C/-P set, sweep or report folder given as
 ``--out`` is refused in one line before anything is written into it.  The run records the
 identity of its training data (``data_sha256``: the images and labels as trained on; streamed
 ImageNet: its listing), and ``resume`` refuses data that changed in place since.
@@ -89,11 +89,9 @@ from fullscale.transfer import (
     set_train_mode,
     step_lr_factor,
 )
-from noisymix.loss import noisymix_loss
-from noisymix.mixing import cutmix, draw_mix, mix_targets, noisy_feature_mixup
-from noisymix_infra.config import config_to_dict
-from noisymix_infra.folder_kind import MARKER, claim_folder, require_kind
-from noisymix_infra.io import (
+from infra.config import config_to_dict
+from infra.folder_kind import MARKER, claim_folder, require_kind
+from infra.io import (
     directory_lock,
     load_state_dict,
     printable,
@@ -102,8 +100,10 @@ from noisymix_infra.io import (
     sha256_file,
     write_json,
 )
-from noisymix_infra.progress import progress
-from noisymix_infra.provenance import now, provenance
+from infra.progress import progress
+from infra.provenance import now, provenance
+from noisymix.loss import noisymix_loss
+from noisymix.mixing import cutmix, draw_mix, mix_targets, noisy_feature_mixup
 
 __all__ = ["DIVERGED_RATIO", "LATER_KEYS", "RESUMABLE_CHANGES", "NonFiniteLoss", "stream_seed", "train"]
 
@@ -282,7 +282,7 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> Path:
 
 def check_out(out: Path, resume: bool) -> None:
     """What can be said of ``--out`` before anything is read or written: a file, a folder of
-    another kind than a run (a -C set, a sweep, ...: ``noisymix_infra.folder_kind``), a finished
+    another kind than a run (a -C set, a sweep, ...: ``infra.folder_kind``), a finished
     or started run without ``resume``."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"{printable(str(out))} exists and is not a folder: give a new or existing folder")

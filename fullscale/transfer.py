@@ -38,7 +38,7 @@ from torch import Tensor, nn
 from fullscale.augment import to_float
 from fullscale.models.registry import IMAGENET_MEAN_STD, Normalize, register_model
 from fullscale.models.resnet import ResNet
-from noisymix_infra.io import read_state_dict
+from infra.io import read_state_dict
 
 __all__ = [
     "FREEZE_LEVELS",

@@ -82,7 +82,7 @@ def folder_kind(folder: str | os.PathLike[str]) -> str | None:
 
 def mark_folder(folder: str | os.PathLike[str], kind: str) -> None:
     """Write the marker saying ``folder`` is a ``kind`` folder (atomically; creates the folder)."""
-    from noisymix_infra.io import write_json  # io imports torch; this module stays light
+    from infra.io import write_json  # io imports torch; this module stays light
 
     root = Path(folder)
     if (root / MARKER).is_file() and folder_kind(root) == _check_kind(kind):
@@ -91,7 +91,7 @@ def mark_folder(folder: str | os.PathLike[str], kind: str) -> None:
 
 
 def _describe(folder: Path, kind: str) -> str:
-    from noisymix_infra.io import printable
+    from infra.io import printable
 
     return f"{printable(str(folder))} is {KINDS[kind]}"
 

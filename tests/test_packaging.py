@@ -1,8 +1,10 @@
-"""Issue 21, item 2: the installed distribution claims only import names that are ours alone.
+"""Issues 21 and 33: the installed distribution claims only import names that are ours alone, and a
+package imports under its folder's name.
 
-``app``, ``figures`` and ``benchmarks`` are names of unrelated packages on the public index; the
-folders keep the layout's names and install as ``noisymix_``-prefixed packages
-(``[tool.setuptools.package-dir]`` in pyproject.toml)."""
+``app``, ``figures`` and ``benchmarks`` are names of unrelated packages on the public index.  The
+application therefore lives in ``noisymix_app/`` (its benchmarks in ``noisymix_app/bench/``; their
+recorded results stay in ``benchmarks/``), and ``figures/`` is the one folder whose import name
+differs: it installs as ``noisymix_figures`` (``[tool.setuptools.package-dir]`` in pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPECTED_TOP_LEVEL = {"noisymix", "noisymix_infra", "noisymix_app", "noisymix_figures", "noisymix_benchmarks",
-                      "theory", "toy", "fullscale"}
-#: the bare names the folders had as packages before; no module may import them any more
-FORMER_NAMES = {"app", "infra", "figures", "benchmarks"}
+EXPECTED_TOP_LEVEL = {"noisymix", "infra", "noisymix_app", "noisymix_figures", "theory", "toy", "fullscale"}
+#: the one folder whose import name is not its own (README, Layout)
+RENAMED = {"noisymix_figures": "figures"}
+#: names taken on the public index, and the prefixed names the folders had before issue 33
+FORMER_NAMES = {"app", "figures", "benchmarks", "noisymix_infra", "noisymix_benchmarks"}
 
 
 def _pyproject() -> dict:
@@ -38,6 +41,7 @@ def test_the_package_list_covers_every_package_folder():
     """The explicit list in pyproject.toml (needed for the folder -> name map) misses no subpackage."""
     setuptools = _pyproject()["tool"]["setuptools"]
     folder_of = {name: folder for name, folder in setuptools["package-dir"].items()}
+    assert folder_of == RENAMED
     listed = set(setuptools["packages"])
     expected = set()
     for name in EXPECTED_TOP_LEVEL:
@@ -62,3 +66,13 @@ def test_no_module_imports_a_former_bare_name():
             offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names
                           if n.split(".")[0] in FORMER_NAMES]
     assert not offenders, offenders
+
+
+def test_every_folder_of_python_code_at_the_top_is_a_package_of_its_own_name():
+    """One rule from an import to its folder (issue 33): a top-level folder that holds Python code is
+    the package of that name, figures/ alone excepted; benchmarks/ holds results, no code."""
+    code_folders = {path.name for path in ROOT.iterdir()
+                    if path.is_dir() and not path.name.startswith(".") and path.name not in {"tests", "scripts"}
+                    and any(path.rglob("*.py"))}
+    assert code_folders == (EXPECTED_TOP_LEVEL - set(RENAMED)) | set(RENAMED.values())
+    assert not list((ROOT / "benchmarks").rglob("*.py"))

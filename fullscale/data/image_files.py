@@ -29,7 +29,7 @@ from typing import BinaryIO
 
 from PIL import Image, UnidentifiedImageError
 
-from noisymix_infra.io import printable
+from infra.io import printable
 
 __all__ = ["MAX_IMAGE_PIXELS", "BadImage", "check_pixels", "file_sha256", "list_images", "open_image", "read_regular",
            "report_skipped"]

@@ -64,8 +64,8 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 from fullscale.data.folders import IMAGE_SUFFIXES, FolderSet, Preprocess, decode, read_class_folders
 from fullscale.data.image_files import check_pixels, list_images, open_image, read_regular, report_skipped
 from fullscale.data.wnids import imagenet_wnids
-from noisymix_infra.io import printable
-from noisymix_infra.workers import worker_init_exiting_with_this_process
+from infra.io import printable
+from infra.workers import worker_init_exiting_with_this_process
 
 __all__ = ["DECODERS", "BadFiles", "Batch", "ImageNetFiles", "RunSampler", "StreamingImageNet", "TrainCrop",
            "crop_box", "decode_train", "read_imagenet", "read_val_folder", "resize_crop", "sample_seed",

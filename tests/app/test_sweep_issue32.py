@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
+from infra import threads as threads_module
+from infra.folder_kind import claim_folder, folder_kind
 from noisymix_app import sweep
 from noisymix_app.cli import main
 from noisymix_app.sweep_plan import Plan, RunSpec
-from noisymix_infra import threads as threads_module
-from noisymix_infra.folder_kind import claim_folder, folder_kind
 
 
 def _plan(*names: str) -> Plan:

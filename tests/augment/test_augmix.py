@@ -166,7 +166,7 @@ def test_cuda_views_match_cpu_views():
 def test_bench_augmix_runs_and_reports_the_ratio():
     import argparse
 
-    from noisymix_benchmarks import bench_augmix
+    from noisymix_app.bench import bench_augmix
 
     parser = argparse.ArgumentParser()
     bench_augmix.add_arguments(parser)

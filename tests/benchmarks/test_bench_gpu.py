@@ -20,7 +20,7 @@ def test_quick_cpu_run_writes_every_figure(tmp_path):
     finally:
         torch.set_num_threads(threads)
     result = json.loads((tmp_path / "gpu.json").read_text())
-    from noisymix_benchmarks.bench_gpu import CPU_SKIPPED, OPTIONAL_BENCHMARKS, WEIGHTS
+    from noisymix_app.bench.bench_gpu import CPU_SKIPPED, OPTIONAL_BENCHMARKS, WEIGHTS
 
     assert set(result["figures"]) == set(WEIGHTS)
     for name, record in result["figures"].items():
@@ -81,7 +81,7 @@ def test_cuda_tests_are_not_run_without_cuda_and_found_from_the_package(tmp_path
     """Issue 21: run from outside the repository the CUDA tests were reported as failed."""
     import argparse
 
-    from noisymix_benchmarks.bench_gpu import _test_paths
+    from noisymix_app.bench.bench_gpu import _test_paths
 
     monkeypatch.chdir(tmp_path)
     args = argparse.Namespace(tests=None, quick=True)
@@ -92,7 +92,7 @@ def test_cuda_tests_are_not_run_without_cuda_and_found_from_the_package(tmp_path
 
 
 def test_a_ratio_from_one_sample_is_not_reported():
-    from noisymix_benchmarks.bench_gpu import MIN_SAMPLES, _with_samples
+    from noisymix_app.bench.bench_gpu import MIN_SAMPLES, _with_samples
 
     one = _with_samples({"value": 0.517, "ratio": True, "met": True, "samples": 1})
     assert one["value"] is None and one["met"] is None and one["status"] == "smoke only"

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
+from noisymix_app.bench import bench_gpu, bench_train_step
+from noisymix_app.bench._options import options, parser_for
+from noisymix_app.bench.cli import BENCHMARKS
 from noisymix_app.cli import main
-from noisymix_benchmarks import bench_gpu, bench_train_step
-from noisymix_benchmarks._options import options, parser_for
-from noisymix_benchmarks.cli import BENCHMARKS
 
 STEPS = ("step_bf16_channels_last", "step_fp32_channels_last", "step_bf16_contiguous")
 
@@ -111,7 +111,7 @@ def _float_options() -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("name", "option"), _float_options())
 def test_seconds_take_any_positive_value_and_refuse_nan(name, option):
     """A float option (seconds, a rate) is not a count: 0.5 is fine, nan is refused like 0."""
-    from noisymix_benchmarks._options import check
+    from noisymix_app.bench._options import check
 
     parser = parser_for(importlib.import_module(BENCHMARKS[name]))
     check(parser, parser.parse_args(["--device", "cpu", option, "0.5"]))

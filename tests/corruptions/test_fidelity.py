@@ -70,7 +70,7 @@ def test_motion_blur_filter_equals_the_numpy_reimplementation(radius, sigma, ang
 
 
 def test_motion_blur_equals_imagecorruptions_when_installed():
-    from noisymix_benchmarks.bench_corruptions import _load_imagecorruptions
+    from noisymix_app.bench.bench_corruptions import _load_imagecorruptions
 
     if _load_imagecorruptions() is None:
         pytest.skip("imagecorruptions (and scikit-image, OpenCV) not installed")
@@ -224,7 +224,7 @@ def test_quant_tables_follow_libjpeg_scaling():
 def test_imagenet_parameters_match_imagecorruptions_in_distribution(name):
     """The public package (make_imagenet_c.py's definitions; its motion blur is the numpy port of
     ImageMagick's) on the same 224x224 images: the same mean |change| and spread of the change."""
-    from noisymix_benchmarks.bench_corruptions import _load_imagecorruptions
+    from noisymix_app.bench.bench_corruptions import _load_imagecorruptions
 
     ic = _load_imagecorruptions()
     if ic is None:

@@ -261,7 +261,7 @@ def test_simplejpeg_gives_the_crops_of_pil(tree, tmp_path):
 def test_loader_benchmark_reports_consistent_ratios():
     import argparse
 
-    from noisymix_benchmarks import bench_imagenet_loader
+    from noisymix_app.bench import bench_imagenet_loader
 
     parser = argparse.ArgumentParser()
     bench_imagenet_loader.add_arguments(parser)

@@ -37,7 +37,7 @@ def _results(root: Path) -> Path:
     from PIL import Image
 
     from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
-    from noisymix_infra.io import write_json
+    from infra.io import write_json
 
     for name, method, seed, clean, c in (("b0", "baseline", 0, 0.95, 0.7), ("n0", "noisymix", 0, 0.95, 0.9)):
         run = root / name

@@ -1,5 +1,5 @@
 """Every results file names the code that wrote it: ``provenance.commit`` equals ``git rev-parse
-HEAD`` of this checkout (asked of git here, not of ``noisymix_infra.provenance``)."""
+HEAD`` of this checkout (asked of git here, not of ``infra.provenance``)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_figures_report(tmp_path, head):
 
 
 def test_benchmark_json(tmp_path, head, monkeypatch):
-    from noisymix_benchmarks import cli as bench_cli
+    from noisymix_app.bench import cli as bench_cli
 
     fake = types.ModuleType("fake_bench")
     fake.add_arguments = lambda parser: parser.add_argument("--size", type=int, default=3)

@@ -10,7 +10,7 @@ import torch
 from fullscale.config import TrainConfig
 from fullscale.hooks import stage_module
 from fullscale.models import create_model
-from noisymix_infra.config import apply_overrides
+from infra.config import apply_overrides
 
 
 def _pair() -> tuple[torch.nn.Module, torch.nn.Module]:

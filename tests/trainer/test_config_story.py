@@ -14,8 +14,8 @@ from fullscale.models import create_model
 from fullscale.presets import PRESETS
 from fullscale.runs import load_run_model, split_run_record
 from fullscale.train import _check_same_config
-from noisymix_infra.config import config_from_dict, config_to_dict
-from noisymix_infra.io import save_torch, write_json
+from infra.config import config_from_dict, config_to_dict
+from infra.io import save_torch, write_json
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))

@@ -13,8 +13,8 @@ from fullscale.cli_train import resolve_config
 from fullscale.data.imagenet_fixture import AWKWARD, write_imagenet_tree
 from fullscale.presets import PRESETS
 from fullscale.train import train
+from infra.io import load_state_dict
 from noisymix_app.cli import main
-from noisymix_infra.io import load_state_dict
 
 SMALL = ["model=preactresnet18", "width=4", "image_size=32", "workers=0", "max_bad_fraction=0.05"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fullscale.cli_train import resolve_config
-from noisymix_infra.config import config_to_dict
+from infra.config import config_to_dict
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "recipes.md"
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from fullscale.cli_train import resolve_config
 from fullscale.data.cifar import write_cifar_fixture
 from fullscale.train import NonFiniteLoss, _divergence, _Generators, _Process, stream_seed, train
+from infra.folder_kind import MARKER, folder_kind, mark_folder
 from noisymix_app.cli import main
-from noisymix_infra.folder_kind import MARKER, folder_kind, mark_folder
 
 QUICK = ["dataset=digits", "width=4", "epochs=1", "batch_size=32", "train_subset=64"]
 QUICK_ARGS = [a for kv in QUICK for a in ("--set", kv)]

@@ -20,7 +20,7 @@ from fullscale.transfer import (
     set_train_mode,
     trainable_parameter_names,
 )
-from noisymix_infra.io import save_torch
+from infra.io import save_torch
 
 WIDTH = 8  # a narrow ResNet-50 (torchvision's keys, 1/64 of the weights): fast on the CPU
 
@@ -221,7 +221,7 @@ def test_full_fine_tuning_step_moves_every_weight(source):
 
 
 def _transfer_run_dir(tmp_path, source_path):
-    from noisymix_infra.io import write_json
+    from infra.io import write_json
 
     run = tmp_path / "run"
     model = _transfer(image_size=40)
@@ -237,8 +237,8 @@ def test_cifar_c_of_a_transfer_run_gives_the_three_numbers(tmp_path, source):
     import numpy as np
 
     from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
+    from infra.io import read_json, save_npy
     from noisymix_app.cli import main
-    from noisymix_infra.io import read_json, save_npy
 
     run, model = _transfer_run_dir(tmp_path, source[0])
     g = torch.Generator().manual_seed(0)

@@ -16,7 +16,7 @@ Figures (each a call of the existing benchmark code, sizes scaled by the budget)
   epochs <= 20 min); ``step_resnet50_224``: the same at 224x224 with peak memory;
 * ``digits_precision``: the same digits training in bf16 and fp32, ``--seeds`` seeds each, mean
   clean and Digits-C accuracy (target: within 1 point; the public code trains in fp32);
-* the figures of other benchmarks registered in ``noisymix_benchmarks.cli.BENCHMARKS`` under
+* the figures of other benchmarks registered in ``noisymix_app.bench.cli.BENCHMARKS`` under
   ``OPTIONAL_BENCHMARKS``' names (ImageNet loader, transfer step, PuzzleMix step), where they exist;
   skipped cleanly where they do not;
 * then ``pytest -m gpu`` (the CUDA tests), its counts and log (``DIR/gpu_tests.log``).
@@ -57,14 +57,14 @@ from typing import Any
 
 import torch
 
-from noisymix_benchmarks._options import options
-from noisymix_infra.io import write_json, write_text
-from noisymix_infra.provenance import provenance
+from infra.io import write_json, write_text
+from infra.provenance import provenance
+from noisymix_app.bench._options import options
 
 #: this module writes its own files into the ``--out`` folder (the front door must not)
 WRITES_OUT_DIR = True
 
-#: figures other benchmarks provide, looked up by name in ``noisymix_benchmarks.cli.BENCHMARKS``
+#: figures other benchmarks provide, looked up by name in ``noisymix_app.bench.cli.BENCHMARKS``
 OPTIONAL_BENCHMARKS = {"imagenet_loader": "imagenet-loader", "transfer_step": "transfer",
                        "puzzlemix_step": "puzzlemix"}
 
@@ -130,7 +130,7 @@ def _met(value: float | None, target: float, below: bool) -> bool | None:
 def _augmix(ctx: _Ctx, size: int) -> dict:
     from fullscale.augment import AugMixConfig, augmix, to_float
     from noisymix.random import generator_for
-    from noisymix_benchmarks._timing import best_seconds
+    from noisymix_app.bench._timing import best_seconds
 
     n = ctx.n(8192 if size == 32 else 512, 32 if size == 32 else 4)
     g = generator_for(0, ctx.device)
@@ -150,8 +150,8 @@ def _augmix(ctx: _Ctx, size: int) -> dict:
 
 def _cifar10c_generation(ctx: _Ctx) -> dict:
     from fullscale.vocabulary import CORRUPTIONS
-    from noisymix_benchmarks import bench_corruptions
-    from noisymix_benchmarks.bench_corruptions import _cifar10c
+    from noisymix_app.bench import bench_corruptions
+    from noisymix_app.bench.bench_corruptions import _cifar10c
 
     n = ctx.n(10_000, 8, least=100)
     names = ",".join(CORRUPTIONS[:3]) if ctx.quick else None
@@ -165,7 +165,7 @@ def _cifar10c_generation(ctx: _Ctx) -> dict:
 
 
 def _cifar10c_evaluation(ctx: _Ctx) -> dict:
-    from noisymix_benchmarks import bench_evaluate
+    from noisymix_app.bench import bench_evaluate
 
     n = ctx.n(2000, 16, least=500)  # per severity block: 15 x 5 blocks on disk (0.46 GB at 2000)
     r = bench_evaluate.run(options(bench_evaluate, device=str(ctx.device), images=n, corruptions=15,
@@ -196,7 +196,7 @@ def _cifar10p_generation(ctx: _Ctx) -> dict:
 
 
 def _step(ctx: _Ctx, precision: str, memory_format: str, compiled: bool, model: str = "preactresnet18") -> dict:
-    from noisymix_benchmarks import bench_train_step
+    from noisymix_app.bench import bench_train_step
 
     resnet50 = model == "resnet50"
     if resnet50:
@@ -281,7 +281,7 @@ def _digits_precision(ctx: _Ctx) -> dict:
 
 
 def _optional(ctx: _Ctx, key: str) -> dict:
-    from noisymix_benchmarks.cli import BENCHMARKS
+    from noisymix_app.bench.cli import BENCHMARKS
 
     name = OPTIONAL_BENCHMARKS[key]
     if name not in BENCHMARKS:
@@ -438,7 +438,7 @@ def _test_paths(args: argparse.Namespace, device: torch.device) -> tuple[list[st
         return None, "not run: no CUDA device (the CUDA tests run on a GPU)"
     if args.tests:
         return args.tests.split(","), None
-    tests = Path(__file__).resolve().parents[1] / "tests"
+    tests = Path(__file__).resolve().parents[2] / "tests"
     chosen = tests / "gpu" if args.quick else tests
     if not chosen.is_dir():
         return None, f"not run: {chosen} not found (installed without the repository)"

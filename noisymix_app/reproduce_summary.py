@@ -26,10 +26,10 @@ import re
 from pathlib import Path
 
 from fullscale.methods import METHODS
+from infra.io import read_json, write_bytes, write_json, write_text
+from infra.provenance import git_state, machine
+from infra.stats import interval, paired
 from noisymix_app.reproduce import total_seconds
-from noisymix_infra.io import read_json, write_bytes, write_json, write_text
-from noisymix_infra.provenance import git_state, machine
-from noisymix_infra.stats import interval, paired
 from theory.results import checks_of, tally, tally_sentence
 
 __all__ = ["BEGIN", "CODE_PATHS", "CROSS_MACHINE_MARGIN", "END", "main", "readme_figures", "render", "robustness",
@@ -40,9 +40,9 @@ BEGIN = "<!-- reproduce-summary:begin -->"
 END = "<!-- reproduce-summary:end -->"
 # the code whose change makes a summary stale (methods, trainer, evaluation, metrics, augmentation,
 # corruptions, models and the reproduce job itself)
-CODE_PATHS = ("noisymix", "app/plans.py", "app/reproduce.py", "app/reproduce_summary.py", "app/sweep.py",
-              "app/sweep_plan.py", "fullscale/train.py", "fullscale/members.py", "fullscale/hooks.py",
-              "fullscale/methods.py",
+CODE_PATHS = ("noisymix", "noisymix_app/plans.py", "noisymix_app/reproduce.py", "noisymix_app/reproduce_summary.py",
+              "noisymix_app/sweep.py", "noisymix_app/sweep_plan.py", "fullscale/train.py", "fullscale/members.py",
+              "fullscale/hooks.py", "fullscale/methods.py",
               "fullscale/evaluation.py", "fullscale/metrics.py", "fullscale/vocabulary.py", "fullscale/augment",
               "fullscale/corruptions", "fullscale/models", "fullscale/presets.py", "fullscale/config.py",
               "fullscale/data", "theory", "toy")

@@ -17,26 +17,26 @@ import sys
 
 import torch
 
-from noisymix_benchmarks._options import check, parser_for
-from noisymix_infra.io import printable, write_json
-from noisymix_infra.provenance import provenance
-from noisymix_infra.threads import add_threads_argument, torch_threads
+from infra.io import printable, write_json
+from infra.provenance import provenance
+from infra.threads import add_threads_argument, torch_threads
+from noisymix_app.bench._options import check, parser_for
 
 BENCHMARKS: dict[str, str] = {
-    "augmix": "noisymix_benchmarks.bench_augmix",
-    "corruptions": "noisymix_benchmarks.bench_corruptions",
-    "evaluate": "noisymix_benchmarks.bench_evaluate",
-    "gpu": "noisymix_benchmarks.bench_gpu",
-    "imagenet-loader": "noisymix_benchmarks.bench_imagenet_loader",
-    "main-job": "noisymix_benchmarks.bench_main_job",
-    "members": "noisymix_benchmarks.bench_members",
-    "protocol": "noisymix_benchmarks.bench_protocol",
-    "puzzlemix": "noisymix_benchmarks.bench_puzzlemix",
-    "toy": "noisymix_benchmarks.bench_toy",
-    "train-step": "noisymix_benchmarks.bench_train_step",
-    "threads": "noisymix_benchmarks.bench_threads",
-    "transfer": "noisymix_benchmarks.bench_transfer",
-    "verify": "noisymix_benchmarks.bench_verify",
+    "augmix": "noisymix_app.bench.bench_augmix",
+    "corruptions": "noisymix_app.bench.bench_corruptions",
+    "evaluate": "noisymix_app.bench.bench_evaluate",
+    "gpu": "noisymix_app.bench.bench_gpu",
+    "imagenet-loader": "noisymix_app.bench.bench_imagenet_loader",
+    "main-job": "noisymix_app.bench.bench_main_job",
+    "members": "noisymix_app.bench.bench_members",
+    "protocol": "noisymix_app.bench.bench_protocol",
+    "puzzlemix": "noisymix_app.bench.bench_puzzlemix",
+    "toy": "noisymix_app.bench.bench_toy",
+    "train-step": "noisymix_app.bench.bench_train_step",
+    "threads": "noisymix_app.bench.bench_threads",
+    "transfer": "noisymix_app.bench.bench_transfer",
+    "verify": "noisymix_app.bench.bench_verify",
 }
 
 

@@ -36,8 +36,8 @@ from fullscale.methods import METHODS
 from fullscale.models import create_model
 from fullscale.puzzlemix import PuzzleMixConfig, block_costs, saliency, solve_masks
 from fullscale.train import _loss
-from noisymix_benchmarks._timing import best_seconds
-from noisymix_infra.provenance import provenance
+from infra.provenance import provenance
+from noisymix_app.bench._timing import best_seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -27,7 +27,7 @@ import torch
 
 from fullscale.corruptions import CORRUPTIONS, SPECS, corrupt
 from noisymix.random import generator_for
-from noisymix_benchmarks._timing import paired_best_seconds
+from noisymix_app.bench._timing import paired_best_seconds
 
 
 def _load_imagecorruptions() -> types.ModuleType | None:

@@ -32,8 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from infra.io import directory_lock, read_json, write_json, write_text
 from noisymix_app.plans import PLANS, ReproducePlan
-from noisymix_infra.io import directory_lock, read_json, write_json, write_text
 
 __all__ = ["PLANS", "ReproducePlan", "add_arguments", "reproduce", "run"]  # the plans live in app.plans
 
@@ -169,7 +169,7 @@ def _command_step(step: _Step, finished: set, rerun: list[Path], command: Callab
 def _threads_used():
     """``used()``: the torch thread count a command step computed with.  The commands run in this
     process and set their own count for their work (``noisymix toy`` and ``verify``: 1 by default,
-    ``noisymix_infra.threads.torch_threads``) and restore ours after it, so the count read after the
+    ``infra.threads.torch_threads``) and restore ours after it, so the count read after the
     step is this process's, not the step's; the counts set meanwhile are watched instead (the last
     one set before the closing restore).  Several different counts: the largest."""
     import torch
@@ -216,7 +216,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     """Run every step of ``plan`` into ``out``; return (and write ``out/reproduce.json``) the log.
 
     ``threads``: torch threads of each training run and its evaluations (0: decided as each run
-    starts, ``NOISYMIX_THREADS`` or the free cores; ``noisymix_infra.threads``).
+    starts, ``NOISYMIX_THREADS`` or the free cores; ``infra.threads``).
 
     ``command`` runs one ``noisymix`` command line (verify, toy, corrupt, figures) and returns
     its exit status (default: the CLI front door in this process).  The training runs and their
@@ -312,7 +312,7 @@ def _claim(out: Path) -> None:
     """Mark ``out`` as a reproduce folder, refusing a run's or a -C set's folder in one line before
     anything is written (issue 32).  A folder of an earlier reproduce (``reproduce.json``, no marker)
     is ours although it also holds ``sweep/plan.json``, which ``folder_kind`` would take for a sweep."""
-    from noisymix_infra.folder_kind import MARKER, claim_folder, mark_folder
+    from infra.folder_kind import MARKER, claim_folder, mark_folder
 
     if (out / "reproduce.json").is_file() and not (out / MARKER).is_file():
         mark_folder(out, "reproduce")

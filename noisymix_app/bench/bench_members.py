@@ -22,7 +22,7 @@ from fullscale.config import TrainConfig
 from fullscale.members import train_members
 from fullscale.methods import get_method
 from fullscale.train import train
-from noisymix_infra.config import apply_overrides
+from infra.config import apply_overrides
 
 __all__ = ["add_arguments", "run"]
 

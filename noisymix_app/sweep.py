@@ -7,7 +7,7 @@ JSON is complete for that ``final.pt``.  So the same command, run again, skips f
 resumes killed ones from ``checkpoint.pt`` (the trainer's exact resume) and evaluates what is
 missing.  Before any run starts, the plan's inputs are checked (``check_inputs``: the training data,
 a transfer run's source weights, the evaluations' -C/-P folders), and ``DIR`` is claimed as a sweep
-folder (``noisymix_infra.folder_kind``).  A finished transfer run whose source weights changed since
+folder (``infra.folder_kind``).  A finished transfer run whose source weights changed since
 (by the sha256 its ``config.json`` recorded) is *stale*: reported, neither retrained nor counted done.
 Launchers:
 
@@ -25,7 +25,7 @@ Launchers:
 
 Bookkeeping lives in ``DIR/sweep/``: ``plan.json``, ``state/<run>.json`` (state, attempts,
 error), ``logs/<run>.log`` (local launcher), ``slurm/`` (submitit's files) and
-``locks/<run>/.lock``.  A run is worked on by one process at a time: ``noisymix_infra.io.directory_lock``,
+``locks/<run>/.lock``.  A run is worked on by one process at a time: ``infra.io.directory_lock``,
 an ``fcntl.flock``, which Linux's NFS client (>= 2.6.12) turns into an NFS byte-range lock that
 the server arbitrates (NLM on NFSv3, built into NFSv4), so it holds across the nodes of a cluster,
 and the kernel drops it when its process dies (no stale lock after ``kill -9`` or a node's
@@ -53,9 +53,9 @@ import traceback
 from pathlib import Path
 
 from fullscale.data.registry import BUILT_IN
+from infra.io import directory_lock, read_json, write_json, write_text
+from infra.progress import progress
 from noisymix_app.sweep_plan import ANALOGUE, TABLES, EvalSpec, Plan, RunSpec, build_plan, config_identity
-from noisymix_infra.io import directory_lock, read_json, write_json, write_text
-from noisymix_infra.progress import progress
 
 __all__ = ["RunFailed", "RunJob", "add_arguments", "execute_run", "run", "run_local", "run_record", "run_state",
            "slurm_parameters", "submit_slurm", "write_table"]
@@ -119,7 +119,7 @@ def check_config(spec: RunSpec, run_dir: Path):
     differences when the folder holds a run of another configuration.  A run made under another
     preset name with the same configuration (a shared table row) keeps its stored preset name,
     so the trainer's own check on resume accepts it."""
-    from noisymix_infra.config import config_to_dict
+    from infra.config import config_to_dict
 
     cfg = spec.config()
     stored = _stored_config(run_dir)
@@ -141,7 +141,7 @@ def _eval_done(run_dir: Path, ev) -> bool:
     """``ev`` (an EvalSpec) is done: a complete evaluation of the run's final weights on the data
     ``ev`` names (another ``--suite-root`` is another evaluation, not a finished one, and so is the
     same folder generated anew: its ``data_fingerprint`` changed; issue 23)."""
-    from noisymix_infra.io import data_fingerprint, sha256_file
+    from infra.io import data_fingerprint, sha256_file
 
     path = run_dir / "eval" / f"{ev.suite}.json"
     if not path.is_file() or not (run_dir / "final.pt").is_file():
@@ -211,7 +211,7 @@ def ran_on() -> dict:
     """Where and how a step computed, recorded when it ran (a report describes the work that made
     its numbers, not the last invocation; issue 32): the CPU, torch's CPU kernels, torch's threads
     in the process that ran it, the host, torch's version, the time it finished."""
-    from noisymix_infra.provenance import machine, now
+    from infra.provenance import machine, now
 
     found = machine()
     return {"cpu_model": found["cpu_model"], "cpu_capability": found["cpu_capability"],
@@ -252,7 +252,7 @@ def _train_and_evaluate(spec: RunSpec, run_dir: Path, out: Path, device: str | N
 @functools.lru_cache(maxsize=64)
 def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
     """The sha256 of a file, once per (path, size, mtime): a status looks at every run's source."""
-    from noisymix_infra.io import sha256_file
+    from infra.io import sha256_file
 
     return sha256_file(path)
 
@@ -262,7 +262,7 @@ def stale_reason(run_dir: Path) -> str | None:
     ``source_weights`` replaced (or removed) after it trained, by the sha256 recorded in its
     ``config.json`` (a sweep kept saying "done" with the old checksum; issue 32).  None: not stale."""
     from fullscale.runs import split_run_record
-    from noisymix_infra.io import printable
+    from infra.io import printable
 
     path = run_dir / "config.json"
     if not path.is_file():
@@ -312,9 +312,9 @@ def write_table(out: str | Path, plan: Plan) -> Path | None:
     the paper's tables this one fills (ours beside the paper's: mean (min / max) over seeds), then
     our own summary per (dataset, model); the JSON adds per-seed values and the std.  None when
     no run exists yet."""
+    from infra.provenance import provenance
     from noisymix_figures.results import collect
     from noisymix_figures.tables import COMPARISONS, _compare, _ours_table, paper_values
-    from noisymix_infra.provenance import provenance
 
     out = Path(out)
     if not (out / "runs").is_dir():
@@ -493,7 +493,7 @@ def _member_groups(out: Path, pending: list[RunSpec], members: int) -> dict[str,
     """Pending runs to train as stacked groups: up to ``members`` runs whose configs differ only in
     the seed and none of which is trained yet, by the name of each group's first run."""
     from fullscale.members import groupable
-    from noisymix_infra.config import config_to_dict
+    from infra.config import config_to_dict
 
     by_config: dict[str, list[RunSpec]] = {}
     for spec in pending:
@@ -526,10 +526,10 @@ def _train_group(out: Path, group: list[RunSpec]) -> float:
 def _serial(plan: Plan, out: Path, pending: list[RunSpec], retries: int, counts: dict, finished, show,
             members: int = 1, threads: int = 0) -> None:
     """One run after another in this process.  Each run's torch threads are decided when it starts
-    (``noisymix_infra.threads.torch_threads``: ``threads`` when > 0, else ``NOISYMIX_THREADS`` or the
+    (``infra.threads.torch_threads``: ``threads`` when > 0, else ``NOISYMIX_THREADS`` or the
     cores free then), not once for the whole invocation: a long ``noisymix reproduce`` kept the count
     sampled at its start while the machine's load changed (issue 32)."""
-    from noisymix_infra.threads import torch_threads
+    from infra.threads import torch_threads
 
     groups = _member_groups(out, pending, members) if members > 1 else {}
     trained: dict[str, float] = {}  # run -> its share of its group's training seconds
@@ -833,8 +833,8 @@ def check_inputs(plan: Plan) -> list[str]:
     training data of a data set that needs a folder, a transfer run's source weights, the data
     folder of an evaluation (and that it is a -C / -P set where the suite needs ours).  Without
     it a CIFAR sweep without --data-root started 16 runs that failed one by one (issue 32)."""
-    from noisymix_infra.folder_kind import require_kind
-    from noisymix_infra.io import printable
+    from infra.folder_kind import require_kind
+    from infra.io import printable
 
     problems: list[str] = []
 
@@ -880,7 +880,7 @@ def check_inputs(plan: Plan) -> list[str]:
 
 
 def _write_plan(out: Path, plan: Plan) -> None:
-    from noisymix_infra.provenance import provenance
+    from infra.provenance import provenance
 
     write_json(_sweep_dir(out) / "plan.json", {**_plan_dict(plan), "provenance": provenance()})
 
@@ -942,7 +942,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 per row (the paper: 5)")
     parser.add_argument("--out", help="output folder (runs/, table/, sweep/)")
     parser.add_argument("--launcher", choices=("local", "slurm"), default="local")
-    from noisymix_infra.config import add_set_argument
+    from infra.config import add_set_argument
 
     add_set_argument(parser, "--set epochs=100", "every run's training config (part of what the run computes)")
     parser.add_argument("--data-root", default=None, help="the training data (CIFAR batches, ImageNet folders)")
@@ -1074,7 +1074,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.out:
         raise ValueError("--out DIR is required")
     out = Path(args.out)
-    from noisymix_infra.folder_kind import claim_folder
+    from infra.folder_kind import claim_folder
 
     claim_folder(out, "sweep")  # not a run's or a -C set's folder (issue 32), before anything is written
     for spec in plan.runs:  # refuse before anything runs: no run may mix two configs
