@@ -18,10 +18,11 @@ import numpy as np
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, METHOD_ROWS
 from infra.io import write_bytes
 from infra.stats import interval
-from noisymix_figures.tables import _method_order, paper_values, seed_stats
+from noisymix_figures.registry import NEEDS_IMAGENET, NEEDS_TOY, has_suite, needs_cifar, register
+from noisymix_figures.tables import method_order, paper_values, seed_stats
 
 __all__ = ["CATEGORY_FIGURES", "calibration_by_severity", "category_bars", "category_figure", "copy_figure",
-           "corruption_examples", "robust_c_bars", "robust_c_vs_r", "toy_bars", "write_points"]
+           "corruption_examples", "imagenet_points", "robust_c_bars", "robust_c_vs_r", "toy_bars", "write_points"]
 
 _PAPER_TO_OURS = {k: v for k, v in METHOD_ROWS.items() if v}
 
@@ -39,7 +40,7 @@ def _paper_rows(label: str) -> dict:
 
 
 #: one colour per method in every panel, keyed by the method's name as the paper writes it
-#: (``fullscale.methods`` titles; the paper's "NoisyMix (ours)" row is NoisyMix)
+#: (``fullscale.training.methods`` titles; the paper's "NoisyMix (ours)" row is NoisyMix)
 METHOD_COLORS = {"Baseline": "tab:gray", "Mixup": "tab:purple", "Manifold Mixup": "tab:pink", "CutMix": "tab:olive",
                  "Puzzle Mix": "tab:brown", "AugMix": "tab:orange", "AugMix (no JSD)": "gold", "NFM": "tab:green",
                  "NoisyMix": "tab:red", "Noise injections": "tab:cyan", "AugMax*": "tab:blue",
@@ -48,7 +49,7 @@ METHOD_COLORS = {"Baseline": "tab:gray", "Mixup": "tab:purple", "Manifold Mixup"
 
 def method_label(name: str) -> str:
     """A method id (``augmix_jsd``) or a paper row ("NoisyMix (ours)") as the paper names it."""
-    from fullscale.methods import METHODS
+    from fullscale.training.methods import METHODS
 
     return METHODS[name].title if name in METHODS else name.replace(" (ours)", "")
 
@@ -145,7 +146,7 @@ def calibration_by_severity(groups: dict, out: Path) -> Path | None:
     points = []
     for axes_row, ((dataset, model), methods) in zip(axes, sorted(settings.items()), strict=True):
         for k, (ax, (title, key, scale)) in enumerate(zip(axes_row, _SEVERITY_PANELS, strict=True)):
-            for method in sorted(methods, key=_method_order):
+            for method in sorted(methods, key=method_order):
                 values = np.array([v for v in methods[method][k] if v is not None]) * scale
                 if not len(values):
                     continue
@@ -191,7 +192,7 @@ def category_bars(groups: dict, out: Path) -> Path:
                     for cat, members in CATEGORIES.items()} for m in shown}
         _category_panel(ax, title, data)
     for ax, (title, data) in zip(axes[0][len(panels):], ours.items(), strict=False):
-        _category_panel(ax, title, dict(sorted(data.items(), key=lambda kv: _method_order(kv[0]))), seeds=True)
+        _category_panel(ax, title, dict(sorted(data.items(), key=lambda kv: method_order(kv[0]))), seeds=True)
     return _save(fig, out)
 
 
@@ -235,7 +236,7 @@ def write_points(out: Path, points: list[dict]) -> Path:
     return path
 
 
-def _imagenet_points(groups: dict) -> list[dict]:
+def imagenet_points(groups: dict) -> list[dict]:
     """Our ImageNet runs as (ImageNet-C, ImageNet-R) accuracy points: per (model, method), the
     mean over the seeds evaluated on both suites."""
     points = []
@@ -267,7 +268,7 @@ def robust_c_vs_r(groups: dict, out: Path) -> Path:
                    label=f"{label} (paper)")
         points.append({"source": "paper", "method": label, "model": "ResNet-50", "seeds": "",
                        "imagenet_c": x, "imagenet_r": y})
-    ours = _imagenet_points(groups)
+    ours = imagenet_points(groups)
     for k, point in enumerate(ours):
         ax.scatter(point["imagenet_c"], point["imagenet_r"], facecolors="none", s=70, linewidths=1.6,
                    edgecolors=METHOD_COLORS.get(point["method"], "black"), marker=markers[k % len(markers)],
@@ -320,7 +321,7 @@ def category_figure(groups: dict, label: str, out: Path) -> Path:
     points = [{"source": "paper", "method": method_label(name), "category": cat, "accuracy": round(v, 3), "seeds": ""}
               for name, values in paper.items() for cat, v in values.items()]
     if ours:
-        data = dict(sorted(ours.items(), key=lambda kv: _method_order(kv[0])))
+        data = dict(sorted(ours.items(), key=lambda kv: method_order(kv[0])))
         _category_panel(axes[0][1], f"ours: {model} runs, suite {suite}", data, seeds=True)
         points += [{"source": "ours", "method": method_label(m), "category": cat,
                     "accuracy": round(float(np.mean(v)), 3), "seeds": len(v)}
@@ -391,3 +392,48 @@ def copy_figure(source: Path, out: Path) -> Path | None:
     out.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, out)
     return out
+
+
+# ---------------------------------------------------------------------------- the registry
+# Each paper figure: its generator, which of our results it draws, and what REPORT.md's
+# label-by-label section says of it (``noisymix_figures.registry``); ``position``: its line there.
+
+register("fig:robustCvsR", position=0, files=("robust_c_vs_r.png", "robust_c_vs_r.csv"),
+         ours="imagenet runs evaluated on imagenet-c and imagenet-r (open markers)", needs=NEEDS_IMAGENET,
+         found=lambda results, drawn: [f"{p['method']} ({p['model']})" for p in imagenet_points(results.groups())])(
+    lambda results, out: robust_c_vs_r(results.groups(), out / "robust_c_vs_r.png"))
+register("fig:robust10vs100", position=2, files=("robust_c.png",),
+         ours="cifar10-c / cifar100-c runs of every model (digits-c runs drawn as the small-scale analogue)",
+         needs=needs_cifar("results_cifar10"),
+         found=lambda results, drawn: has_suite(results, ("cifar10", "cifar100"), "{}-c"))(
+    lambda results, out: robust_c_bars(results.groups(), out / "robust_c.png"))
+register("fig:toy_data", position=7, files=("toy_data.png",), ours="`noisymix toy` (toy.json)", needs=NEEDS_TOY,
+         found=lambda results, drawn: ["toy.json"] if results.toy else [])(
+    lambda results, out: copy_figure(results.toy[0].parent / "toy_data.png", out / "toy_data.png")
+    if results.toy else None)
+
+
+@register("fig:toy_example", position=8, files=("toy_accuracy.png", "toy_decision_boundaries.png"),
+          ours="`noisymix toy` (toy.json, seeds)", needs=NEEDS_TOY,
+          found=lambda results, drawn: ["toy.json"] if results.toy else [])
+def _toy_example(results, out: Path) -> Path | None:
+    """fig:toy_example: our accuracies beside the paper's, and the decision boundaries `noisymix toy` drew."""
+    if not results.toy:
+        return None
+    toy_bars(results.toy[1], out / "toy_accuracy.png")
+    return copy_figure(results.toy[0].parent / "decision_boundaries.png", out / "toy_decision_boundaries.png")
+
+
+register("fig:cimages", position=9, files=("corruption_examples.png",),
+         ours="our own corruptions (fullscale.corruptions, ImageNet-C parameters) on a bundled photograph; no runs "
+              "needed", needs="`noisymix figures` without --no-examples",
+         found=lambda results, drawn: ["our corruption code"] if drawn else [])(
+    lambda results, out: corruption_examples(out / "corruption_examples.png"))
+
+for _position, (_label, (_source, _dataset, _model, _)) in enumerate(CATEGORY_FIGURES.items(), 19):
+    _name = _label.replace("fig:", "")
+    register(_label, position=_position, files=(f"{_name}.png", f"{_name}.csv"),
+             ours=f"{_dataset} / {_model} runs: {_dataset}-c per category (beside {_source})",
+             needs=NEEDS_IMAGENET if _dataset == "imagenet" else needs_cifar("results_cifar100"),
+             found=lambda results, drawn, d=_dataset, m=_model: has_suite(results, (d,), "{}-c", m))(
+        lambda results, out, label=_label, name=_name: category_figure(results.groups(), label, out / f"{name}.png"))

@@ -12,7 +12,7 @@ from noisymix_figures.results import Results
 from noisymix_figures.tables import Table
 from theory.results import checks_of, tally, tally_sentence
 
-__all__ = ["write_report_text"]
+__all__ = ["theory_section", "write_report_text"]
 
 
 def _runs_section(results: Results) -> list[str]:
@@ -91,7 +91,7 @@ def _spearman(a: list[int], b: list[int]) -> float:
     return float(np.corrcoef(a, b)[0, 1])
 
 
-def _theory_section(results: Results) -> list[str]:
+def theory_section(results: Results) -> list[str]:
     if results.theory is None:
         return ["## Theory", "", "No theory.json found (run `noisymix verify`).", ""]
     path, data = results.theory
@@ -135,7 +135,7 @@ def write_report_text(results: Results, tables: list[Table], figures: dict[str, 
     if provenance is not None:
         lines += [_provenance_line(provenance), ""]
     lines += _runs_section(results) + coverage_section(results, tables, out) + _agreement(tables)
-    lines += _theory_section(results) + _toy_section(results)
+    lines += theory_section(results) + _toy_section(results)
     lines += ["## Figures", ""]
     for title, path in figures.items():
         lines.append(f"### {title}" if path else f"### {title} — not drawn (no data)")

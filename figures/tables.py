@@ -30,10 +30,11 @@ from fullscale.vocabulary import (
 )
 from noisymix_figures.alexnet import flip_rates, mean_flip_rate
 from noisymix_figures.consistency import findings_for
+from noisymix_figures.registry import NEEDS_IMAGENET, needs_cifar, needs_cifar_p, register, table_files
 from noisymix_figures.results import Run
 
-__all__ = ["COMPARISONS", "IMAGENET_MODEL", "METHOD_ROWS", "Comparison", "Table", "build_tables", "paper_values",
-           "seed_stats"]
+__all__ = ["COMPARISONS", "IMAGENET_MODEL", "METHOD_ROWS", "Comparison", "Table", "build_tables", "compare_table",
+           "comparison_tables", "method_order", "ours_tables", "paper_mce", "paper_values", "seed_stats"]
 
 Metric = Callable[[Run], float | None]
 
@@ -103,7 +104,7 @@ def _paper_mean(columns: tuple[int, ...]) -> Callable[[list], float | None]:
     return compute
 
 
-def _paper_mce(cells: list) -> float | None:
+def paper_mce(cells: list) -> float | None:
     """mCE (%) of a paper row of 15 ImageNet-C accuracies: mean_c (100 - acc_c) / (100 E^AlexNet_c),
     ``fullscale.metrics.mean_corruption_error`` on accuracies averaged over severities."""
     accs = [_paper_number(c) for c in cells[:len(CORRUPTIONS)]]
@@ -173,7 +174,7 @@ _IMAGENET_COMPARISONS: tuple[Comparison, ...] = (
                                          f"mCE (AlexNet-normalised, %); ours: {IMAGENET_MODEL}",
                (*_c_columns("imagenet", IMAGENET_MODEL), (*_IM, _summary("imagenet-c", "mean_accuracy")),
                 (*_IM, _summary("imagenet-c", "mce"))), _IMAGENET_ROWS,
-               extra=(("mean", _paper_mean(tuple(range(len(CORRUPTIONS))))), ("mCE", _paper_mce)),
+               extra=(("mean", _paper_mean(tuple(range(len(CORRUPTIONS))))), ("mCE", paper_mce)),
                unimplemented=_PUBLIC),
     Comparison("tab:results_imagenet_p", f"ResNet-50, ImageNet-P {_P_NOTE}; ours: {IMAGENET_MODEL}",
                (*((*_IM, _flip_rate(c)) for c in P_COLUMNS), (*_IM, _mfr())), _IMAGENET_ROWS, unimplemented=_PUBLIC),
@@ -218,11 +219,16 @@ COMPARISONS: tuple[Comparison, ...] = (
 )
 
 
-def seed_stats(values: list[float]) -> dict | None:
+def seed_stats(values: list[float], *, std: bool = False) -> dict | None:
+    """Mean, min, max and n over seeds (None for no values); ``std``: also the sample std (ddof 1;
+    0.0 for one seed).  The one seed statistic of every table, figure and sweep table."""
     if not values:
         return None
-    return {"mean": float(np.mean(values)), "min": float(np.min(values)), "max": float(np.max(values)),
-            "n": len(values)}
+    stats = {"mean": float(np.mean(values)), "min": float(np.min(values)), "max": float(np.max(values)),
+             "n": len(values)}
+    if std:
+        stats["std"] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+    return stats
 
 
 def _fmt(stats: dict | None, with_range: bool = True) -> str:
@@ -306,7 +312,7 @@ def _ours_text(stats: dict | None, paren: dict | None, with_paren: bool) -> str:
     return text + (f" [{stats['min']:.1f} / {stats['max']:.1f}]" if stats["n"] > 1 else "")
 
 
-def _compare(comp: Comparison, paper: dict, groups: dict) -> Table:
+def compare_table(comp: Comparison, paper: dict, groups: dict) -> Table:
     table = paper[comp.label]
     names = [*table["columns"], *(f"{name} (computed)" for name, _ in comp.extra)]
     header = ["Method"]
@@ -352,7 +358,7 @@ def _paren_of(cell) -> float | None:
     return cell.get("paren") if isinstance(cell, dict) else None
 
 
-def _ours_table(groups: dict) -> list[Table]:
+def ours_tables(groups: dict) -> list[Table]:
     """Our own numbers per (dataset, model): every method, mean (min / max) over seeds."""
     out = []
     by_setting: dict[tuple[str, str], dict] = {}
@@ -376,7 +382,7 @@ def _ours_table(groups: dict) -> list[Table]:
                         ("AURRA (ImageNet-R)", _summary("imagenet-r", "aurra")), ("ImageNet-P mFR", _mfr())]
         header = ["Method", "seeds", "epochs", *(m for m, _ in metrics)]
         rows, numbers = [], {}
-        for method, runs in sorted(methods.items(), key=lambda kv: _method_order(kv[0])):
+        for method, runs in sorted(methods.items(), key=lambda kv: method_order(kv[0])):
             epochs = sorted({r.config.get("epochs") for r in runs})
             row = [method, str(len(runs)), ",".join(map(str, epochs))]
             numbers[method] = {}
@@ -404,18 +410,35 @@ def _fgsm(eps: float) -> Metric:
     return metric
 
 
+# The row order of our own tables and figures.  Hand-listed, not derived: neither the methods
+# registry (``fullscale.training.methods``: it has puzzlemix after cutmix and the augmix_* ablation methods)
+# nor ``fullscale.vocabulary.METHOD_ROWS`` (puzzlemix, no noise / augmix) gives this order, and a
+# derived one would reorder tables already written (puzzlemix sorts last here, by name).
 _ORDER = ["baseline", "mixup", "manifold_mixup", "cutmix", "noise", "nfm", "augmix", "augmix_jsd", "noisymix"]
 
 
-def _method_order(method: str) -> tuple[int, str]:
+def method_order(method: str) -> tuple[int, str]:
+    """The sort key of a method in our tables and figures: ``_ORDER``, then the others by name."""
     return (_ORDER.index(method) if method in _ORDER else len(_ORDER), method)
+
+
+def _wanted(comp: Comparison, settings: set) -> bool:
+    """Whether ``comp`` is written: always, unless it is a second analogue of a table (``name``),
+    written only when runs of its own (dataset, model) exist."""
+    return comp.name is None or any((d, m) in settings for d, m, _ in comp.columns)
+
+
+def comparison_tables(label: str, paper: dict, groups: dict) -> list[Table]:
+    """The tables of the paper table ``label`` beside our runs (itself, then its analogues), as
+    ``build_tables`` writes them."""
+    settings = {key[:2] for key in groups}
+    return [compare_table(c, paper, groups) for c in COMPARISONS if c.label == label and _wanted(c, settings)]
 
 
 def build_tables(groups: dict) -> list[Table]:
     paper = paper_values()
     settings = {key[:2] for key in groups}  # (dataset, model) of every run
-    tables = _ours_table(groups) + [_compare(c, paper, groups) for c in COMPARISONS
-                                    if c.name is None or any((d, m) in settings for d, m, _ in c.columns)]
+    tables = ours_tables(groups) + [compare_table(c, paper, groups) for c in COMPARISONS if _wanted(c, settings)]
     tables.append(transfer_table(paper, groups))
     tables.append(transfer_table(paper, groups, f"{TRANSFER_MODEL}-freeze4"))  # the fixed-feature variant
     covered = {c.label for c in COMPARISONS} | {TRANSFER_LABEL}
@@ -478,3 +501,51 @@ def transfer_table(paper: dict, groups: dict, model: str = TRANSFER_MODEL) -> Ta
 
 def _delta(stats: dict | None, paper: float | None) -> str:
     return "—" if stats is None or paper is None else f"{stats['mean'] - paper:+.1f}"
+
+
+# ---------------------------------------------------------------------------- the registry
+# Each paper table: its generator (``comparison_tables``, or ``transfer_tables``) and what REPORT.md's
+# label-by-label section says of it (``noisymix_figures.registry``); ``position``: its line there.
+
+def register_comparison(label: str, position: int, ours: str, needs: str, *suffixes: str) -> None:
+    """Register the ``COMPARISONS`` of ``label``; ``suffixes``: the file names' endings of the tables
+    the report names (the table itself: "")."""
+    register(label, position=position, files=table_files(label, *suffixes), ours=ours, needs=needs)(
+        lambda results, out: comparison_tables(label, paper_values(), results.groups()))
+
+
+register_comparison("tab:results_imagenet", 1, "imagenet / resnet50 runs: clean, imagenet-c, imagenet-r, imagenet-p "
+                    "(mFR with AlexNet's flip probabilities, figures/alexnet_flip.json)", NEEDS_IMAGENET)
+register_comparison("tab:results_cifar10", 3, "cifar10 / cifar100 preactresnet18 runs (clean, -C); the digits runs "
+                    "fill an analogue table", needs_cifar("results_cifar10"), "", "_digits_analogue")
+register_comparison("tab:results_cifar100", 4, "cifar10 / cifar100 wrn28_4 runs (clean, -C)",
+                    needs_cifar("results_cifar100"))
+register_comparison("tab:ablation", 5, "cifar100 / wrn28_4 runs of the ten switch rows", needs_cifar("ablation"))
+register_comparison("tab:results_imagenet_c", 10, "imagenet / resnet50 runs: imagenet-c per corruption, mean and mCE "
+                    "(AlexNet's errors)", NEEDS_IMAGENET)
+register_comparison("tab:results_cifar10_c", 11, "cifar10 / preactresnet18 runs: cifar10-c per corruption",
+                    needs_cifar("results_cifar10"))
+register_comparison("tab:results_cifar100_c", 12, "cifar100 / preactresnet18 runs: cifar100-c per corruption",
+                    needs_cifar("results_cifar10"))
+register_comparison("tab:results_wrs_cifar10_c", 13, "cifar10 / wrn28_4 runs: cifar10-c per corruption",
+                    needs_cifar("results_cifar100"))
+register_comparison("tab:results_wrs_cifar100_c", 14, "cifar100 / wrn28_4 runs: cifar100-c per corruption",
+                    needs_cifar("results_cifar100"))
+register_comparison("tab:results_imagenet_r_calibration", 15, "imagenet / resnet50 runs: the imagenet-r suite's RMS "
+                    "calibration error and AURRA (on ImageNet-R)", NEEDS_IMAGENET)
+register_comparison("tab:results_imagenet_p", 16, "imagenet / resnet50 runs: imagenet-p flip probabilities over "
+                    "AlexNet's", NEEDS_IMAGENET)
+register_comparison("tab:results_cifar_p", 17, "cifar10 / preactresnet18 runs: cifar10-p flip probabilities",
+                    needs_cifar_p("results_cifar10"))
+register_comparison("tab:results_cifar_p_wrs", 18, "cifar10 / wrn28_4 runs: cifar10-p flip probabilities",
+                    needs_cifar_p("results_cifar100"))
+
+
+@register(TRANSFER_LABEL, position=6, files=table_files(TRANSFER_LABEL, "", "_frozen"),
+          ours="resnet50_transfer runs fine-tuned on cifar10 / cifar100 from each source row's ImageNet model",
+          needs="the source models of tab:results_imagenet (" + NEEDS_IMAGENET + ") fine-tuned on CIFAR-10/100 with "
+                "their -C sets (data; `noisymix sweep results_transfer --source ROW=WEIGHTS`)")
+def transfer_tables(results, out: Path) -> list[Table]:
+    """tab:results_transfer beside our runs: fully fine-tuned, then the fixed-feature variant."""
+    paper, groups = paper_values(), results.groups()
+    return [transfer_table(paper, groups), transfer_table(paper, groups, f"{TRANSFER_MODEL}-freeze4")]

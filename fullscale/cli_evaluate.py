@@ -1,46 +1,25 @@
 """``noisymix evaluate RUN --suite SUITE [--data-root DIR] [--checkpoint FILE]`` -> ``RUN/eval/SUITE.json``
-(docs/results-schema.md).  A bare checkpoint without a run directory (a torchvision-format state
-dict, as public ImageNet checkpoints are distributed): ``noisymix evaluate FILE --model resnet50
---out DIR --suite SUITE`` -> ``DIR/eval/SUITE.json`` (a 1000-class ImageNet model).
-
-The model is rebuilt from ``RUN/config.json`` with ``RUN/final.pt`` (or ``--checkpoint``, any
-``state_dict``, loaded with ``weights_only=True``).  clean / calibration / fgsm use the run's own
-dataset's test split (``--data-root`` overrides the run's data root; for ``dataset: imagenet`` it is
-the validation class folders).  -C/-P suites are resumable: after each corruption the partial JSON
-is written atomically (``"complete": false``) and a rerun with the same checkpoint and options
-skips the corruptions already in it, each entry bound to the files it read (a set replaced in place
-is evaluated anew).
-
-Issue 32: the suite must fit its data and the run: a -C/-P set made by ``noisymix corrupt`` says in
-its ``manifest.json`` which data set and kind it is (``--suite cifar10-c --data-root DIGITS-C`` is
-refused), and a CIFAR/Digits suite is for a run of that data set.  One ``evaluate`` (or ``train``)
-at a time per run: the run's lock, as ``train`` takes it.  A ``--checkpoint`` other than the run's
-``final.pt`` writes to ``RUN/eval/<checkpoint stem>-<sha256[:12]>/SUITE.json``, so the run's own
-results (which ``figures`` reads) are never overwritten by another model's.
+(docs/results-schema.md); ``noisymix evaluate FILE --model resnet50 --out DIR --suite SUITE`` for a
+bare checkpoint.  The command line only: the flags become ``EvalOptions`` and one call of
+``fullscale.evaluation.evaluate`` (``fullscale/evaluation/evaluate_run.py``: which model, where
+the JSON goes, resuming, the checks of issue 32), then one line of its summary.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import re
-import time
 from fractions import Fraction
 from pathlib import Path
 
 import torch
 
-from fullscale.config import check_device_name
-from fullscale.data import DATASETS, Preprocess
-from fullscale.evaluation import FGSM_EPSILONS, RESUMABLE, SUITES, Context, EvalOptions, run_suite
-from fullscale.runs import load_bare_model, load_run_model
+from fullscale.data import Preprocess
+from fullscale.evaluation import FGSM_EPSILONS, SUITES, EvalOptions, evaluate
 from fullscale.vocabulary import P_WEATHER_CHOICES
 from infra.config import add_set_argument, apply_overrides
-from infra.folder_kind import KINDS, folder_kind, require_kind
-from infra.io import data_fingerprint, directory_lock, printable, read_json, sha256_file, write_json
-from infra.provenance import provenance
+from infra.io import printable
 
-__all__ = ["add_arguments", "evaluate", "run"]
+__all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,201 +59,6 @@ def _epsilons(text: str) -> tuple[float, ...]:
         return tuple(float(Fraction(part.strip())) for part in text.split(",") if part.strip())
     except (ValueError, ZeroDivisionError):
         raise ValueError(f"--epsilons expects numbers or fractions like 8/255, got {text!r}") from None
-
-
-def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, checkpoint: str | None = None,
-             device: str = "cpu", options: EvalOptions | None = None, model: str | None = None,
-             out: str | Path | None = None) -> dict:
-    """Evaluate the run on ``suite`` and write (and return) ``RUN/eval/SUITE.json``; with ``model``,
-    ``run_dir`` (or ``checkpoint``) is a bare state dict and the result goes to ``out/eval/SUITE.json``;
-    a ``checkpoint`` other than the run's ``final.pt`` goes to ``RUN/eval/<stem>-<sha256[:12]>/``.
-    The returned record's ``path`` says where it was written."""
-    if suite not in SUITES:
-        raise ValueError(f"unknown suite {suite!r}; available: {', '.join(SUITES)}")
-    options = options or EvalOptions()
-    run_dir = Path(run_dir)
-    try:
-        check_device_name(str(device), key="--device")
-        dev = torch.device(device)
-        torch.empty(0, device=dev)  # a device name torch knows but cannot use here fails now
-    except (RuntimeError, AssertionError) as error:
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ValueError(f"--device {device!r} is not usable here ({detail[:160]}); use cpu or cuda[:N]") from None
-    if data_root is not None:
-        _check_data_root(suite, Path(data_root))  # the set's kind and manifest, before the model is loaded
-    if model is not None:
-        if out is None:
-            raise ValueError("--model (a bare checkpoint) needs --out DIR for the results")
-        require_kind(out, "run", "--out")
-        weights = Path(checkpoint) if checkpoint else run_dir
-        net, config = load_bare_model(weights, model, device=dev)
-        run_dir = Path(out)
-    else:
-        require_kind(run_dir, "run", "RUN")
-        net, config = load_run_model(run_dir, checkpoint, dev)
-        weights = Path(checkpoint) if checkpoint else run_dir / "final.pt"
-        if not weights.is_absolute() and not weights.exists() and (run_dir / weights).exists():
-            weights = run_dir / weights  # as load_run_model reads it: a file of the run named relative to it
-    _check_finite(net, weights)
-    _check_suite_fits_run(suite, config, run_dir)
-    if dev.type == "cuda":
-        net = net.to(memory_format=torch.channels_last)
-    digest = sha256_file(weights)
-    eval_dir = run_dir / "eval"
-    if model is None and checkpoint is not None and not _is_final(run_dir, weights, digest):
-        # another model than the run's: its results beside the run's, never over them (issue 32)
-        eval_dir = eval_dir / _checkpoint_folder(weights, digest)
-    target = eval_dir / f"{suite}.json"
-    record = {"suite": suite, "run": str(run_dir), "checkpoint": {"path": str(weights), "sha256": digest},
-              "model": config["model"], "dataset": config.get("dataset", ""), "device": str(dev),
-              "options": options.as_dict(), "complete": False, "provenance": provenance()}
-    root = data_root or config.get("data_root") or f"built-in {config.get('dataset')}"
-    record["data_root"] = str(Path(root).resolve()) if data_root else str(root)
-    if data_root and Path(data_root).is_dir():  # the sweep compares it before reusing the result (issue 23)
-        record["data_fingerprint"] = data_fingerprint(data_root)
-    # One writer per run, as for `train`: a second evaluate of the run fails at once instead of
-    # both finishing and one result being lost (issue 32)
-    with directory_lock(run_dir, "evaluating"):
-        done, identity = {}, {}
-        if suite in RESUMABLE and target.is_file():
-            previous = read_json(target)
-            # a partial result resumes only on the same checkpoint, options and data folder; within it,
-            # each entry also carries the identity of the files it read (Context.done_identity)
-            if (isinstance(previous, dict) and not previous.get("complete", True)
-                    and (previous.get("checkpoint") or {}).get("sha256") == digest
-                    and previous.get("options") == record["options"]
-                    and previous.get("data_root") == record["data_root"]):
-                done = dict(previous.get("results") or {})
-                identity = dict(previous.get("data_identity") or {})
-        started = time.perf_counter()
-
-        def on_result(name: str, entry: dict, data_identity: str | None = None) -> None:
-            done[name] = entry
-            if data_identity is not None:
-                identity[name] = data_identity
-            write_json(target, {**record, "results": done, "data_identity": identity, "created": _now(),
-                                "seconds": time.perf_counter() - started})
-
-        clean_accuracy, clean_from = (_clean_accuracy(eval_dir, digest, options, config.get("dataset") == "imagenet")
-                                      if suite != "clean" else (None, None))
-        ctx = Context(net, dev, config, Path(data_root) if data_root else None, options, dict(done), dict(identity),
-                      on_result, clean_accuracy, clean_from)
-        results, summary, files = run_suite(suite, ctx)
-        record["data_identity"] = identity
-        record.update({"results": results, "summary": summary, "complete": True, "created": _now(),
-                       "seconds": time.perf_counter() - started, "data": {"root": str(root), "files": files}})
-        write_json(target, record)
-    return {**record, "path": str(target)}
-
-
-def _suite_dataset(suite: str) -> str | None:
-    """The data set a suite is of (``None``: clean, calibration and FGSM are of the run's own)."""
-    if suite.startswith("imagenet-"):
-        return "imagenet"
-    return suite[:-2] if suite.endswith(("-c", "-p")) else None
-
-
-def _set_manifest(root: Path) -> dict | None:
-    """The ``manifest.json`` of a set made by ``noisymix corrupt`` in ``root``, or ``None`` (a set
-    made elsewhere: the released CIFAR-10-C, ImageNet-C, ImageNet-R)."""
-    path = root / "manifest.json"
-    if not path.is_file():
-        return None
-    manifest = read_json(path)
-    if not isinstance(manifest, dict) or manifest.get("kind") not in ("c", "p") or "names" not in manifest:
-        return None  # not ours (folder_kind does not take it for a set either)
-    return manifest
-
-
-def _check_data_root(suite: str, root: Path) -> None:
-    """Refuse (one line) a ``--data-root`` that is not the suite's data: a folder of ours of another
-    kind (a run, a -P set for a -C suite, ...), or a set whose manifest names another data set or
-    kind (``--suite cifar10-c`` on a Digits-C set would write cifar10-c.json of digits images)."""
-    if not root.is_dir():
-        return  # the suite says what it needs there
-    letter = suite.rsplit("-", 1)[-1] if suite.endswith(("-c", "-p")) else None
-    if letter is not None:
-        require_kind(root, f"{letter}-set", "--data-root")
-    else:
-        found = folder_kind(root)
-        if found is not None:
-            raise ValueError(f"--data-root: {printable(str(root))} is {KINDS[found]}, not the data of --suite {suite}")
-    manifest = _set_manifest(root)
-    if manifest is None:
-        return
-    made_of, made_kind = str(manifest.get("dataset")), manifest["kind"]
-    # a tree of class folders made ImageNet-C (fullscale.cli_corrupt); a named data set its own -C/-P
-    made_as = made_of if made_of in DATASETS else "imagenet"
-    if (made_as, made_kind) != (_suite_dataset(suite), letter):
-        raise ValueError(f"--data-root {printable(str(root))} is a -{made_kind.upper()} set of "
-                         f"{printable(made_of)} (its manifest.json), not the data of --suite {suite}: "
-                         f"use --suite {made_as}-{made_kind}")
-    if made_as == "imagenet" and manifest.get("params") != "imagenet":
-        raise ValueError(f"--data-root {printable(str(root))}: its manifest.json says parameters "
-                         f"{printable(manifest.get('params'))!r}, ImageNet-C is made with 'imagenet' (224 x 224)")
-
-
-def _check_suite_fits_run(suite: str, config: dict, run_dir: Path) -> None:
-    """A CIFAR/Digits suite is for a model of that data set: a Digits model scored on CIFAR-10-C
-    (both 10 classes, 32 x 32) would give a cifar10-c.json that means nothing."""
-    wanted, have = _suite_dataset(suite), config.get("dataset")
-    if wanted is None or not have or have == wanted:
-        return
-    if wanted == "imagenet" and have not in DATASETS:
-        return  # a 1000-class model of another ImageNet-like set: the suite checks the classes
-    hint = f"--suite {have}-{suite[-1]}" if have in DATASETS or have == "imagenet" else "a suite of its data set"
-    raise ValueError(f"--suite {suite} is for a model of {wanted}; {printable(str(run_dir))} was trained on "
-                     f"{printable(have)} (its config.json): use {hint}")
-
-
-def _check_finite(net: torch.nn.Module, weights: Path) -> None:
-    """Refuse a model with NaN/inf weights before any image goes through it (a diverged run): its
-    logits would be NaN, and a NaN argmax is class 0 everywhere."""
-    for name, tensor in net.state_dict().items():
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            raise ValueError(f"{printable(str(weights))} has non-finite weights (NaN/inf, in {printable(name)}): "
-                             "a diverged run? nothing evaluated")
-
-
-def _is_final(run_dir: Path, weights: Path, digest: str) -> bool:
-    """Whether ``weights`` is the run's own ``final.pt`` (the same file, or the same bytes)."""
-    final = run_dir / "final.pt"
-    if not final.is_file():
-        return False
-    return weights.resolve() == final.resolve() or sha256_file(final) == digest
-
-
-def _checkpoint_folder(weights: Path, digest: str) -> str:
-    """``<stem>-<sha256[:12]>``: the folder under ``RUN/eval`` for the results of another checkpoint;
-    the stem kept to safe characters (a file name may hold anything), the hash telling apart two
-    files of one name."""
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", weights.stem).strip("._")[:40] or "checkpoint"
-    return f"{stem}-{digest[:12]}"
-
-
-def _clean_accuracy(eval_dir: Path, digest: str, options: EvalOptions,
-                    folders: bool) -> tuple[float | None, dict | None]:
-    """(accuracy, where it was read) of ``eval_dir/clean.json`` for relative mCE, or (None, None): it
-    must be of the same checkpoint and, for image ``folders`` (ImageNet; in-memory sets are not
-    preprocessed), of images preprocessed alike (the same resize and crop; issue 23: a clean
-    accuracy at another crop is the accuracy of other images).  Its data root and file digests go
-    into the summary beside it, so the reader sees which test set it came from."""
-    path = eval_dir / "clean.json"
-    if not path.is_file():
-        return None, None
-    clean = read_json(path)
-    if not isinstance(clean, dict) or not clean.get("complete") or clean.get("checkpoint", {}).get("sha256") != digest:
-        return None, None
-    preprocess = options.as_dict()["preprocess"]
-    if folders and (clean.get("options") or {}).get("preprocess") != preprocess:
-        return None, None
-    where = {"path": str(path), "data_root": clean.get("data_root"), "options": {"preprocess": preprocess},
-             "files": (clean.get("data") or {}).get("files")}
-    return clean.get("summary", {}).get("accuracy"), where
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def run(args: argparse.Namespace) -> int:

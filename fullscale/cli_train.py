@@ -6,12 +6,12 @@ import argparse
 import os
 import sys
 
-from fullscale.config import TrainConfig
-from fullscale.methods import NOT_IMPLEMENTED, get_method
-from fullscale.presets import PRESETS, preset_overrides
-from infra.config import add_set_argument, apply_overrides, describe_keys
+from fullscale.training.config import TrainConfig
+from fullscale.training.methods import NOT_IMPLEMENTED
+from fullscale.training.presets import PRESETS, resolve_config
+from infra.config import add_set_argument, describe_keys
 
-__all__ = ["add_arguments", "resolve_config", "run"]
+__all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,16 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list-presets", action="store_true", help="print the presets and exit")
     parser.add_argument("--list-keys", action="store_true",
                         help="print every --set key with its type, default and meaning, and exit")
-
-
-def resolve_config(preset: str, overrides: list[str], data_root: str | None = None) -> TrainConfig:
-    """The run's config: the chosen method's defaults (``fullscale.methods``), then the preset,
-    then ``--set``; so a bare ``--set method=noisymix`` trains NoisyMix with its strengths, not
-    with the baseline's alpha = 0 and no noise, and an explicit ``--set mix.alpha=...`` still wins."""
-    method = apply_overrides(TrainConfig(preset=preset), [*preset_overrides(preset), *overrides]).method
-    defaults = [f"{k}={v}" for k, v in get_method(method).defaults.items()]
-    cfg = apply_overrides(TrainConfig(preset=preset), [*defaults, *preset_overrides(preset, method), *overrides])
-    return apply_overrides(cfg, [f"data_root={data_root}"]) if data_root else cfg
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.out:
         raise ValueError("--out RUN is required")
     cfg = resolve_config(args.preset, args.overrides, args.data_root)
-    from fullscale.train import NonFiniteLoss, train  # heavy imports only when training
+    from fullscale.training.checks import NonFiniteLoss  # heavy imports only when training
+    from fullscale.training.loop import train
     try:
         train(cfg, args.out, resume=args.resume)
     except NonFiniteLoss as error:  # a diverged run, not bad input: its own exit status, one line

@@ -77,7 +77,7 @@ TRANSFER_ROWS: dict[str, str] = {
     "Baseline": "baseline", "PuzzleMix": "puzzlemix", "Mixup": "mixup", "AutoAugment": "autoaugment",
     "AugMix": "augmix", "NoisyMix (ours)": "noisymix",
 }
-#: the model name of fine-tuned transfer runs (fullscale.transfer)
+#: the model name of fine-tuned transfer runs (fullscale.training.transfer)
 TRANSFER_MODEL = "resnet50_transfer"
 
 

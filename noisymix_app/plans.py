@@ -1,5 +1,5 @@
 """The plans of ``noisymix reproduce``: what the main job runs, as data (``ReproducePlan``) —
-read by ``noisymix_app.reproduce`` (which runs a plan) and ``noisymix_app.sweep_plan`` (which turns one into runs)."""
+read by ``noisymix_app.reproduce`` (which runs a plan) and ``noisymix_app.sweep.plan`` (which turns one into runs)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class ReproducePlan:
     # with torch's threads; on the 2-core VM two workers were no faster in the main job:
     # benchmarks/RESULTS.md, "Choosing the laptop protocol (issue 22)")
     workers: int = 0
-    # seeds of one method trained as one stacked model (fullscale.members; 1: one seed at a time)
+    # seeds of one method trained as one stacked model (fullscale.training.members; 1: one seed at a time)
     members: int = 1
 
 

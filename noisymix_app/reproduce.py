@@ -88,9 +88,9 @@ def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> tuple[list[
 
 
 def _runs(plan: ReproducePlan, out: Path, data_root: str | None):
-    """The plan's training runs as a sweep plan (``noisymix_app.sweep_plan``): method x seed, evaluated on
+    """The plan's training runs as a sweep plan (``noisymix_app.sweep.plan``): method x seed, evaluated on
     the plan's suites, the corrupted one reading this job's own -C set."""
-    from noisymix_app.sweep_plan import plan_from_reproduce
+    from noisymix_app.sweep.plan import plan_from_reproduce
 
     return plan_from_reproduce(plan, _corrupted(plan, out), data_root=data_root, perturbed=_perturbed(plan, out))
 
@@ -157,7 +157,7 @@ def _command_step(step: _Step, finished: set, rerun: list[Path], command: Callab
         raise RuntimeError(f"step '{step.name}' failed with exit status {status}: noisymix {' '.join(step.argv)}")
     if not step.done.exists():
         raise RuntimeError(f"step '{step.name}' finished but did not write {step.done}")
-    from noisymix_app.sweep import ran_on
+    from noisymix_app.sweep.execute import ran_on
 
     _log_step(log, log_path, {"name": step.name, "argv": list(step.argv),
                               "ran_on": {**ran_on(), "torch_threads": used()}},
@@ -220,14 +220,15 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
 
     ``command`` runs one ``noisymix`` command line (verify, toy, corrupt, figures) and returns
     its exit status (default: the CLI front door in this process).  The training runs and their
-    evaluations are a sweep (``noisymix_app.sweep.run_local``, in this process, one after another):
-    typed calls of ``fullscale.train.train`` and ``fullscale.cli_evaluate.evaluate``; a finished
+    evaluations are a sweep (``noisymix_app.sweep.local.run_local``, in this process, one after another):
+    typed calls of ``fullscale.training.loop.train`` and ``fullscale.evaluation.evaluate``; a finished
     run is kept, a killed one resumes from its checkpoint, and a run whose config differs from
     this plan's (another plan in the same folder) is trained anew.  A failing step stops the
     job with a ``RuntimeError`` naming it; steps already finished stay on disk and are skipped
     by the next run.
     """
-    from noisymix_app.sweep import check_config, run_local, run_record, run_state
+    from noisymix_app.sweep.local import run_local
+    from noisymix_app.sweep.state import check_config, run_record, run_state
 
     if plan.needs_data_root and data_root is None:
         raise ValueError(f"this plan ({plan.description}) needs --data-root with the {plan.dataset} data")
@@ -243,7 +244,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
         log["steps"] = read_json(log_path).get("steps", [])
     # a command step counts as done only when it ran with the same command line: a folder of a
     # ``--plan quick`` run must not pass its 1-epoch models off as the laptop plan's (issue 10, 8d);
-    # a training run is done only when its config.json is this plan's (``noisymix_app.sweep.check_config``)
+    # a training run is done only when its config.json is this plan's (``noisymix_app.sweep.state.check_config``)
     finished = {(entry["name"], tuple(entry.get("argv", ()))) for entry in log["steps"] if "argv" in entry}
     started = time.perf_counter()
     before, figures = _steps(plan, out, data_root)
@@ -352,7 +353,7 @@ def _minutes(seconds: float) -> str:
 
 def _log_run(log: dict, log_path: Path, out: Path, spec, started: float) -> None:
     """The run's train and evaluate steps that ran in this invocation, as steps of the log."""
-    from noisymix_app.sweep import run_record
+    from noisymix_app.sweep.state import run_record
 
     record = run_record(out, spec.name)
     for step, seconds in record.get("timings") or []:

@@ -25,7 +25,7 @@ import json
 import re
 from pathlib import Path
 
-from fullscale.methods import METHODS
+from fullscale.training.methods import METHODS
 from infra.io import read_json, write_bytes, write_json, write_text
 from infra.provenance import git_state, machine
 from infra.stats import interval, paired
@@ -41,12 +41,11 @@ END = "<!-- reproduce-summary:end -->"
 # the code whose change makes a summary stale (methods, trainer, evaluation, metrics, augmentation,
 # corruptions, models and the reproduce job itself)
 CODE_PATHS = ("noisymix", "noisymix_app/plans.py", "noisymix_app/reproduce.py", "noisymix_app/reproduce_summary.py",
-              "noisymix_app/sweep.py", "noisymix_app/sweep_plan.py", "fullscale/train.py", "fullscale/members.py",
-              "fullscale/hooks.py", "fullscale/methods.py",
-              "fullscale/evaluation.py", "fullscale/metrics.py", "fullscale/vocabulary.py", "fullscale/augment",
-              "fullscale/corruptions", "fullscale/models", "fullscale/presets.py", "fullscale/config.py",
+              "noisymix_app/sweep", "fullscale/training",
+              "fullscale/evaluation", "fullscale/metrics.py", "fullscale/vocabulary.py", "fullscale/augment",
+              "fullscale/corruptions", "fullscale/models",
               "fullscale/data", "theory", "toy")
-# method names as the paper writes them: the one label map, the methods' own titles (fullscale.methods)
+# method names as the paper writes them: the one label map, the methods' own titles (fullscale.training.methods)
 LABELS = {name: method.title for name, method in METHODS.items()}
 CLEAN_TOLERANCE = 1.0  # points of clean accuracy a method may lose and still "keep" it
 # (value, eval file (None: the corrupted suite's), key path in its summary): the calibration suite

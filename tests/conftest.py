@@ -50,7 +50,7 @@ def crash_then_resume(crash_after_first_checkpoint):
     """``run(cfg, straight, resumed)``: train ``cfg`` straight through into ``straight``; train it
     into ``resumed`` with the process dying right after its first checkpoint, then ``--resume``;
     return both final state dicts (an exact resume makes them equal)."""
-    import fullscale.train as trainer
+    import fullscale.training.loop as trainer
     from infra.io import load_state_dict
 
     def run(cfg, straight, resumed):
@@ -65,19 +65,20 @@ def crash_then_resume(crash_after_first_checkpoint):
 def crash_after_first_checkpoint(monkeypatch):
     """``crash(cfg, out)``: train ``cfg`` into ``out`` with the process dying (KeyboardInterrupt)
     right after its first checkpoint is written; the trainer is restored, ready for ``resume=True``."""
-    import fullscale.train as trainer
+    import fullscale.training.checkpoint as checkpoint_module
+    import fullscale.training.loop as trainer
 
     def crash(cfg, out):
-        original = trainer.save_torch
+        original = checkpoint_module.save_torch
 
         def save_then_crash(path, obj):
             original(path, obj)
             if path.name == "checkpoint.pt":
                 raise KeyboardInterrupt
-        monkeypatch.setattr(trainer, "save_torch", save_then_crash)
+        monkeypatch.setattr(checkpoint_module, "save_torch", save_then_crash)
         with pytest.raises(KeyboardInterrupt):
             trainer.train(cfg, out)
-        monkeypatch.setattr(trainer, "save_torch", original)
+        monkeypatch.setattr(checkpoint_module, "save_torch", original)
     return crash
 
 

@@ -1,5 +1,6 @@
 """The blur group (defocus, glass, motion, zoom) and the extra gaussian blur (``make_cifar_c.py`` /
-``make_imagenet_c.py``); substitutions for the reference's libraries are listed in ``registry``."""
+``make_imagenet_c.py``), each registered with its parameter rows (``specs.register_corruption``);
+substitutions for the reference's libraries are listed in ``registry``."""
 
 from __future__ import annotations
 
@@ -15,12 +16,22 @@ from fullscale.corruptions._filters import (
     motion_blur,
     zoom_about_centre,
 )
+from fullscale.corruptions.specs import register_corruption
 
 
+def _zooms(*tops_steps: tuple[float, float]) -> tuple[tuple[float, ...], ...]:
+    """Zoom blur's rows: the factors np.arange(1, top, step) per severity."""
+    return tuple(tuple(float(f) for f in np.arange(1, top, step)) for top, step in tops_steps)
+
+
+@register_corruption("gaussian_blur", cifar=(0.4, 0.6, 0.7, 0.8, 1), imagenet=(1, 2, 3, 4, 6),
+                     pixel_fields={0: "float"})  # a bare sigma (a row of one number)
 def gaussian_blur_corruption(x: Tensor, c: float, g: torch.Generator) -> Tensor:
     return gaussian_blur(x, c)
 
 
+@register_corruption("defocus_blur", cifar=((0.3, 0.4), (0.4, 0.5), (0.5, 0.6), (1, 0.2), (1.5, 0.1)),
+                     imagenet=((3, 0.1), (4, 0.5), (6, 0.5), (8, 0.5), (10, 0.5)))
 def defocus_blur(x: Tensor, c: tuple[float, float], g: torch.Generator) -> Tensor:
     return conv2d_same(x, disk_kernel(*c))
 
@@ -57,6 +68,11 @@ def _glass_permutation(n: int, h: int, w: int, delta: int, iterations: int, g: t
     return torch.from_numpy(_glass_sources(offsets, h, w, delta))
 
 
+@register_corruption("glass_blur",
+                     cifar=((0.05, 1, 1), (0.25, 1, 1), (0.4, 1, 1), (0.25, 1, 2), (0.4, 1, 2)),
+                     imagenet=((0.7, 1, 2), (0.9, 2, 1), (1, 2, 3), (1.1, 3, 2), (1.5, 4, 2)),
+                     pixel_fields={0: "float", 1: "int"},
+                     whole_batch=True)  # the swap loop wants the whole batch at once
 def glass_blur(x: Tensor, c: tuple[float, int, int], g: torch.Generator) -> Tensor:
     sigma, delta, iterations = c
     x = torch.floor(gaussian_blur(x, sigma) * 255) / 255  # the reference's np.uint8(...)
@@ -66,6 +82,9 @@ def glass_blur(x: Tensor, c: tuple[float, int, int], g: torch.Generator) -> Tens
     return gaussian_blur(x, sigma)
 
 
+@register_corruption("motion_blur", cifar=((6, 1), (6, 1.5), (6, 2), (8, 2), (9, 2.5)),
+                     imagenet=((10, 3), (15, 5), (15, 8), (15, 12), (20, 15)),
+                     pixel_fields={0: "int", 1: "float"})
 def motion_blur_corruption(x: Tensor, c: tuple[int, float], g: torch.Generator) -> Tensor:
     radius, sigma = c
     angle = uniform((x.shape[0],), -45, 45, g)
@@ -73,6 +92,9 @@ def motion_blur_corruption(x: Tensor, c: tuple[int, float], g: torch.Generator) 
     return torch.round(motion_blur(x, radius, sigma, angle) * 255) / 255
 
 
+@register_corruption("zoom_blur",
+                     cifar=_zooms((1.06, 0.01), (1.11, 0.01), (1.16, 0.01), (1.21, 0.01), (1.26, 0.01)),
+                     imagenet=_zooms((1.11, 0.01), (1.16, 0.01), (1.21, 0.02), (1.26, 0.02), (1.31, 0.03)))
 def zoom_blur(x: Tensor, c: tuple[float, ...], g: torch.Generator) -> Tensor:
     out = sum(zoom_about_centre(x, float(f)) for f in c)
     return (x + out) / (len(c) + 1)

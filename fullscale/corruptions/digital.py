@@ -1,6 +1,7 @@
 """The digital group (contrast, elastic transform, pixelate, JPEG) and the extra saturate.  On the CPU,
 JPEG and pixelate call PIL per image (the reference itself, and faster there); on accelerators
-they run as tensor code (pixelate bit-exact, JPEG within a level)."""
+they run as tensor code (pixelate bit-exact, JPEG within a level).  Each corruption is registered
+with its parameter rows (``specs.register_corruption``)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,13 @@ from fullscale.corruptions._filters import (
     rgb_to_hsv,
 )
 from fullscale.corruptions.jpeg import jpeg_roundtrip
+from fullscale.corruptions.specs import register_corruption
+
+_S = 244  # make_imagenet_c.py's elastic rows use 244 ("should have been 224"); kept as published
 
 
+@register_corruption("saturate", cifar=((0.3, 0), (0.1, 0), (1.5, 0), (2, 0.1), (2.5, 0.2)),
+                     imagenet=((0.3, 0), (0.1, 0), (2, 0), (5, 0.1), (20, 0.2)))
 def saturate(x: Tensor, c: tuple[float, float], g: torch.Generator) -> Tensor:
     mul, add = c
     hsv = rgb_to_hsv(x)
@@ -29,11 +35,19 @@ def saturate(x: Tensor, c: tuple[float, float], g: torch.Generator) -> Tensor:
     return hsv_to_rgb(hsv)
 
 
+@register_corruption("contrast", cifar=(0.75, 0.5, 0.4, 0.3, 0.15), imagenet=(0.4, 0.3, 0.2, 0.1, 0.05))
 def contrast(x: Tensor, c: float, g: torch.Generator) -> Tensor:
     means = x.mean(dim=(2, 3), keepdim=True)
     return (x - means) * c + means
 
 
+@register_corruption(
+    "elastic_transform",
+    cifar=tuple((32 * a, 32 * s, 32 * f) for a, s, f in
+                ((0, 0, 0.08), (0.05, 0.2, 0.07), (0.08, 0.06, 0.06), (0.1, 0.04, 0.05), (0.1, 0.03, 0.03))),
+    imagenet=tuple((_S * a, _S * s, _S * f) for a, s, f in
+                   ((2, 0.7, 0.1), (2, 0.08, 0.2), (0.05, 0.01, 0.02), (0.07, 0.01, 0.02), (0.12, 0.01, 0.02))),
+    pixel_fields={0: "float", 1: "float", 2: "float"})
 def elastic_transform(x: Tensor, c: tuple[float, float, float], g: torch.Generator) -> Tensor:
     """A random affine of three control points (cv2.getAffineTransform / warpAffine), then a
     smooth displacement field: uniform(-1, 1) blurred by skimage gaussian(sigma, reflect,
@@ -82,6 +96,8 @@ def _sample(x: Tensor, pixel_xy: Tensor, mode: str) -> Tensor:
     return F.grid_sample(x, grid.to(x), mode="bilinear", padding_mode="border", align_corners=False)
 
 
+@register_corruption("pixelate", cifar=(0.95, 0.9, 0.85, 0.75, 0.65), imagenet=(0.6, 0.5, 0.4, 0.3, 0.25),
+                     cpu_u8=lambda images_u8, c: pil_per_image(images_u8, "pixelate", c))
 def pixelate(x: Tensor, c: float, g: torch.Generator) -> Tensor:
     """PIL BOX resize to int(size c) and back (BOX again)."""
     h, w = x.shape[2:]
@@ -118,6 +134,8 @@ def _box_resize(x: Tensor, out_h: int, out_w: int) -> Tensor:
     return torch.floor(torch.matmul(weights(x.shape[2], out_h), across) + 0.5 + 1e-4) / 255
 
 
+@register_corruption("jpeg_compression", cifar=(80, 65, 58, 50, 40), imagenet=(25, 18, 15, 10, 7),
+                     cpu_u8=lambda images_u8, c: pil_per_image(images_u8, "jpeg_compression", c))
 def jpeg_compression(x: Tensor, c: int, g: torch.Generator) -> Tensor:
     """PIL's libjpeg (exact) for float images; ``corrupt`` sends CPU uint8 batches straight to
     ``pil_per_image``, accelerator batches to the tensor re-implementation (``jpeg.py``)."""

@@ -4,8 +4,12 @@ extras, batched over images.
 Each corruption maps float images (N, 3, H, W) in [0, 1] and the parameter row of one severity
 to corrupted images, with per-image randomness from a ``torch.Generator``.  The rows are those
 of ``make_cifar_c.py`` (``params="cifar"``) and ``make_imagenet_c.py`` (``params="imagenet"``)
-in github.com/hendrycks/robustness, kept as data in ``SPECS``.  Where the reference calls a
-library we do not ship, we say what we do instead:
+in github.com/hendrycks/robustness, kept as data next to each function: its group file
+(``noise.py``, ``blur.py``, ``weather.py``, ``digital.py``) registers it with its rows
+(``@register_corruption``, ``specs.py``); this module holds the registry (``SPECS``, in the
+vocabulary's order), the lookup and ``corrupt``.  A new corruption is its group file plus its name
+in ``fullscale.vocabulary`` (``EXTRA_CATEGORIES``).  Where the reference calls a library we do not
+ship, we say what we do instead:
 
 * motion blur and the snow streaks: ImageMagick's motion-blur taps (integer offsets along the
   angle, one-sided Gaussian weights), as in the ``imagecorruptions`` package's ``_motion_blur``;
@@ -29,40 +33,32 @@ library we do not ship, we say what we do instead:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 
+# the group files register their corruptions on import (``@register_corruption``)
+from fullscale.corruptions import blur, digital, noise, weather  # noqa: F401
 from fullscale.corruptions._draws import to_u8
-from fullscale.corruptions.blur import (
-    defocus_blur,
-    gaussian_blur_corruption,
-    glass_blur,
-    motion_blur_corruption,
-    zoom_blur,
-)
-from fullscale.corruptions.digital import (
-    contrast,
-    elastic_transform,
-    jpeg_compression,
-    pil_per_image,
-    pixelate,
-    saturate,
-)
-from fullscale.corruptions.noise import gaussian_noise, impulse_noise, shot_noise, speckle_noise
-from fullscale.corruptions.weather import brightness, fog, frost, snow, spatter
-from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, category_of
+from fullscale.corruptions.specs import Corruption, CorruptionSpec, registered
+from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS
 
 __all__ = ["CATEGORIES", "CORRUPTIONS", "EXTRA_CORRUPTIONS", "NATIVE_SIDE", "PARAMS", "PIXEL_FIELDS", "SPECS",
-           "CorruptionSpec", "check_pixel_scale", "corrupt", "pixel_scaled", "to_u8"]
+           "Corruption", "CorruptionSpec", "check_pixel_scale", "corrupt", "pixel_scaled", "to_u8"]
 
 PARAMS = ("cifar", "imagenet")
 #: the image side each parameter table was written for (make_cifar_c.py: 32; make_imagenet_c.py: 224)
 NATIVE_SIDE = {"cifar": 32, "imagenet": 224}
+
+_REGISTERED = registered()
+# the registry and the vocabulary name the same corruptions, each in its group (the specs take their
+# group from the vocabulary when registered)
+if set(_REGISTERED) != {*CORRUPTIONS, *EXTRA_CORRUPTIONS}:
+    raise ImportError("fullscale.corruptions.registry and fullscale.vocabulary disagree on the corruptions: "
+                      f"{', '.join(sorted(set(_REGISTERED) ^ {*CORRUPTIONS, *EXTRA_CORRUPTIONS}))}")
+#: every registered corruption, in the vocabulary's order: the 15, then the extras
+SPECS: dict[str, CorruptionSpec] = {name: _REGISTERED[name] for name in (*CORRUPTIONS, *EXTRA_CORRUPTIONS)}
 
 #: The fields of each corruption's parameter row that are lengths in pixels (index -> "float" or
 #: "int"), and so must shrink with the image for a set at another side than the table's
@@ -80,16 +76,10 @@ NATIVE_SIDE = {"cifar": 32, "imagenet": 224}
 #: lengths.  Integer fields round and keep at least 1 (a 1-pixel glass-blur jump on a 16x16 image
 #: is twice the reach of the CIFAR row's, the least a pixel permutation can do).  JPEG's 8x8 block
 #: is fixed by the format: at 16x16 it spans a quarter of the image (a stronger artefact per
-#: quality level; no row can undo that).
-PIXEL_FIELDS: dict[str, dict[int, str]] = {
-    "glass_blur": {0: "float", 1: "int"},
-    "motion_blur": {0: "int", 1: "float"},
-    "snow": {4: "int", 5: "float"},
-    "frost": {2: "float"},
-    "elastic_transform": {0: "float", 1: "float", 2: "float"},
-    "gaussian_blur": {0: "float"},  # a bare sigma (a row of one number)
-    "spatter": {2: "float"},  # (and index 4 in mud mode: below)
-}
+#: quality level; no row can undo that).  Each spec carries its own (``register_corruption(...,
+#: pixel_fields=...)`` in its group file; spatter's mud blur, index 4 in mud mode: ``mud_field``).
+PIXEL_FIELDS: dict[str, dict[int, str]] = {name: dict(spec.pixel_fields) for name, spec in SPECS.items()
+                                           if spec.pixel_fields}
 
 
 def pixel_scaled(name: str, row: Any, scale: float) -> Any:
@@ -102,8 +92,9 @@ def pixel_scaled(name: str, row: Any, scale: float) -> Any:
     scalar = not isinstance(row, tuple)
     out = [row] if scalar else list(row)
     pixel = dict(PIXEL_FIELDS[name])
-    if name == "spatter" and out[5]:  # mud: index 4 is the mud mask's blur sigma
-        pixel[4] = "float"
+    mud = SPECS[name].mud_field
+    if mud is not None and out[-1]:  # spatter's mud: index 4 is the mud mask's blur sigma
+        pixel[mud] = "float"
     for i, kind in pixel.items():
         out[i] = max(1, round(out[i] * scale)) if kind == "int" else float(out[i]) * scale
     return out[0] if scalar else tuple(out)
@@ -113,88 +104,6 @@ def check_pixel_scale(scale: float) -> None:
     """A pixel scale (``pixel_scaled``, the -P sequences'): a positive factor below 64."""
     if not (isinstance(scale, float | int) and 0 < scale < 64):
         raise ValueError(f"pixel scale must be in (0, 64), got {scale!r}")
-
-
-Corruption = Callable[[Tensor, Any, torch.Generator], Tensor]
-
-
-@dataclass(frozen=True)
-class CorruptionSpec:
-    """One corruption: its function, group (noise / blur / weather / digital) and the five parameter
-    rows per table."""
-
-    fn: Corruption
-    category: str
-    cifar: tuple[Any, ...]
-    imagenet: tuple[Any, ...]
-
-    def row(self, params: str, severity: int) -> Any:
-        return getattr(self, params)[severity - 1]
-
-
-def _zooms(*tops_steps: tuple[float, float]) -> tuple[tuple[float, ...], ...]:
-    return tuple(tuple(float(f) for f in np.arange(1, top, step)) for top, step in tops_steps)
-
-
-_S = 244  # make_imagenet_c.py's elastic rows use 244 ("should have been 224"); kept as published
-
-SPECS: dict[str, CorruptionSpec] = {
-    "gaussian_noise": CorruptionSpec(gaussian_noise, "noise", (0.04, 0.06, 0.08, 0.09, 0.10),
-                                     (0.08, 0.12, 0.18, 0.26, 0.38)),
-    "shot_noise": CorruptionSpec(shot_noise, "noise", (500, 250, 100, 75, 50), (60, 25, 12, 5, 3)),
-    "impulse_noise": CorruptionSpec(impulse_noise, "noise", (0.01, 0.02, 0.03, 0.05, 0.07),
-                                    (0.03, 0.06, 0.09, 0.17, 0.27)),
-    "defocus_blur": CorruptionSpec(defocus_blur, "blur", ((0.3, 0.4), (0.4, 0.5), (0.5, 0.6), (1, 0.2), (1.5, 0.1)),
-                                   ((3, 0.1), (4, 0.5), (6, 0.5), (8, 0.5), (10, 0.5))),
-    "glass_blur": CorruptionSpec(glass_blur, "blur",
-                                 ((0.05, 1, 1), (0.25, 1, 1), (0.4, 1, 1), (0.25, 1, 2), (0.4, 1, 2)),
-                                 ((0.7, 1, 2), (0.9, 2, 1), (1, 2, 3), (1.1, 3, 2), (1.5, 4, 2))),
-    "motion_blur": CorruptionSpec(motion_blur_corruption, "blur", ((6, 1), (6, 1.5), (6, 2), (8, 2), (9, 2.5)),
-                                  ((10, 3), (15, 5), (15, 8), (15, 12), (20, 15))),
-    "zoom_blur": CorruptionSpec(zoom_blur, "blur",
-                                _zooms((1.06, 0.01), (1.11, 0.01), (1.16, 0.01), (1.21, 0.01), (1.26, 0.01)),
-                                _zooms((1.11, 0.01), (1.16, 0.01), (1.21, 0.02), (1.26, 0.02), (1.31, 0.03))),
-    "snow": CorruptionSpec(snow, "weather",
-                           ((0.1, 0.2, 1, 0.6, 8, 3, 0.95), (0.1, 0.2, 1, 0.5, 10, 4, 0.9),
-                            (0.15, 0.3, 1.75, 0.55, 10, 4, 0.9), (0.25, 0.3, 2.25, 0.6, 12, 6, 0.85),
-                            (0.3, 0.3, 1.25, 0.65, 14, 12, 0.8)),
-                           ((0.1, 0.3, 3, 0.5, 10, 4, 0.8), (0.2, 0.3, 2, 0.5, 12, 4, 0.7),
-                            (0.55, 0.3, 4, 0.9, 12, 8, 0.7), (0.55, 0.3, 4.5, 0.85, 12, 8, 0.65),
-                            (0.55, 0.3, 2.5, 0.85, 12, 12, 0.55))),
-    # (image weight, frost weight, frost photo scale): CIFAR shrinks the photos by 0.2 first
-    "frost": CorruptionSpec(frost, "weather",
-                            ((1, 0.2, 0.2), (1, 0.3, 0.2), (0.9, 0.4, 0.2), (0.85, 0.4, 0.2), (0.75, 0.45, 0.2)),
-                            ((1, 0.4, 1.0), (0.8, 0.6, 1.0), (0.7, 0.7, 1.0), (0.65, 0.7, 1.0), (0.6, 0.75, 1.0))),
-    "fog": CorruptionSpec(fog, "weather", ((0.2, 3), (0.5, 3), (0.75, 2.5), (1, 2), (1.5, 1.75)),
-                          ((1.5, 2), (2, 2), (2.5, 1.7), (2.5, 1.5), (3, 1.4))),
-    "brightness": CorruptionSpec(brightness, "weather", (0.05, 0.1, 0.15, 0.2, 0.3), (0.1, 0.2, 0.3, 0.4, 0.5)),
-    "contrast": CorruptionSpec(contrast, "digital", (0.75, 0.5, 0.4, 0.3, 0.15), (0.4, 0.3, 0.2, 0.1, 0.05)),
-    "elastic_transform": CorruptionSpec(
-        elastic_transform, "digital",
-        tuple((32 * a, 32 * s, 32 * f) for a, s, f in
-              ((0, 0, 0.08), (0.05, 0.2, 0.07), (0.08, 0.06, 0.06), (0.1, 0.04, 0.05), (0.1, 0.03, 0.03))),
-        tuple((_S * a, _S * s, _S * f) for a, s, f in
-              ((2, 0.7, 0.1), (2, 0.08, 0.2), (0.05, 0.01, 0.02), (0.07, 0.01, 0.02), (0.12, 0.01, 0.02)))),
-    "pixelate": CorruptionSpec(pixelate, "digital", (0.95, 0.9, 0.85, 0.75, 0.65), (0.6, 0.5, 0.4, 0.3, 0.25)),
-    "jpeg_compression": CorruptionSpec(jpeg_compression, "digital", (80, 65, 58, 50, 40), (25, 18, 15, 10, 7)),
-    "speckle_noise": CorruptionSpec(speckle_noise, "noise", (0.06, 0.1, 0.12, 0.16, 0.2),
-                                    (0.15, 0.2, 0.35, 0.45, 0.6)),
-    "gaussian_blur": CorruptionSpec(gaussian_blur_corruption, "blur", (0.4, 0.6, 0.7, 0.8, 1), (1, 2, 3, 4, 6)),
-    "spatter": CorruptionSpec(spatter, "weather",
-                              ((0.62, 0.1, 0.7, 0.7, 0.5, 0), (0.65, 0.1, 0.8, 0.7, 0.5, 0),
-                               (0.65, 0.3, 1, 0.69, 0.5, 0), (0.65, 0.1, 0.7, 0.69, 0.6, 1),
-                               (0.65, 0.1, 0.5, 0.68, 0.6, 1)),
-                              ((0.65, 0.3, 4, 0.69, 0.6, 0), (0.65, 0.3, 3, 0.68, 0.6, 0),
-                               (0.65, 0.3, 2, 0.68, 0.5, 0), (0.65, 0.3, 1, 0.65, 1.5, 1),
-                               (0.67, 0.4, 1, 0.65, 1.5, 1))),
-    "saturate": CorruptionSpec(saturate, "digital", ((0.3, 0), (0.1, 0), (1.5, 0), (2, 0.1), (2.5, 0.2)),
-                               ((0.3, 0), (0.1, 0), (2, 0), (5, 0.1), (20, 0.2))),
-}
-
-# the registry and the vocabulary name the same corruptions in the same order, each in its group
-if tuple(SPECS) != (*CORRUPTIONS, *EXTRA_CORRUPTIONS) or any(
-        spec.category != category_of(name) for name, spec in SPECS.items()):
-    raise ImportError("fullscale.corruptions.registry and fullscale.vocabulary disagree on the corruptions")
 
 
 def corrupt(images_u8: Tensor, name: str, severity: int, *, generator: torch.Generator,
@@ -220,18 +129,19 @@ def corrupt(images_u8: Tensor, name: str, severity: int, *, generator: torch.Gen
         return images_u8.clone()
     spec = SPECS[name]
     row = pixel_scaled(name, spec.row(params, severity), pixel_scale)
-    if name in ("jpeg_compression", "pixelate") and images_u8.device.type == "cpu":
-        return pil_per_image(images_u8, name, row)
+    if spec.cpu_u8 is not None and images_u8.device.type == "cpu":
+        return spec.cpu_u8(images_u8, row)
     n, _, h, w = images_u8.shape
     # On the CPU, elementwise chains over a large batch run from memory, over a few images from
-    # cache (1.5 - 3.5x faster at 224x224); glass blur's swap loop wants the whole batch at once.
-    # Spatter's water step is a long chain of cheap ops on one grey layer per image: larger blocks.
-    cpu_block = _CPU_BLOCK * (2 if name == "spatter" else 1)
-    block = n if images_u8.device.type != "cpu" or name == "glass_blur" else max(1, cpu_block // (3 * h * w))
+    # cache (1.5 - 3.5x faster at 224x224); a spec may ask for larger blocks (``cpu_block``) or the
+    # whole batch at once (``whole_batch``: glass blur's swap loop).
+    cpu_block = _CPU_BLOCK * spec.cpu_block
+    block = n if images_u8.device.type != "cpu" or spec.whole_batch else max(1, cpu_block // (3 * h * w))
+    extra = {"frost_dir": frost_dir} if spec.frost_dir else {}
     parts = []
     for start in range(0, n, block):
         x = images_u8[start:start + block].float().div_(255)
-        out = frost(x, row, generator, frost_dir) if name == "frost" else spec.fn(x, row, generator)
+        out = spec.fn(x, row, generator, **extra)
         parts.append(to_u8(out))
     return parts[0] if len(parts) == 1 else torch.cat(parts)
 

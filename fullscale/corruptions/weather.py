@@ -1,6 +1,7 @@
 """The weather group (snow, frost, fog, brightness) and the extra spatter, whose water step
 (``water``, shared with the -P spatter) uses the re-done OpenCV steps of ``_filters`` (Canny,
-distance transform, histogram equalisation); see ``registry``."""
+distance transform, histogram equalisation); each registered with its parameter rows
+(``specs.register_corruption``); see ``registry``."""
 
 from __future__ import annotations
 
@@ -22,12 +23,21 @@ from fullscale.corruptions._filters import (
     zoom_about_centre,
 )
 from fullscale.corruptions.frost import frost_textures
+from fullscale.corruptions.specs import register_corruption
 
 
 def _grey(x: Tensor) -> Tensor:
     return 0.299 * x[:, 0:1] + 0.587 * x[:, 1:2] + 0.114 * x[:, 2:3]
 
 
+@register_corruption("snow",
+                     cifar=((0.1, 0.2, 1, 0.6, 8, 3, 0.95), (0.1, 0.2, 1, 0.5, 10, 4, 0.9),
+                            (0.15, 0.3, 1.75, 0.55, 10, 4, 0.9), (0.25, 0.3, 2.25, 0.6, 12, 6, 0.85),
+                            (0.3, 0.3, 1.25, 0.65, 14, 12, 0.8)),
+                     imagenet=((0.1, 0.3, 3, 0.5, 10, 4, 0.8), (0.2, 0.3, 2, 0.5, 12, 4, 0.7),
+                               (0.55, 0.3, 4, 0.9, 12, 8, 0.7), (0.55, 0.3, 4.5, 0.85, 12, 8, 0.65),
+                               (0.55, 0.3, 2.5, 0.85, 12, 12, 0.55)),
+                     pixel_fields={4: "int", 5: "float"})
 def snow(x: Tensor, c: tuple[float, ...], g: torch.Generator) -> Tensor:
     loc, scale, zoom, threshold, radius, sigma, keep = c
     n, _, h, w = x.shape
@@ -41,12 +51,19 @@ def snow(x: Tensor, c: tuple[float, ...], g: torch.Generator) -> Tensor:
     return x + layer + layer.flip(-1, -2)
 
 
+# (image weight, frost weight, frost photo scale): CIFAR shrinks the photos by 0.2 first
+@register_corruption("frost",
+                     cifar=((1, 0.2, 0.2), (1, 0.3, 0.2), (0.9, 0.4, 0.2), (0.85, 0.4, 0.2), (0.75, 0.45, 0.2)),
+                     imagenet=((1, 0.4, 1.0), (0.8, 0.6, 1.0), (0.7, 0.7, 1.0), (0.65, 0.7, 1.0), (0.6, 0.75, 1.0)),
+                     pixel_fields={2: "float"}, frost_dir=True)
 def frost(x: Tensor, c: tuple[float, float, float], g: torch.Generator, frost_dir: str | None = None) -> Tensor:
     a, b, scale = c
     n, _, h, w = x.shape
     return a * x + b * frost_textures(n, h, w, scale, g, frost_dir).to(x)
 
 
+@register_corruption("fog", cifar=((0.2, 3), (0.5, 3), (0.75, 2.5), (1, 2), (1.5, 1.75)),
+                     imagenet=((1.5, 2), (2, 2), (2.5, 1.7), (2.5, 1.5), (3, 1.4)))
 def fog(x: Tensor, c: tuple[float, float], g: torch.Generator) -> Tensor:
     strength, decay = c
     n, _, h, w = x.shape
@@ -56,6 +73,7 @@ def fog(x: Tensor, c: tuple[float, float], g: torch.Generator) -> Tensor:
     return (x + strength * fractal) * max_val / (max_val + strength)
 
 
+@register_corruption("brightness", cifar=(0.05, 0.1, 0.15, 0.2, 0.3), imagenet=(0.1, 0.2, 0.3, 0.4, 0.5))
 def brightness(x: Tensor, c: float, g: torch.Generator) -> Tensor:
     hsv = rgb_to_hsv(x)
     hsv[:, 2] = (hsv[:, 2] + c).clamp(0, 1)
@@ -109,6 +127,15 @@ def water(liquid: Tensor, intensity: float, distance: str = "euclidean") -> Tens
     return m * colour
 
 
+@register_corruption("spatter",
+                     cifar=((0.62, 0.1, 0.7, 0.7, 0.5, 0), (0.65, 0.1, 0.8, 0.7, 0.5, 0),
+                            (0.65, 0.3, 1, 0.69, 0.5, 0), (0.65, 0.1, 0.7, 0.69, 0.6, 1),
+                            (0.65, 0.1, 0.5, 0.68, 0.6, 1)),
+                     imagenet=((0.65, 0.3, 4, 0.69, 0.6, 0), (0.65, 0.3, 3, 0.68, 0.6, 0),
+                               (0.65, 0.3, 2, 0.68, 0.5, 0), (0.65, 0.3, 1, 0.65, 1.5, 1),
+                               (0.67, 0.4, 1, 0.65, 1.5, 1)),
+                     pixel_fields={2: "float"}, mud_field=4,  # in mud mode index 4 is the mud mask's blur
+                     cpu_block=2)  # the water step: a long chain of cheap ops on one grey layer per image
 def spatter(x: Tensor, c: tuple[float, ...], g: torch.Generator) -> Tensor:
     loc, scale, sigma, threshold, intensity, mud = c
     n, _, h, w = x.shape

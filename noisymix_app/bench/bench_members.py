@@ -2,7 +2,7 @@
 
 For each width x threads x method, the same M seeds of the laptop plan's digits recipe are trained
 for ``--epochs`` epochs twice, side by side in this process: as one stacked model
-(``fullscale.members.train_members``) and as M runs of ``fullscale.train.train`` one after
+(``fullscale.training.members.train_members``) and as M runs of ``fullscale.training.loop.train`` one after
 another (the reference).  The figure is the ratio of the two wall times (> 1: the stacked model is
 faster).  Both write real run folders under a temporary directory, so set-up costs (loading the
 data, writing checkpoints) count on both sides.
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import torch
 
-from fullscale.config import TrainConfig
-from fullscale.members import train_members
-from fullscale.methods import get_method
-from fullscale.train import train
+from fullscale.training.config import TrainConfig
+from fullscale.training.loop import train
+from fullscale.training.members import train_members
+from fullscale.training.methods import get_method
 from infra.config import apply_overrides
 
 __all__ = ["add_arguments", "run"]

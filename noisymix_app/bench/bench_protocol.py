@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from fullscale.config import TrainConfig
+from fullscale.training.config import TrainConfig
 from infra.config import apply_overrides
 from infra.io import read_json
 from infra.stats import interval, mdd80, paired

@@ -1,7 +1,7 @@
 """``noisymix bench puzzlemix``: the cost of a Puzzle Mix step over a plain step, same model and batch.
 
 Side by side in one process, on the same PreActResNet-18 and batch: (a) the trainer's Puzzle Mix step
-(``fullscale.train._loss`` with the ``puzzlemix`` preset: crop/flip, the draw, the saliency pass
+(``fullscale.training.step.step_loss`` with the ``puzzlemix`` preset: crop/flip, the draw, the saliency pass
 -- an extra forward and input backward of the clean loss --, the block energy, the graph cuts in
 a thread pool, transport, mixing, then forward, soft-target CE; backward, SGD), (b) a plain forward/backward/SGD step on
 the batch, and, with ``--public-code DIR`` (a directory holding the public code's ``mixup.py``,
@@ -31,11 +31,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fullscale.cli_train import resolve_config
-from fullscale.methods import METHODS
 from fullscale.models import create_model
 from fullscale.puzzlemix import PuzzleMixConfig, block_costs, saliency, solve_masks
-from fullscale.train import _loss
+from fullscale.training.methods import METHODS
+from fullscale.training.presets import resolve_config
+from fullscale.training.step import step_loss
 from infra.provenance import provenance
 from noisymix_app.bench._timing import best_seconds
 
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> dict:
 
     def puzzlemix_step() -> None:  # the trainer's step: crop/flip, draw, saliency, masks, mix, loss
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda):
-            parts = _loss(core, core, x_u8, y, METHODS["puzzlemix"], train_cfg, 10, g, stage_g)
+            parts = step_loss(core, core, x_u8, y, METHODS["puzzlemix"], train_cfg, 10, g, stage_g)
         opt.zero_grad(set_to_none=True)
         parts.total.backward()
         opt.step()

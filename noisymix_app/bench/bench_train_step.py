@@ -17,11 +17,11 @@ from collections.abc import Callable
 
 import torch
 
-from fullscale.cli_train import resolve_config
-from fullscale.hooks import install_stage_hooks
-from fullscale.methods import METHODS
 from fullscale.models import create_model
-from fullscale.train import _loss, _views
+from fullscale.training.hooks import install_stage_hooks
+from fullscale.training.methods import METHODS
+from fullscale.training.presets import resolve_config
+from fullscale.training.step import make_views, step_loss
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> dict:
 
     def noisymix_step() -> None:
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            parts = _loss(model, core, x, y, method, cfg, classes, g, stage_g)
+            parts = step_loss(model, core, x, y, method, cfg, classes, g, stage_g)
         opt.zero_grad(set_to_none=True)
         parts.total.backward()
         opt.step()
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> dict:
             step()
             torch.cuda.synchronize(device)
             peaks[name] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
-    augment = _seconds_per_call(lambda: _views(x, method, cfg, g), device, steps, args.repeats, args.warmup)
+    augment = _seconds_per_call(lambda: make_views(x, method, cfg, g), device, steps, args.repeats, args.warmup)
     rate = batch / ours
     return {
         "device": torch.cuda.get_device_name(device) if cuda else "cpu",

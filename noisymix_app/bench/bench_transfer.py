@@ -1,5 +1,5 @@
 """``noisymix bench transfer``: the fine-tuning step at 224 x 224 with the data kept as 32 x 32 uint8
-and upsampled on the device per step (``fullscale.transfer``), against the naive way, a pre-
+and upsampled on the device per step (``fullscale.augment.resized_crop``), against the naive way, a pre-
 upsampled float32 copy of the data set sliced per step.
 
 Side by side in one process, on the same ResNet-50 (``resnet50_transfer``, SGD momentum 0.9): (a)
@@ -24,8 +24,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from fullscale.augment.resized_crop import random_resized_crop_flip
 from fullscale.models import create_model
-from fullscale.transfer import random_resized_crop_flip
 
 CIFAR_TRAIN = 50_000
 

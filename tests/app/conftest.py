@@ -7,8 +7,8 @@ import json
 import pytest
 
 from infra.io import sha256_file
-from noisymix_app import sweep
-from noisymix_app.sweep_plan import Plan, RunSpec
+from noisymix_app.sweep.plan import Plan, RunSpec
+from noisymix_app.sweep.plan_files import write_plan
 
 
 @pytest.fixture()
@@ -23,7 +23,7 @@ def finished_transfer_run():
         (run / "config.json").write_text(json.dumps({"config": {"source_weights": str(source)},
                                                      "run": {"source_weights_sha256": sha256_file(source)}}))
         plan = Plan("results_transfer", (RunSpec("t", "transfer-cifar10-noisymix", 0),))
-        sweep._write_plan(out, plan)
+        write_plan(out, plan)
         return plan
 
     return make

@@ -34,7 +34,7 @@ def test_quick_plan_runs_every_command_and_resumes(tmp_path, monkeypatch):
 def test_a_failing_step_stops_the_job_and_names_it(tmp_path, monkeypatch):
     import pytest
 
-    import fullscale.train as trainer
+    import fullscale.training.loop as trainer
 
     def fail(cfg, run, resume):
         raise RuntimeError("out of memory")
@@ -65,8 +65,8 @@ def test_full_plan_needs_data():
 def _fake_runs(monkeypatch, calls):
     """Stand-ins for the typed training and evaluation the sweep calls: they record the call as
     an argv-like list and write the files that mark the step done."""
-    import fullscale.cli_evaluate as evaluation
-    import fullscale.train as trainer
+    import fullscale.evaluation as evaluation
+    import fullscale.training.loop as trainer
     from infra.config import config_to_dict
     from infra.io import data_fingerprint, sha256_file
 

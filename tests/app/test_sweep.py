@@ -14,8 +14,11 @@ import torch
 from infra.config import config_to_dict
 from noisymix_app.cli import main
 from noisymix_app.reproduce import PLANS
-from noisymix_app.sweep import RunJob, SlurmOptions, check_config, run_local, run_state, status_text, submit_slurm
-from noisymix_app.sweep_plan import build_plan, config_identity, plan_from_reproduce
+from noisymix_app.sweep.command import status_text
+from noisymix_app.sweep.local import run_local
+from noisymix_app.sweep.plan import build_plan, config_identity, plan_from_reproduce
+from noisymix_app.sweep.slurm import RunJob, SlurmOptions, submit_slurm
+from noisymix_app.sweep.state import check_config, run_state
 
 pytest.importorskip("submitit")
 
@@ -72,17 +75,18 @@ def test_killed_sweep_rerun_matches_an_uninterrupted_one(tmp_path, monkeypatch, 
     assert "provenance" in table
 
     # interrupted: the first run finishes, the second is killed after its first epoch's checkpoint
-    import fullscale.train as trainer
+    import fullscale.training.checkpoint as checkpoint_module
+    import fullscale.training.loop as trainer
 
     out = tmp_path / "b"
-    real_save = trainer.save_torch
+    real_save = checkpoint_module.save_torch
 
     def save_then_die(path, obj):
         real_save(path, obj)
         if "seed1" in str(path) and path.name == "checkpoint.pt" and obj["epoch"] == 1:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(trainer, "save_torch", save_then_die)
+    monkeypatch.setattr(checkpoint_module, "save_torch", save_then_die)
     with pytest.raises(KeyboardInterrupt):
         run_local(plan, out, workers=0, threads=1)
     assert run_state(out, plan.runs[0]) == "done"
@@ -90,7 +94,7 @@ def test_killed_sweep_rerun_matches_an_uninterrupted_one(tmp_path, monkeypatch, 
     assert (out / "runs" / plan.runs[1].name / "checkpoint.pt").exists()
     assert not (out / "runs" / plan.runs[1].name / "final.pt").exists()
     first = (out / "runs" / plan.runs[0].name / "final.pt").stat().st_mtime_ns
-    monkeypatch.setattr(trainer, "save_torch", real_save)
+    monkeypatch.setattr(checkpoint_module, "save_torch", real_save)
 
     trained = []
     real_train = trainer.train
@@ -109,7 +113,8 @@ def test_killed_sweep_rerun_matches_an_uninterrupted_one(tmp_path, monkeypatch, 
 
 
 def test_a_diverged_run_is_reported_not_retried_and_a_crash_is_retried(tmp_path, monkeypatch):
-    import fullscale.train as trainer
+    import fullscale.training.loop as trainer
+    from fullscale.training.checks import NonFiniteLoss
 
     monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
     calls = []
@@ -117,7 +122,7 @@ def test_a_diverged_run_is_reported_not_retried_and_a_crash_is_retried(tmp_path,
     def diverge(cfg, run, resume):
         calls.append(run.name)
         if cfg.seed == 0:
-            raise trainer.NonFiniteLoss("non-finite loss at epoch 1, step 3")
+            raise NonFiniteLoss("non-finite loss at epoch 1, step 3")
         raise RuntimeError("CUDA error: an illegal memory access")  # a crash: worth a retry
 
     monkeypatch.setattr(trainer, "train", diverge)
@@ -190,7 +195,7 @@ def test_dry_run_lists_runs_with_gpu_hours(capsys):
 def test_digits_cpu_hours_are_the_measured_seconds_per_epoch(plan_name, overrides, seconds_per_epoch):
     """The dry run's CPU-hours of a digits NoisyMix run: epochs x the measured seconds per epoch
     (all 1,347 training images, 3 views), whatever width and stem the plan sets."""
-    from noisymix_app.sweep import estimate_hours
+    from noisymix_app.sweep.estimates import estimate_hours
 
     plan = plan_from_reproduce(PLANS[plan_name], None, seeds=(0,), extra_overrides=overrides)
     noisymix = next(spec for spec in plan.runs if spec.preset == "noisymix")
@@ -263,24 +268,25 @@ def test_a_multi_process_run_gets_one_worker_per_device_and_the_distributed_envi
 def test_slurm_jobs_run_through_submitits_debug_executor_and_requeue_resumes(tmp_path, monkeypatch):
     import submitit
 
-    import fullscale.train as trainer
+    import fullscale.training.checkpoint as checkpoint_module
+    import fullscale.training.loop as trainer
 
     monkeypatch.setenv("NOISYMIX_PROGRESS", "0")
     plan = _plan((0,))
     out = tmp_path / "out"
     # a preempted job: killed after the first epoch's checkpoint
-    real_save = trainer.save_torch
+    real_save = checkpoint_module.save_torch
 
     def save_then_die(path, obj):
         real_save(path, obj)
         if path.name == "checkpoint.pt" and obj["epoch"] == 1:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(trainer, "save_torch", save_then_die)
+    monkeypatch.setattr(checkpoint_module, "save_torch", save_then_die)
     jobs = submit_slurm(plan, out, SlurmOptions(cluster="debug"))
     with pytest.raises(KeyboardInterrupt):
         jobs[0].result()
-    monkeypatch.setattr(trainer, "save_torch", real_save)
+    monkeypatch.setattr(checkpoint_module, "save_torch", real_save)
     # the debug executor delivers no signal: call the preemption handler as submitit would
     job = RunJob(plan.runs[0].as_dict(), str(out), None)
     delayed = job.checkpoint()
@@ -304,7 +310,7 @@ def test_slurm_jobs_run_through_submitits_debug_executor_and_requeue_resumes(tmp
 def test_a_run_another_process_works_on_is_left_alone(tmp_path):
     """The run's lock is held (another process, perhaps on another node): no training, no state written."""
     from infra.io import directory_lock
-    from noisymix_app.sweep import RunFailed, execute_run
+    from noisymix_app.sweep.execute import RunFailed, execute_run
 
     spec = _plan((0,)).runs[0]
     with directory_lock(tmp_path / "sweep" / "locks" / spec.name, "training elsewhere"):
@@ -318,7 +324,7 @@ def test_a_run_another_process_works_on_is_left_alone(tmp_path):
 def test_a_multi_gpu_slurm_task_takes_its_rank_from_submitits_environment(tmp_path, monkeypatch):
     """Task 11 of a 16-task job on gpu[01-02] (8 per node): RANK etc. from submitit's
     TorchDistributedEnvironment (what srun starts, no torchrun), CUDA_VISIBLE_DEVICES untouched."""
-    import noisymix_app.sweep as sweep
+    import noisymix_app.sweep.slurm as slurm_launcher
 
     slurm = {"SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "77", "SLURM_NTASKS": "16", "SLURM_JOB_NUM_NODES": "2",
              "SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_PROCID": "11", "SLURM_LOCALID": "3",
@@ -329,7 +335,7 @@ def test_a_multi_gpu_slurm_task_takes_its_rank_from_submitits_environment(tmp_pa
         monkeypatch.setenv(key, "")  # recorded, so that the export below is undone after the test
         monkeypatch.delenv(key)
     seen = {}
-    monkeypatch.setattr(sweep, "execute_run", lambda spec, out: seen.update(os.environ) or "done")
+    monkeypatch.setattr(slurm_launcher, "execute_run", lambda spec, out: seen.update(os.environ) or "done")
     spec = dataclasses.replace(_plan((0,)).runs[0], gpus=16)
     assert RunJob(spec.as_dict(), str(tmp_path))() == "done"
     assert {k: seen[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR")} == {
@@ -338,7 +344,7 @@ def test_a_multi_gpu_slurm_task_takes_its_rank_from_submitits_environment(tmp_pa
 
 
 def test_transfer_table_runs_one_folder_per_source_row(tmp_path):
-    from noisymix_app.sweep_plan import build_plan
+    from noisymix_app.sweep.plan import build_plan
 
     sources = {"baseline": str(tmp_path / "base.pt"), "noisymix": str(tmp_path / "nm.pt")}
     plan = build_plan("results_transfer", [0], sources=sources)
@@ -362,8 +368,8 @@ def test_a_malformed_pair_is_one_line_and_nothing_is_written(tmp_path, capsys, o
 
 
 def test_the_sweep_judges_a_stored_run_by_the_trainers_resume_rule():
-    from fullscale.config import TrainConfig
-    from fullscale.train import LATER_KEYS
+    from fullscale.training.checkpoint import LATER_KEYS
+    from fullscale.training.config import TrainConfig
 
     planned = config_to_dict(TrainConfig(dataset="imagenet", workers=8))
     # a loader setting the trainer lets a resume change does not make another run

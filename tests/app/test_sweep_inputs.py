@@ -9,9 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from noisymix_app import sweep
 from noisymix_app.cli import main
-from noisymix_app.sweep_plan import EvalSpec, RunSpec
+from noisymix_app.sweep import command as sweep_command
+from noisymix_app.sweep import execute as sweep_execute
+from noisymix_app.sweep import state as sweep_state
+from noisymix_app.sweep.plan import EvalSpec, RunSpec
 
 
 def _one_line_error(capsys) -> str:
@@ -66,12 +68,12 @@ def test_a_finished_attempt_clears_the_interrupted_attempts_error(tmp_path, monk
         if len(calls) == 1:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(sweep, "_train_and_evaluate", fake)
+    monkeypatch.setattr(sweep_execute, "_train_and_evaluate", fake)
     with pytest.raises(KeyboardInterrupt):
-        sweep.execute_run(spec, tmp_path)
-    assert "KeyboardInterrupt" in sweep.run_record(tmp_path, "r")["traceback"]
-    assert sweep.execute_run(spec, tmp_path) == "done"
-    record = sweep.run_record(tmp_path, "r")
+        sweep_execute.execute_run(spec, tmp_path)
+    assert "KeyboardInterrupt" in sweep_state.run_record(tmp_path, "r")["traceback"]
+    assert sweep_execute.execute_run(spec, tmp_path) == "done"
+    record = sweep_state.run_record(tmp_path, "r")
     assert record["state"] == "done" and record["attempts"] == 2
     assert not record.get("traceback") and not record.get("error") and not record.get("deterministic")
 
@@ -80,13 +82,13 @@ def test_a_replaced_transfer_source_makes_its_run_stale(tmp_path, finished_trans
     source = tmp_path / "source.pt"
     source.write_bytes(b"old source")
     spec = finished_transfer_run(tmp_path / "out", source).runs[0]
-    assert sweep.run_state(tmp_path / "out", spec) == "done"
+    assert sweep_state.run_state(tmp_path / "out", spec) == "done"
     source.write_bytes(b"new source, another model")
-    assert sweep.run_state(tmp_path / "out", spec) == "stale"
-    text = sweep.status_text(tmp_path / "out")
+    assert sweep_state.run_state(tmp_path / "out", spec) == "stale"
+    text = sweep_command.status_text(tmp_path / "out")
     assert "stale: 1" in text and "changed since it trained" in text and "done" not in text.split("stale: 1")[0][-20:]
     source.unlink()
-    assert "is gone" in sweep.status_text(tmp_path / "out")
+    assert "is gone" in sweep_command.status_text(tmp_path / "out")
 
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
@@ -113,7 +115,7 @@ def test_a_malformed_plan_json_is_one_line(tmp_path, path, value):
     (tmp_path / "sweep").mkdir(exist_ok=True)
     (tmp_path / "sweep" / "plan.json").write_text(json.dumps(data))
     try:
-        sweep.status_text(tmp_path)
+        sweep_command.status_text(tmp_path)
     except ValueError as error:
         assert "\n" not in str(error) and "plan.json" in str(error)
 

@@ -9,9 +9,10 @@ import pytest
 
 from infra import threads as threads_module
 from infra.folder_kind import claim_folder, folder_kind
-from noisymix_app import sweep
 from noisymix_app.cli import main
-from noisymix_app.sweep_plan import Plan, RunSpec
+from noisymix_app.sweep import command as sweep_command
+from noisymix_app.sweep import local as sweep_local
+from noisymix_app.sweep.plan import Plan, RunSpec
 
 
 def _plan(*names: str) -> Plan:
@@ -52,9 +53,9 @@ def test_each_serial_run_decides_its_torch_threads(tmp_path, monkeypatch, given)
         seen[spec.name] = torch.get_num_threads()
         return "done"
 
-    monkeypatch.setattr(sweep, "execute_run", fake_run)
+    monkeypatch.setattr(sweep_local, "execute_run", fake_run)
     before = torch.get_num_threads()
-    sweep.run_local(_plan("a", "b", "c"), tmp_path, workers=0, threads=given, tabulate=False)
+    sweep_local.run_local(_plan("a", "b", "c"), tmp_path, workers=0, threads=given, tabulate=False)
     if given:
         assert seen == {"a": given, "b": given, "c": given} and not calls
     else:
@@ -63,9 +64,9 @@ def test_each_serial_run_decides_its_torch_threads(tmp_path, monkeypatch, given)
 
 
 def test_run_local_does_not_claim_a_reproduce_folder_as_a_sweep(tmp_path, monkeypatch):
-    monkeypatch.setattr(sweep, "execute_run", lambda spec, out, **kwargs: "done")
+    monkeypatch.setattr(sweep_local, "execute_run", lambda spec, out, **kwargs: "done")
     claim_folder(tmp_path, "reproduce")
-    sweep.run_local(_plan("a"), tmp_path, workers=0, tabulate=False)
+    sweep_local.run_local(_plan("a"), tmp_path, workers=0, tabulate=False)
     assert folder_kind(tmp_path) == "reproduce"
     claim_folder(tmp_path, "reproduce")  # and `noisymix reproduce` may still resume in it
 
@@ -77,12 +78,12 @@ def test_a_resume_neither_retrains_nor_counts_a_stale_transfer_run(tmp_path, mon
     out = tmp_path / "out"
     plan = finished_transfer_run(out, source)
     started: list[str] = []
-    monkeypatch.setattr(sweep, "execute_run", lambda spec, o, **kwargs: started.append(spec.name) or "done")
-    assert sweep.run_local(plan, out, workers=0, tabulate=False) == {"t": "done"}
+    monkeypatch.setattr(sweep_local, "execute_run", lambda spec, o, **kwargs: started.append(spec.name) or "done")
+    assert sweep_local.run_local(plan, out, workers=0, tabulate=False) == {"t": "done"}
     source.write_bytes(b"a replaced source model")
-    assert sweep.run_local(plan, out, workers=0, tabulate=False) == {"t": "stale"}
+    assert sweep_local.run_local(plan, out, workers=0, tabulate=False) == {"t": "stale"}
     assert not started and "is stale" in capsys.readouterr().err
-    assert "stale: 1" in sweep.status_text(out) and "2/2 done" not in sweep.status_text(out)
+    assert "stale: 1" in sweep_command.status_text(out) and "2/2 done" not in sweep_command.status_text(out)
 
 
 @pytest.mark.parametrize(("given", "expected"), [(None, 0), (0, 0), (3, 3)])

@@ -18,7 +18,6 @@ from fullscale.data.imagenet import (
     BadFiles,
     RunSampler,
     TrainCrop,
-    _draft_factor,
     crop_box,
     decode_train,
     epoch_permutation,
@@ -27,6 +26,7 @@ from fullscale.data.imagenet import (
     train_loader,
     val_loader,
 )
+from fullscale.data.imagenet_crops import _draft_factor
 from fullscale.data.imagenet_fixture import AWKWARD, sample_photos, write_imagenet_tree
 
 

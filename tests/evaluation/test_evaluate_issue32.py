@@ -12,7 +12,7 @@ import pytest
 import torch
 from PIL import Image
 
-import fullscale.evaluation as evaluation
+import fullscale.evaluation.own_split as own_split
 from fullscale.data import ImageSet, imagenet_wnids, load_dataset
 from fullscale.evaluation import cpu_inference_model
 from fullscale.models import create_model
@@ -238,7 +238,7 @@ def test_an_empty_test_set_is_one_line(tmp_path, capsys, monkeypatch, suite):
     run = _run(tmp_path, "digits")
     empty = ImageSet(torch.zeros(0, 3, 32, 32, dtype=torch.uint8), torch.zeros(0, dtype=torch.long), 10, "digits",
                      "an empty test batch")
-    monkeypatch.setattr(evaluation, "load_dataset", lambda *args, **kwargs: empty)
+    monkeypatch.setattr(own_split, "load_dataset", lambda *args, **kwargs: empty)
     assert main(["evaluate", str(run), "--suite", suite]) == 2
     assert "no images" in _one_line(capsys)
     assert not (run / "eval" / f"{suite}.json").exists()

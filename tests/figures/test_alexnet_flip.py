@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from fullscale.metrics import flip_summary
 from fullscale.vocabulary import ALEXNET_ERR, CORRUPTIONS, P_COLUMNS
 from noisymix_figures.alexnet import alexnet_flip_probabilities, alexnet_flip_source, flip_rates, mean_flip_rate
-from noisymix_figures.tables import _paper_mce, paper_values
+from noisymix_figures.tables import paper_mce, paper_values
 
 # Appendix E, "Full perturbation robustness results", as printed
 APPENDIX_E = ("Gaussian Noise: 23.65%, Shot Noise: 30.06%, Motion Blur: 9.30%, Zoom Blur: 5.94%, Snow: 11.93%, "
@@ -85,7 +85,7 @@ def test_mce_of_the_papers_imagenet_c_rows_is_the_published_one(row, published):
     """hendrycks/robustness README, ImageNet-C leaderboard (ResNet-50): the paper's per-corruption
     accuracies of these rows give the published mCE through ALEXNET_ERR."""
     cells = dict(paper_values()["tab:results_imagenet_c"]["rows"])[row]
-    assert _paper_mce(cells) == pytest.approx(published, abs=0.05)
+    assert paper_mce(cells) == pytest.approx(published, abs=0.05)
 
 
 @given(st.dictionaries(st.sampled_from(P_COLUMNS), st.floats(0, 1), min_size=0, max_size=len(P_COLUMNS)),

@@ -216,8 +216,8 @@ def _check_figure(sweep: Path, report: Path) -> None:
 def _check_sweep_table(sweep: Path) -> None:
     """`noisymix sweep results_imagenet` regenerates DIR/table/ from DIR/runs with the plan's
     comparisons: all four ImageNet tables, our values in them (before: no comparisons at all)."""
-    from noisymix_app.sweep import write_table
-    from noisymix_app.sweep_plan import build_plan
+    from noisymix_app.sweep.plan import build_plan
+    from noisymix_figures.sweep_table import write_table
 
     plan = build_plan("results_imagenet", [0])
     assert {r.name for r in plan.runs} >= {f"imagenet-resnet50-{m}-seed0" for m in METHODS}

@@ -21,6 +21,11 @@ TEX_PATH = next((Path(p) for p in CANDIDATES if p and Path(p).is_file()), None)
 TOY = Path(__file__).parent / "toy_fixture.json"
 
 
+#: labels of the paper with no generator, each with the reason (none: every label is registered,
+#: ``noisymix_figures.registry``; tests/figures/test_registry.py runs each generator)
+UNREGISTERED: dict[str, str] = {}
+
+
 def _paper_labels() -> list[str]:
     return re.findall(r"\\label\{((?:tab|fig):[^}]*)\}", TEX_PATH.read_text())
 
@@ -29,7 +34,8 @@ def _paper_labels() -> list[str]:
 def test_every_label_of_the_paper_has_an_entry():
     labels = _paper_labels()
     assert len(labels) == len(set(labels)) == 22
-    assert set(LABELS) == set(labels), (set(labels) - set(LABELS), set(LABELS) - set(labels))
+    assert set(LABELS) | set(UNREGISTERED) == set(labels), (set(labels) - set(LABELS), set(LABELS) - set(labels))
+    assert not set(LABELS) & set(UNREGISTERED) and all(UNREGISTERED.values())
 
 
 def _results(root: Path) -> Path:

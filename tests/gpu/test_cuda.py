@@ -27,9 +27,9 @@ def _needs_cuda():
 
 
 def test_digits_training_on_cuda_runs_and_lowers_the_loss(tmp_path):
-    from fullscale.cli_train import resolve_config
     from fullscale.runs import load_run_model
-    from fullscale.train import train
+    from fullscale.training.loop import train
+    from fullscale.training.presets import resolve_config
 
     # 6 epochs of 512 images: on the CPU (seeds 0-2) the loss fell by 0.74-0.86; 4 epochs of 256
     # (0.24 on the CPU) fell by only 0.125 on the H100, too close to noise for a test
@@ -45,7 +45,7 @@ def test_digits_training_on_cuda_runs_and_lowers_the_loss(tmp_path):
 
 def test_resume_on_cuda_equals_the_straight_run_bitwise(tmp_path, monkeypatch, crash_then_resume):
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    from fullscale.cli_train import resolve_config
+    from fullscale.training.presets import resolve_config
 
     before = torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -124,12 +124,12 @@ def test_evaluation_accuracy_on_cuda_is_within_a_tenth_of_a_point_of_the_cpu(tmp
     """The evaluator's path (bf16 autocast and channels_last on CUDA, fp32 on the CPU) on the
     digits test set and its 15 corruptions at severity 3 (7,200 images: a tenth of a point is
     7 changed predictions)."""
-    from fullscale.cli_train import resolve_config
     from fullscale.corruptions import CORRUPTIONS, corrupt
     from fullscale.data import load_dataset
     from fullscale.evaluation import logits_of
     from fullscale.runs import load_run_model
-    from fullscale.train import train
+    from fullscale.training.loop import train
+    from fullscale.training.presets import resolve_config
 
     train(resolve_config("baseline", ["dataset=digits", "width=8", "epochs=4", "batch_size=32", "device=cpu"]),
           tmp_path / "r")
@@ -155,9 +155,9 @@ def _free_port() -> int:
 def test_sync_batchnorm_under_a_one_process_group_equals_batchnorm():
     import torch.distributed as dist
 
-    from fullscale.config import TrainConfig
     from fullscale.models import create_model
-    from fullscale.train import _sync_batchnorm
+    from fullscale.training.config import TrainConfig
+    from fullscale.training.process import sync_batchnorm
 
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
     try:
@@ -168,7 +168,7 @@ def test_sync_batchnorm_under_a_one_process_group_equals_batchnorm():
         synced.load_state_dict(plain.state_dict())
         assert any(isinstance(m, torch.nn.SyncBatchNorm) for m in synced.modules())
         # the trainer's own conversion is a no-op for one process (nothing to synchronise)
-        assert _sync_batchnorm(plain, TrainConfig(sync_bn=True), 1, torch.device("cuda")) is plain
+        assert sync_batchnorm(plain, TrainConfig(sync_bn=True), 1, torch.device("cuda")) is plain
         x = torch.rand(8, 3, 32, 32, device="cuda")
         out_plain, out_synced = plain(x), synced(x)  # training mode: batch statistics
         torch.testing.assert_close(out_synced, out_plain, rtol=1e-4, atol=1e-4)

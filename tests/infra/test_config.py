@@ -68,7 +68,7 @@ def test_list_keys_gives_each_key_its_own_comment_not_the_ones_before_it():
     """``--list-keys`` once repeated earlier comments under later keys (``puzzlemix.loss`` showed
     ``clean_lam``'s text first; ``ddp_draws`` ... ``freeze_bn_stats`` began with ``stem_stride``'s).
     Consecutive keys either share one group comment exactly or neither's text holds the other's."""
-    from fullscale.config import TrainConfig
+    from fullscale.training.config import TrainConfig
     from infra.config import describe_keys
 
     rows = describe_keys(TrainConfig())

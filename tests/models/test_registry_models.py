@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 import pytest
 import torch
 
-from fullscale.hooks import stage_module, transform_stage
 from fullscale.models import create_model, list_models
 from fullscale.models.wide_resnet import WideResNet
+from fullscale.training.hooks import stage_module, transform_stage
 
 
 def _wrn_parameters(depth: int, widen: int, num_classes: int) -> int:

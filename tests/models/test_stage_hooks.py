@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fullscale.hooks import stage_module, transform_stage
 from fullscale.models import create_model
+from fullscale.training.hooks import stage_module, transform_stage
 from noisymix.mixing import MixConfig, NoiseConfig, draw_mix, noisy_feature_mixup
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fullscale.config import TrainConfig
-from fullscale.hooks import stage_module
 from fullscale.models import create_model
+from fullscale.training.config import TrainConfig
+from fullscale.training.hooks import stage_module
 from infra.config import apply_overrides
 
 

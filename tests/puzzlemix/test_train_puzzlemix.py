@@ -11,11 +11,11 @@ import torch
 
 pytest.importorskip("gco", reason="Puzzle Mix needs gco-wrapper (pip install 'noisymix[puzzlemix]')")
 
-from fullscale.cli_train import resolve_config
-from fullscale.methods import METHODS
 from fullscale.models import create_model
 from fullscale.puzzlemix import puzzlemix_batch
-from fullscale.train import _loss, _step_mix_config, _views
+from fullscale.training.methods import METHODS
+from fullscale.training.presets import resolve_config
+from fullscale.training.step import make_views, step_loss, step_mix_config
 from fullscale.vocabulary import METHOD_ROWS
 from noisymix.mixing import MixDraw, draw_mix, mix_targets, soft_cross_entropy
 from noisymix_app.cli import main
@@ -30,13 +30,13 @@ def test_the_step_loss_is_the_puzzle_mix_of_its_views():
     data = torch.Generator().manual_seed(0)
     x_u8 = torch.randint(0, 256, (8, 3, 32, 32), dtype=torch.uint8, generator=data)
     y = torch.randint(0, 10, (8,), generator=data)
-    parts = _loss(model, model, x_u8, y, method, cfg, 10, torch.Generator().manual_seed(5),
+    parts = step_loss(model, model, x_u8, y, method, cfg, 10, torch.Generator().manual_seed(5),
                   torch.Generator().manual_seed(1))
     assert model.training
 
     g = torch.Generator().manual_seed(5)
-    x = _views(x_u8, method, cfg, g)
-    draw = draw_mix(8, _step_mix_config(method, cfg), generator=g)
+    x = make_views(x_u8, method, cfg, g)
+    draw = draw_mix(8, step_mix_config(method, cfg), generator=g)
     result, clean = puzzlemix_batch(replay_model, x, y, draw.perm, float(draw.lam), cfg.puzzlemix, generator=g)
     assert clean is None
     targets = mix_targets(y, MixDraw(perm=draw.perm, lam=result.weights), 10)
@@ -51,7 +51,7 @@ def test_clean_lam_adds_the_clean_loss_term():
     model = create_model("preactresnet18", 10, width=4)
     x_u8 = torch.randint(0, 256, (4, 3, 32, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
     y = torch.tensor([0, 1, 2, 3])
-    parts = _loss(model, model, x_u8, y, method, cfg, 10, torch.Generator().manual_seed(5),
+    parts = step_loss(model, model, x_u8, y, method, cfg, 10, torch.Generator().manual_seed(5),
                   torch.Generator().manual_seed(1))
     assert parts.total > parts.cross_entropy  # 2 clean_lam CE(clean) > 0 on top
 

@@ -27,11 +27,11 @@ def test_sympy_witnesses_are_counted_apart_from_the_numerical_checks():
 def test_the_summary_and_the_figures_report_print_the_same_sentence(tmp_path):
     from infra.io import write_json
     from noisymix_app.reproduce_summary import _theory
-    from noisymix_figures.report import _theory_section
+    from noisymix_figures.report import theory_section
     from noisymix_figures.results import Results
 
     path = tmp_path / "theory.json"
     write_json(path, {"checks": CHECKS, "provenance": {}})
     sentence = tally_sentence(_theory(path))
-    section = "\n".join(_theory_section(Results(tmp_path, theory=(path, {"checks": CHECKS, "provenance": {}}))))
+    section = "\n".join(theory_section(Results(tmp_path, theory=(path, {"checks": CHECKS, "provenance": {}}))))
     assert sentence in section

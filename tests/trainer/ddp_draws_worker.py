@@ -13,8 +13,9 @@ from pathlib import Path
 
 import torch
 
-import fullscale.train as T
-from fullscale.cli_train import resolve_config
+import fullscale.training.loop as loop_module
+import fullscale.training.step as T
+from fullscale.training.presets import resolve_config
 
 records: list[dict] = []
 _real_mixup, _real_stage = T.noisy_feature_mixup, T.transform_stage
@@ -39,7 +40,7 @@ T.noisy_feature_mixup, T.transform_stage = _mixup, _transform_stage
 
 out = Path(sys.argv[1])
 cfg = resolve_config("noisymix", sys.argv[2:])
-T.train(cfg, out / "run")
+loop_module.train(cfg, out / "run")
 rank = int(os.environ["RANK"])
 (out / f"draws-{rank}.json").write_text(json.dumps(records))
 # train() leaves the process group it joined (one never destroyed could abort a rank at exit)

@@ -8,11 +8,11 @@ import pytest
 import torch
 from torch._dynamo.utils import counters
 
-from fullscale.cli_train import resolve_config
-from fullscale.hooks import install_stage_hooks, transform_stage
-from fullscale.methods import METHODS
 from fullscale.models import create_model
-from fullscale.train import _loss
+from fullscale.training.hooks import install_stage_hooks, transform_stage
+from fullscale.training.methods import METHODS
+from fullscale.training.presets import resolve_config
+from fullscale.training.step import step_loss
 
 
 def _graphs() -> int:
@@ -28,7 +28,7 @@ def _steps(model, core, n: int, after_each=None) -> list[float]:
     opt = torch.optim.SGD(core.parameters(), lr=0.05)
     losses = []
     for _ in range(n):
-        parts = _loss(model, core, x, y, METHODS["noisymix"], cfg, 10, g, stage_g)
+        parts = step_loss(model, core, x, y, METHODS["noisymix"], cfg, 10, g, stage_g)
         opt.zero_grad(set_to_none=True)
         parts.total.backward()
         opt.step()

@@ -8,12 +8,11 @@ import json
 import pytest
 import torch
 
-from fullscale.cli_train import resolve_config
-from fullscale.config import TrainConfig
 from fullscale.models import create_model
-from fullscale.presets import PRESETS
 from fullscale.runs import load_run_model, split_run_record
-from fullscale.train import _check_same_config
+from fullscale.training.checkpoint import check_same_config
+from fullscale.training.config import TrainConfig
+from fullscale.training.presets import PRESETS, resolve_config
 from infra.config import config_from_dict, config_to_dict
 from infra.io import save_torch, write_json
 
@@ -50,13 +49,13 @@ def test_a_run_directory_of_the_flat_layout_still_loads(tmp_path):
 def test_resume_compares_the_config_across_both_layouts(tmp_path):
     cfg, _ = _flat_run(tmp_path)
     facts = {"num_classes": 10, "model_kwargs": {"width": 4}, "train_images": 1347, "data_source": "built-in"}
-    _check_same_config(tmp_path / "config.json", {"config": config_to_dict(cfg), "run": facts})  # equal: no error
+    check_same_config(tmp_path / "config.json", {"config": config_to_dict(cfg), "run": facts})  # equal: no error
     with pytest.raises(ValueError, match="lr"):
-        _check_same_config(tmp_path / "config.json",
+        check_same_config(tmp_path / "config.json",
                            {"config": config_to_dict(TrainConfig(model="preactresnet18", width=4, dataset="digits",
                                                                  lr=0.2)), "run": facts})
     with pytest.raises(ValueError, match="train_images"):
-        _check_same_config(tmp_path / "config.json", {"config": config_to_dict(cfg),
+        check_same_config(tmp_path / "config.json", {"config": config_to_dict(cfg),
                                                       "run": {**facts, "train_images": 100}})
 
 

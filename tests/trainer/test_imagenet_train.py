@@ -9,10 +9,9 @@ import json
 import pytest
 import torch
 
-from fullscale.cli_train import resolve_config
 from fullscale.data.imagenet_fixture import AWKWARD, write_imagenet_tree
-from fullscale.presets import PRESETS
-from fullscale.train import train
+from fullscale.training.loop import train
+from fullscale.training.presets import PRESETS, resolve_config
 from infra.io import load_state_dict
 from noisymix_app.cli import main
 
@@ -55,8 +54,8 @@ def test_resume_mid_epoch_with_another_worker_count_equals_the_straight_run(tree
     train(cfg, tmp_path / "straight")
     straight = load_state_dict(tmp_path / "straight" / "final.pt")
 
-    import fullscale.train as trainer
-    original = trainer.save_torch
+    import fullscale.training.checkpoint as checkpoint_module
+    original = checkpoint_module.save_torch
     saved = []
 
     def save_then_crash(path, obj):  # the process dies right after the checkpoint of global step 6
@@ -65,10 +64,10 @@ def test_resume_mid_epoch_with_another_worker_count_equals_the_straight_run(tree
             saved.append((obj["epoch"], obj["step"]))
             if saved[-1] == (1, 1):
                 raise KeyboardInterrupt
-    monkeypatch.setattr(trainer, "save_torch", save_then_crash)
+    monkeypatch.setattr(checkpoint_module, "save_torch", save_then_crash)
     with pytest.raises(KeyboardInterrupt):
         train(cfg, tmp_path / "resumed")
-    monkeypatch.setattr(trainer, "save_torch", original)
+    monkeypatch.setattr(checkpoint_module, "save_torch", original)
     assert saved == [(0, 3), (1, 0), (1, 1)]  # (epochs done, steps into the next): mid, end, mid
     resumed_cfg = resolve_config("imagenet-resnet50-noisymix", [*SMALL, f"data_root={tree}", "batch_size=8",
                                                                "epochs=2", "checkpoint_every=3", "workers=2"])
@@ -97,17 +96,17 @@ def test_in_memory_data_resumes_mid_epoch_too(tmp_path, monkeypatch):
     train(cfg, tmp_path / "straight")
     straight = load_state_dict(tmp_path / "straight" / "final.pt")
 
-    import fullscale.train as trainer
-    original = trainer.save_torch
+    import fullscale.training.checkpoint as checkpoint_module
+    original = checkpoint_module.save_torch
 
     def save_then_crash(path, obj):  # dies after the checkpoint of global step 6 (epoch 1, step 2)
         original(path, obj)
         if path.name == "checkpoint.pt" and (obj["epoch"], obj["step"]) == (1, 2):
             raise KeyboardInterrupt
-    monkeypatch.setattr(trainer, "save_torch", save_then_crash)
+    monkeypatch.setattr(checkpoint_module, "save_torch", save_then_crash)
     with pytest.raises(KeyboardInterrupt):
         train(cfg, tmp_path / "resumed")
-    monkeypatch.setattr(trainer, "save_torch", original)
+    monkeypatch.setattr(checkpoint_module, "save_torch", original)
     train(cfg, tmp_path / "resumed", resume=True)
     resumed = load_state_dict(tmp_path / "resumed" / "final.pt")
     for key in straight:

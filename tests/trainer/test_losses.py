@@ -16,10 +16,10 @@ import torch
 import torch.nn.functional as F
 
 from fullscale.augment import augmix, random_crop_flip, to_float
-from fullscale.cli_train import resolve_config
-from fullscale.methods import METHODS
 from fullscale.models import create_model
-from fullscale.train import _loss
+from fullscale.training.methods import METHODS
+from fullscale.training.presets import resolve_config
+from fullscale.training.step import step_loss
 from noisymix.mixing import MixConfig, NoiseConfig, draw_mix, noisy_feature_mixup
 
 B, K = 6, 10
@@ -106,7 +106,7 @@ def test_step_loss_equals_the_hand_written_replay(name, seed):
     data_g = torch.Generator().manual_seed(100 + seed)
     x = torch.randint(0, 256, (B, 3, 32, 32), dtype=torch.uint8, generator=data_g)
     y = torch.randint(0, K, (B,), generator=data_g)
-    parts = _loss(model, model, x, y, METHODS[name], cfg, K, torch.Generator().manual_seed(seed),
+    parts = step_loss(model, model, x, y, METHODS[name], cfg, K, torch.Generator().manual_seed(seed),
                   torch.Generator().manual_seed(seed + 1))
     total, js, _ = _replay(name, cfg, model, x, y, seed)
     torch.testing.assert_close(parts.total, total, rtol=1e-5, atol=1e-5)
@@ -134,7 +134,7 @@ def test_noise_only_rows_inject_noise_but_do_not_mix():
     model = create_model("preactresnet18", K, width=4).eval()
     x = torch.randint(0, 256, (B, 3, 32, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
     y = torch.arange(B) % K
-    parts = _loss(model, model, x, y, METHODS["noise"], cfg, K, torch.Generator().manual_seed(3),
+    parts = step_loss(model, model, x, y, METHODS["noise"], cfg, K, torch.Generator().manual_seed(3),
                   torch.Generator().manual_seed(4))
     crop = random_crop_flip(x, generator=torch.Generator().manual_seed(3), padding=4)
     clean = F.cross_entropy(_forward(model, crop.float() / 255), y)

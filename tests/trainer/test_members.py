@@ -1,4 +1,4 @@
-"""Seeds trained as one stacked model (``fullscale.members``) against the same seeds trained alone.
+"""Seeds trained as one stacked model (``fullscale.training.members``) against the same seeds trained alone.
 
 Member k of a group must be run ``seed k`` alone: the same initial weights, batch order, crops,
 AugMix views, partners, lambda, transform point and noise, and BatchNorm statistics of its own
@@ -20,12 +20,13 @@ import pytest
 import torch
 from torch import nn
 
-import fullscale.members as members_module
-import fullscale.train as trainer
-from fullscale.config import TrainConfig
-from fullscale.members import member_state_dicts, stack_models, train_members
-from fullscale.methods import get_method
+import fullscale.training.loop as trainer
+import fullscale.training.members as members_module
 from fullscale.models import create_model
+from fullscale.training.config import TrainConfig
+from fullscale.training.generators import Generators
+from fullscale.training.members import member_state_dicts, stack_models, train_members
+from fullscale.training.methods import get_method
 from infra.config import apply_overrides
 from infra.io import load_state_dict
 
@@ -93,7 +94,7 @@ def test_one_update_gives_each_member_its_weights_and_batchnorm_statistics(tmp_p
 
 def test_a_planted_shared_generator_is_caught(tmp_path, one_torch_thread, monkeypatch):
     """Two members drawing from one generator (a bug) no longer equal their seeds alone."""
-    create = trainer._Generators.create
+    create = Generators.create
     shared = {}
 
     def one_for_all(cfg, process):
@@ -103,7 +104,7 @@ def test_a_planted_shared_generator_is_caught(tmp_path, one_torch_thread, monkey
     singles = [tmp_path / f"alone{s}" for s in (0, 1)]
     for seed, out in zip((0, 1), singles, strict=True):
         trainer.train(dataclasses.replace(cfg, seed=seed), out)
-    monkeypatch.setattr(trainer._Generators, "create", one_for_all)
+    monkeypatch.setattr(Generators, "create", one_for_all)
     batched = [tmp_path / f"member{s}" for s in (0, 1)]
     train_members(cfg, (0, 1), batched)
     assert _mismatches(batched, singles)
@@ -190,12 +191,12 @@ def test_groups_refuse_what_they_cannot_train_in_one_line(tmp_path):
 
 def test_a_group_that_does_not_fit_is_refused_though_one_member_would(tmp_path, monkeypatch):
     """The memory check counts every member's weights, gradients and momentum (it counted one)."""
-    import fullscale.train as train_module
+    import fullscale.training.process as process_module
 
     cfg = _config("baseline", epochs=1)
     one = 3 * 4 * sum(p.numel() for p in create_model(cfg.model, 10, **cfg.model_kwargs).parameters())
-    monkeypatch.setattr(train_module, "_available_bytes", lambda device: int(1.5 * one))
-    train_module._check_model_fits(cfg, 10, torch.device("cpu"))  # one model fits
+    monkeypatch.setattr(process_module, "available_bytes", lambda device: int(1.5 * one))
+    process_module.check_model_fits(cfg, 10, torch.device("cpu"))  # one model fits
     with pytest.raises(ValueError, match=r"does not fit: .* x 2 members"):
         train_members(cfg, (0, 1), [tmp_path / "a", tmp_path / "b"])
     assert not (tmp_path / "a" / "config.json").exists()

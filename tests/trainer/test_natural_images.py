@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 import torch
 
-from fullscale.cli_train import resolve_config
-from fullscale.methods import get_method
 from fullscale.models import create_model
-from fullscale.train import _loss
+from fullscale.training.methods import get_method
+from fullscale.training.presets import resolve_config
+from fullscale.training.step import step_loss
 from noisymix import generator_for
 
 sklearn_datasets = pytest.importorskip("sklearn.datasets")
@@ -54,7 +54,7 @@ def _run(batch: int, batches: int, steps: int, lr: float) -> list[float]:
     losses = []
     for step in range(steps):
         s = slice((step % batches) * batch, (step % batches + 1) * batch)
-        parts = _loss(model, model, x[s], y[s], method, cfg, 10, g, stage_g)
+        parts = step_loss(model, model, x[s], y[s], method, cfg, 10, g, stage_g)
         opt.zero_grad()
         parts.total.backward()
         losses.append(float(parts.total))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fullscale.cli_train import resolve_config
+from fullscale.training.presets import resolve_config
 from infra.config import config_to_dict
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "recipes.md"

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from fullscale.cli_train import resolve_config
-from fullscale.config import TrainConfig
-from fullscale.methods import METHODS
 from fullscale.models import create_model
-from fullscale.presets import PRESETS
 from fullscale.runs import load_run_model
-from fullscale.train import NonFiniteLoss, _loss, train
+from fullscale.training.checks import NonFiniteLoss
+from fullscale.training.config import TrainConfig
+from fullscale.training.loop import train
+from fullscale.training.methods import METHODS
+from fullscale.training.presets import PRESETS, resolve_config
+from fullscale.training.step import step_loss
 from infra.io import load_state_dict
 from noisymix_app.cli import main
 
@@ -57,7 +58,7 @@ def test_every_method_gives_a_finite_loss_and_gradient(name):
     g = torch.Generator().manual_seed(0)
     x = torch.randint(0, 256, (8, 3, 32, 32), dtype=torch.uint8, generator=g)
     y = torch.randint(0, 10, (8,), generator=g)
-    parts = _loss(model, model, x, y, METHODS[name], cfg, 10, g, torch.Generator().manual_seed(1))
+    parts = step_loss(model, model, x, y, METHODS[name], cfg, 10, g, torch.Generator().manual_seed(1))
     assert torch.isfinite(parts.total)
     parts.total.backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters())
@@ -110,10 +111,10 @@ def test_resume_gives_the_same_weights_as_a_straight_run(tmp_path, crash_then_re
 
 def test_non_finite_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch,
                                                                                    capsys):
-    import fullscale.train as trainer
+    import fullscale.training.step as step_module
     cfg = resolve_config("noisymix", [*QUICK, "epochs=3"])
     calls = {"n": 0}
-    original = trainer.noisymix_loss
+    original = step_module.noisymix_loss
 
     def nan_at_step_4(*args, **kwargs):  # 64 images / 32 = 2 steps per epoch: epoch 2, step 2
         calls["n"] += 1
@@ -121,7 +122,7 @@ def test_non_finite_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoin
         if calls["n"] == 4:
             return type(parts)(parts.total * float("nan"), parts.cross_entropy, parts.jsd * float("nan"))
         return parts
-    monkeypatch.setattr(trainer, "noisymix_loss", nan_at_step_4)
+    monkeypatch.setattr(step_module, "noisymix_loss", nan_at_step_4)
     with pytest.raises(NonFiniteLoss, match=r"epoch 2, step 2: total=nan, cross_entropy=[0-9.]+, jsd=nan"):
         train(cfg, tmp_path / "r")
     state = load_state_dict(tmp_path / "r" / "checkpoint.pt")
@@ -163,7 +164,7 @@ def test_bad_config_values_are_refused():
     with pytest.raises(ValueError):
         TrainConfig(epochs=0)
     with pytest.raises(ValueError, match="JSD"):
-        from fullscale.methods import Method
+        from fullscale.training.methods import Method
         Method("x", "x", jsd=True)
 
 
@@ -236,9 +237,9 @@ def test_the_lock_is_held_by_a_separate_process(tmp_path):
 def test_a_last_update_that_makes_the_weights_nan_saves_no_final_pt(tmp_path, monkeypatch):
     """The loss of the last step is finite (checked) but its gradient is NaN, so the update
     poisons the weights: nothing may be saved from them."""
-    import fullscale.train as trainer
+    import fullscale.training.step as step_module
     calls = {"n": 0}
-    original = trainer.noisymix_loss
+    original = step_module.noisymix_loss
 
     def nan_gradient_on_the_last_step(*args, **kwargs):  # 64 images / 32 = 2 steps
         calls["n"] += 1
@@ -246,7 +247,7 @@ def test_a_last_update_that_makes_the_weights_nan_saves_no_final_pt(tmp_path, mo
         if calls["n"] == 2:  # sqrt'(0) = inf times 0: value unchanged, gradient NaN
             return type(parts)(parts.total + torch.sqrt(parts.total * 0), parts.cross_entropy, parts.jsd)
         return parts
-    monkeypatch.setattr(trainer, "noisymix_loss", nan_gradient_on_the_last_step)
+    monkeypatch.setattr(step_module, "noisymix_loss", nan_gradient_on_the_last_step)
     with pytest.raises(NonFiniteLoss, match="non-finite weights after epoch 1"):
         train(resolve_config("noisymix", QUICK), tmp_path / "r")
     assert not (tmp_path / "r" / "final.pt").exists()
@@ -311,7 +312,7 @@ def test_a_full_disk_is_one_line(tmp_path, capsys, monkeypatch):
 
 
 def test_orphan_temporary_files_are_swept_and_a_late_config_error_leaves_no_config(tmp_path, monkeypatch):
-    import fullscale.train as trainer
+    import fullscale.training.loop as loop_module
     out = tmp_path / "r"
     out.mkdir()
     orphan = out / ".checkpoint.pt.k1ll3d.tmp"  # what kill -9 leaves mid-write
@@ -319,7 +320,7 @@ def test_orphan_temporary_files_are_swept_and_a_late_config_error_leaves_no_conf
 
     def late_error(*args, **kwargs):
         raise ValueError("a setting only the first step finds wrong")
-    monkeypatch.setattr(trainer, "_loss", late_error)
+    monkeypatch.setattr(loop_module, "step_loss", late_error)
     with pytest.raises(ValueError, match="first step"):
         train(resolve_config("baseline", QUICK), out)
     assert not orphan.exists()

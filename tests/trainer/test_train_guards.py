@@ -12,9 +12,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fullscale.cli_train import resolve_config
 from fullscale.data.cifar import write_cifar_fixture
-from fullscale.train import NonFiniteLoss, _divergence, _Generators, _Process, stream_seed, train
+from fullscale.training.checks import NonFiniteLoss, divergence
+from fullscale.training.generators import Generators, stream_seed
+from fullscale.training.loop import train
+from fullscale.training.presets import resolve_config
+from fullscale.training.process import Process
 from infra.folder_kind import MARKER, folder_kind, mark_folder
 from noisymix_app.cli import main
 
@@ -77,11 +80,11 @@ def test_a_cifar_run_without_its_data_leaves_no_folder_behind(tmp_path, capsys):
 
 @pytest.mark.parametrize("existing", [False, True])
 def test_a_late_error_leaves_the_folder_as_it_was(tmp_path, monkeypatch, existing):
-    import fullscale.train as trainer
+    import fullscale.training.loop as loop_module
 
     def late_error(*args, **kwargs):
         raise ValueError("a setting only the first step finds wrong")
-    monkeypatch.setattr(trainer, "_loss", late_error)
+    monkeypatch.setattr(loop_module, "step_loss", late_error)
     out = tmp_path / "r"
     if existing:
         out.mkdir()
@@ -154,17 +157,17 @@ def test_divergence_rules():
     never = lambda: pytest.fail("accuracy asked for a run whose loss never rose")  # noqa: E731
     # healthy runs (digits, epochs=2: baseline, NoisyMix, AugMix+JSD), the tests' 1-epoch runs
     for metrics in (_epochs(1.79, 0.84), _epochs(2.03, 1.61), _epochs(1.73, 0.90), _epochs(2.4), _epochs(2.49, 2.15)):
-        assert _divergence(metrics, 10, never) is None
+        assert divergence(metrics, 10, never) is None
     # ends far above its start, even when the first epoch had already blown up
-    assert "ended at 3022" in _divergence(_epochs(2.82, 81.5, 3022), 10, never)
-    assert "ended at 1017" in _divergence(_epochs(5000.0, 1017.0), 10, never)
+    assert "ended at 3022" in divergence(_epochs(2.82, 81.5, 3022), 10, never)
+    assert "ended at 1017" in divergence(_epochs(5000.0, 1017.0), 10, never)
     # a blow-up, then a dead network at ln(10) and chance accuracy; a recovered one is not diverged
-    assert "at chance" in _divergence(_epochs(2.3, 63.0, 2.3), 10, lambda: (0.1, 1000))
-    assert _divergence(_epochs(2.3, 63.0, 2.3), 10, lambda: (0.6, 1000)) is None
-    assert _divergence(_epochs(2.3, 63.0, 2.3), 10, lambda: None) is None  # not measurable: loss rule only
+    assert "at chance" in divergence(_epochs(2.3, 63.0, 2.3), 10, lambda: (0.1, 1000))
+    assert divergence(_epochs(2.3, 63.0, 2.3), 10, lambda: (0.6, 1000)) is None
+    assert divergence(_epochs(2.3, 63.0, 2.3), 10, lambda: None) is None  # not measurable: loss rule only
     # puzzlemix's bce loss starts near 0.33, not ln(classes)
-    assert _divergence(_epochs(0.33, 0.2), 10, never) is None
-    assert _divergence(_epochs(0.33, 0.9), 10, never) is not None
+    assert divergence(_epochs(0.33, 0.2), 10, never) is None
+    assert divergence(_epochs(0.33, 0.9), 10, never) is not None
 
 
 @pytest.mark.slow
@@ -179,7 +182,7 @@ def test_a_healthy_short_digits_run_is_not_diverged(tmp_path):
 def test_every_documented_seed_gives_valid_generator_seeds(seed):
     cfg = resolve_config("baseline", [*QUICK, f"seed={seed}"])
     for rank in (0, 1, 7):
-        generators = _Generators.create(cfg, _Process(torch.device("cpu"), rank, 8))
+        generators = Generators.create(cfg, Process(torch.device("cpu"), rank, 8))
         for g in (generators.order, generators.aug, generators.stage):
             assert 0 <= g.initial_seed() < 2**64
     for stream in (1, 2, 501):
@@ -206,10 +209,10 @@ def test_the_largest_seed_trains_and_one_beyond_is_one_line(tmp_path, capsys):
     assert not (tmp_path / "s").exists()
 
 
-# --- the same guards for seeds trained together (fullscale.members) --------------------------
+# --- the same guards for seeds trained together (fullscale.training.members) --------------------------
 
 def test_a_group_refuses_a_folder_of_another_kind_and_marks_its_runs(tmp_path):
-    from fullscale.members import train_members
+    from fullscale.training.members import train_members
 
     cfg = resolve_config("baseline", QUICK)
     c_set = tmp_path / "c"
@@ -224,7 +227,7 @@ def test_a_group_refuses_a_folder_of_another_kind_and_marks_its_runs(tmp_path):
 
 def test_a_group_reports_its_diverged_members(tmp_path):
     """lr=1.5, 2 epochs of 64 digits: seed 0 ends at a cross-entropy of 34, seed 1 at 50, both finite."""
-    from fullscale.members import train_members
+    from fullscale.training.members import train_members
 
     outs = [tmp_path / "a", tmp_path / "b"]
     with pytest.raises(NonFiniteLoss, match=r"diverged|non-finite"):
@@ -235,8 +238,8 @@ def test_a_group_reports_its_diverged_members(tmp_path):
 
 
 def test_a_group_refuses_to_resume_on_changed_data(tmp_path, monkeypatch):
-    import fullscale.members as members_module
-    from fullscale.members import train_members
+    import fullscale.training.members as members_module
+    from fullscale.training.members import train_members
 
     root = tmp_path / "cifar"
     write_cifar_fixture(root, n_train=32, n_test=8, seed=0)

@@ -1,4 +1,4 @@
-"""The transfer recipe (fullscale.transfer): source loading, freezing, the batched upsampling."""
+"""The transfer recipe (fullscale.training.transfer): source loading, freezing, the batched upsampling."""
 
 from __future__ import annotations
 
@@ -9,17 +9,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from fullscale.augment.resized_crop import draw_resized_crop_boxes, random_resized_crop_flip
 from fullscale.models import create_model
-from fullscale.transfer import (
-    EvalResize,
-    apply_freeze,
-    draw_resized_crop_boxes,
-    eval_resize_size,
-    load_source_backbone,
-    random_resized_crop_flip,
-    set_train_mode,
-    trainable_parameter_names,
-)
+from fullscale.models.transfer import EvalResize, eval_resize_size
+from fullscale.training.transfer import apply_freeze, load_source_backbone, set_train_mode, trainable_parameter_names
 from infra.io import save_torch
 
 WIDTH = 8  # a narrow ResNet-50 (torchvision's keys, 1/64 of the weights): fast on the CPU
@@ -280,8 +273,7 @@ PUBLIC_PARAMETERS = {-1: (0.001, 0.0005, 64, 150, 50), 4: (0.01, 0.0005, 64, 150
 
 
 def test_presets_are_the_public_recipe():
-    from fullscale.cli_train import resolve_config
-    from fullscale.presets import PRESETS
+    from fullscale.training.presets import PRESETS, resolve_config
     from fullscale.vocabulary import TRANSFER_ROWS
 
     for dataset in ("cifar10", "cifar100"):
@@ -300,7 +292,7 @@ def test_presets_are_the_public_recipe():
 
 
 def test_step_schedule_is_steplr_per_epoch():
-    from fullscale.transfer import step_lr_factor
+    from fullscale.training.schedule import step_lr_factor
 
     steps = 10  # per epoch
     factors = [step_lr_factor(s, steps, (50, 100), 0.1) for s in range(150 * steps)]
@@ -310,8 +302,8 @@ def test_step_schedule_is_steplr_per_epoch():
 
 
 def test_transfer_fields_must_agree(tmp_path):
-    from fullscale.config import TrainConfig
-    from fullscale.transfer import check_config
+    from fullscale.training.config import TrainConfig
+    from fullscale.training.transfer import check_config
 
     with pytest.raises(ValueError, match="source_weights=PATH"):
         check_config(TrainConfig(model="resnet50_transfer"))

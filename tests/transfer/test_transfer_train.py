@@ -99,7 +99,7 @@ def test_bad_source_is_one_error_and_leaves_no_config(setup, capsys):
 
 
 def test_a_transfer_run_resumes_to_the_same_weights(setup, crash_then_resume):
-    from fullscale.cli_train import resolve_config
+    from fullscale.training.presets import resolve_config
 
     tmp_path, _ = setup
     cfg = resolve_config("transfer-cifar10-noisymix", [
@@ -114,8 +114,8 @@ def test_a_resume_on_another_source_file_of_the_same_path_is_refused(setup, cras
     was replaced fine-tuned the rest of the run from other weights."""
     import json
 
-    import fullscale.train as trainer
-    from fullscale.cli_train import resolve_config
+    import fullscale.training.loop as trainer
+    from fullscale.training.presets import resolve_config
     from infra.io import sha256_file
 
     tmp_path, source = setup

@@ -9,8 +9,9 @@ its own batch; the output is (N, M, K).
 
 ``train_members`` trains such a stack with one SGD optimiser (SGD, momentum and weight decay act per
 element, so one optimiser over the stacked parameters is M optimisers) and draws everything per
-member from that member's own generators, exactly as ``fullscale.train`` draws a run of that seed
-alone: the batch order, crops, flips, AugMix views, partners, lambda, transform point and noise.
+member from that member's own generators, exactly as ``loop.train`` draws a run of that seed
+alone (the same ``step.draw_step``): the batch order, crops, flips, AugMix views, partners, lambda,
+transform point and noise.
 Member k is therefore run ``seed k`` alone up to float rounding (``tests/trainer/test_members.py``
 holds the two against each other and catches a shared generator or pooled BatchNorm statistics).
 Each member is written as an ordinary run folder (``config.json``, ``metrics.jsonl``, per-epoch
@@ -36,17 +37,31 @@ import torch
 from torch import Tensor, nn
 
 from fullscale.augment import to_float
-from fullscale.config import TrainConfig
-from fullscale.hooks import stage_module
-from fullscale.methods import get_method
 from fullscale.models import Normalize, create_model
 from fullscale.runs import append_metrics, read_metrics
+from fullscale.training.checkpoint import check_same_data, checkpoint_state, config_identity, run_record
+from fullscale.training.checks import NonFiniteLoss, check_weights, divergence, end_accuracy
+from fullscale.training.config import TrainConfig
+from fullscale.training.data import STREAMED, InMemoryData, training_data
+from fullscale.training.generators import Generators
+from fullscale.training.hooks import stage_module
+from fullscale.training.methods import Method, get_method
+from fullscale.training.process import Process, check_model_fits, start_process
+from fullscale.training.schedule import make_optimizer, make_scheduler
+from fullscale.training.step import (
+    StepDraws,
+    draw_step,
+    epoch_entry,
+    epoch_sums,
+    history_row,
+    method_loss,
+    mix_features,
+)
 from infra.folder_kind import claim_folder, require_kind
 from infra.io import directory_lock, load_state_dict, read_json, save_torch, write_json
 from infra.progress import progress
 from infra.provenance import now
-from noisymix.loss import noisymix_loss
-from noisymix.mixing import draw_mix, mix_targets, noisy_feature_mixup
+from noisymix.mixing import mix_targets
 
 __all__ = ["MemberLinear", "groupable", "member_state_dicts", "stack_models", "stack_state_dicts", "train_members"]
 
@@ -176,13 +191,19 @@ def _stack_optimizer_states(stack: nn.Module, states: Sequence[dict]) -> dict:
 
 
 # --------------------------------------------------------------------------------- training
+# The step is the trainer's (``step.draw_step``, ``mix_features``, ``method_loss``), its record too
+# (``history_row``, ``epoch_sums``, ``epoch_entry``), as are the optimiser, the schedule and the
+# checkpoint's dictionary.  What stays here is what stacking changes: one forward pass for all
+# members (each member's transform applied to its slice of the channels), one backward of the
+# summed losses, per-member checkpoints (the member's own torch generator state, drawn once when
+# its weights were) and a finiteness check that names the member's seed.
 @dataclasses.dataclass
 class _Member:
     """One seed of the group: its config, folder, generators and record."""
 
     cfg: TrainConfig
     out: Path
-    generators: object  # fullscale.train._Generators
+    generators: Generators
     record: dict
     identity: str
     torch_state: Tensor  # the global generator after its weights were drawn (no dropout: unused after)
@@ -190,10 +211,9 @@ class _Member:
 
 def groupable(cfg: TrainConfig) -> bool:
     """Whether seeds of ``cfg`` can train as one stacked model: in-memory data, no transfer, no
-    CutMix/Puzzle Mix (their per-pair boxes and masks), epoch-end checkpoints, no held-out split."""
-    from fullscale.train import _STREAMED
-
-    return not (cfg.dataset in _STREAMED or cfg.transfer or get_method(cfg.method).mixing in ("cutmix", "puzzlemix")
+    CutMix/Puzzle Mix (their per-pair boxes and masks: ``Mixing.per_pair``), epoch-end checkpoints,
+    no held-out split."""
+    return not (cfg.dataset in STREAMED or cfg.transfer or get_method(cfg.method).kind.per_pair
                 or cfg.checkpoint_every or cfg.heldout)
 
 
@@ -214,8 +234,6 @@ def train_members(cfg: TrainConfig, seeds: Sequence[int], outs: Sequence[str | P
     members all hold a checkpoint of the same epoch resumes from it.  As ``train``: the folders are
     checked (a -C set, a sweep, ... is refused), the data read and the model's size checked before
     any folder is made or locked; each folder is claimed as a run."""
-    from fullscale.train import InMemoryData, _check_model_fits, _process, _training_data
-
     outs = [Path(o) for o in outs]
     _check_group(cfg, seeds, outs)
     for out in outs:
@@ -224,15 +242,15 @@ def train_members(cfg: TrainConfig, seeds: Sequence[int], outs: Sequence[str | P
         require_kind(out, "run", "members")
     if all((o / "final.pt").is_file() for o in outs):
         return outs
-    process = _process(cfg)
+    process = start_process(cfg)
     if process.world > 1:
         raise ValueError("members: one process trains the group (not under torchrun)")
-    data, heldout = _training_data(cfg, process)
+    data, heldout = training_data(cfg, process)
     assert isinstance(data, InMemoryData) and heldout is None  # groupable()
     if data.steps_per_epoch(cfg.batch_size) < 1:
         raise ValueError(f"the training data ({data.source}) holds {len(data)} image(s): not one step of batch "
                          f"{cfg.batch_size}")
-    _check_model_fits(cfg, data.num_classes, process.device, copies=len(seeds))
+    check_model_fits(cfg, data.num_classes, process.device, copies=len(seeds))
     with contextlib.ExitStack() as locks:
         for out in outs:
             locks.enter_context(directory_lock(out, "training"))
@@ -241,18 +259,8 @@ def train_members(cfg: TrainConfig, seeds: Sequence[int], outs: Sequence[str | P
     return outs
 
 
-def _train_group(cfg: TrainConfig, seeds: list[int], outs: list[Path], process, resume: bool, data) -> None:
-    from fullscale.train import (
-        NonFiniteLoss,
-        _check_weights,
-        _divergence,
-        _end_accuracy,
-        _Generators,
-        _lr_factor,
-        _run_record,
-        config_identity,
-    )
-
+def _train_group(cfg: TrainConfig, seeds: list[int], outs: list[Path], process: Process, resume: bool,
+                 data: InMemoryData) -> None:
     device = process.device
     method = get_method(cfg.method)
     steps_per_epoch = data.steps_per_epoch(cfg.batch_size)
@@ -260,25 +268,23 @@ def _train_group(cfg: TrainConfig, seeds: list[int], outs: list[Path], process, 
     for seed, out in zip(seeds, outs, strict=True):
         member_cfg = dataclasses.replace(cfg, seed=seed)
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)  # the weights a run of this seed alone draws (fullscale.train.train)
+            torch.manual_seed(seed)  # the weights a run of this seed alone draws (loop.train)
             models.append(create_model(cfg.model, data.num_classes, **cfg.model_kwargs).to(device))
             torch_state = torch.get_rng_state()
-        record = _run_record(member_cfg, data, process)
+        record = run_record(member_cfg, data, process)
         record["run"]["members"] = {"seeds": seeds, "index": len(members)}
-        members.append(_Member(member_cfg, out, _Generators.create(member_cfg, process), record,
+        members.append(_Member(member_cfg, out, Generators.create(member_cfg, process), record,
                                config_identity(record), torch_state))
     stack = stack_models(models)
-    optimizer = torch.optim.SGD(stack.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.nesterov,
-                                weight_decay=cfg.weight_decay)
-    total = cfg.epochs * steps_per_epoch
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, total, steps_per_epoch, cfg))
+    optimizer = make_optimizer(stack.parameters(), cfg)
+    scheduler = make_scheduler(optimizer, cfg, steps_per_epoch)
     start_epoch, metrics = _resume(stack, optimizer, scheduler, members, device, resume)
     for member in members:
         write_json(member.out / "config.json", member.record)
     probe = to_float(data.images[:16])
     plain = create_model(cfg.model, data.num_classes, **cfg.model_kwargs).to(device)
-    bar = progress(total=total, initial=start_epoch * steps_per_epoch, desc=f"train {cfg.preset} x{len(seeds)}",
-                   unit="step")
+    bar = progress(total=cfg.epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch,
+                   desc=f"train {cfg.preset} x{len(seeds)}", unit="step")
     for epoch in range(start_epoch, cfg.epochs):
         t0 = time.perf_counter()
         history = _epoch(stack, optimizer, scheduler, members, data, method, cfg, epoch, bar)
@@ -286,27 +292,30 @@ def _train_group(cfg: TrainConfig, seeds: list[int], outs: list[Path], process, 
         states = member_state_dicts(stack)
         for m, member in enumerate(members):
             plain.load_state_dict(states[m])
-            _check_weights(plain, f"after epoch {epoch + 1} (seed {member.cfg.seed})", member.out / "checkpoint.pt",
-                           probe)
+            check_weights(plain, f"after epoch {epoch + 1} (seed {member.cfg.seed})", member.out / "checkpoint.pt",
+                          probe)
         optimizer_states = _optimizer_states(stack, optimizer)
         for m, member in enumerate(members):
-            sums = torch.cat([history[m, :, :1].sum(0), (history[m, :, :1] * history[m, :, 1:]).sum(0)])
-            n = float(sums[0])
-            metrics[m].append({"epoch": epoch + 1, "loss": float(sums[1] / n), "cross_entropy": float(sums[2] / n),
-                               "jsd": float(sums[3] / n), "lr": optimizer.param_groups[0]["lr"],
-                               "images_per_s": n / seconds, "seconds": seconds, "members": len(members)})
+            sums = epoch_sums(history[m])
+            metrics[m].append({**epoch_entry(epoch, sums, optimizer.param_groups[0]["lr"], float(sums[0]), seconds),
+                               "members": len(members)})
             append_metrics(member.out, metrics[m])
-            save_torch(member.out / "checkpoint.pt", {
-                "config_identity": member.identity, "model": states[m], "optimizer": optimizer_states[m],
-                "scheduler": scheduler.state_dict(), "epoch": epoch + 1, "step": 0, **member.generators.state(),
-                "torch_generator": member.torch_state})
+            save_torch(member.out / "checkpoint.pt", checkpoint_state(
+                member.identity, states[m], optimizer_states[m], scheduler.state_dict(), epoch + 1, 0,
+                member.generators.state(), member.torch_state))
     bar.close()
+    _finish(members, stack, plain, metrics, data, cfg, probe)
+
+
+def _finish(members: list[_Member], stack: nn.Module, plain: nn.Module, metrics: list[list[dict]],
+            data: InMemoryData, cfg: TrainConfig, probe: Tensor) -> None:
+    """Each member's ``final.pt`` and finished record, unless it diverged (as a run alone)."""
     diverged = []
     for m, (member, state) in enumerate(zip(members, member_state_dicts(stack), strict=True)):
         plain.load_state_dict(state)
-        _check_weights(plain, f"at the end (seed {member.cfg.seed})", member.out / "checkpoint.pt", probe)
+        check_weights(plain, f"at the end (seed {member.cfg.seed})", member.out / "checkpoint.pt", probe)
         # a finite loss far above its start, or chance accuracy after a blow-up (as a run alone)
-        why = _divergence(metrics[m], data.num_classes, lambda: _end_accuracy(plain, data, None, cfg))
+        why = divergence(metrics[m], data.num_classes, lambda: end_accuracy(plain, data, None, cfg))
         if why:
             member.record["run"]["diverged"] = why
             diverged.append(f"seed {member.cfg.seed} {why}")
@@ -320,8 +329,8 @@ def _train_group(cfg: TrainConfig, seeds: list[int], outs: list[Path], process, 
                             "checkpoint.pt (a smaller lr may train)")
 
 
-def _resume(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler, members: list[_Member],
-            device: torch.device, resume: bool) -> tuple[int, list[list[dict]]]:
+def _resume(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler,
+            members: list[_Member], device: torch.device, resume: bool) -> tuple[int, list[list[dict]]]:
     """The epoch to start from and each member's metrics so far: 0 for a new group; with ``resume``
     and every member holding a checkpoint of its own config at one epoch, that epoch."""
     found = [m.out / "checkpoint.pt" for m in members if (m.out / "checkpoint.pt").is_file()]
@@ -333,8 +342,6 @@ def _resume(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler, membe
     if not resume or len(found) != len(members):
         raise ValueError(f"members: {len(found)} of {len(members)} folders hold a checkpoint ({found[0]}); "
                          "resume needs all of the group's, or train into new folders")
-    from fullscale.train import check_same_data
-
     states = []
     for member in members:
         if (member.out / "config.json").is_file():  # the data it started with (issue 32)
@@ -357,36 +364,29 @@ def _resume(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler, membe
     return epoch, [[e for e in read_metrics(m.out) if e["epoch"] <= epoch] for m in members]
 
 
-def _epoch(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler, members: list[_Member], data,
-           method, cfg: TrainConfig, epoch: int, bar) -> Tensor:
+def _epoch(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler,
+           members: list[_Member], data: InMemoryData, method: Method, cfg: TrainConfig, epoch: int,
+           bar: object) -> Tensor:
     """One epoch of the group; the per-member, per-step history (M, steps, 4): images, loss, CE, JSD."""
-    from fullscale.train import NonFiniteLoss, _step_mix_config, _views
-
     steps = data.steps_per_epoch(cfg.batch_size)
     device = data.images.device
     history = torch.zeros(len(members), steps, 4, device=device)
-    streams = [data.batches(m.generators.order, cfg.batch_size, _one_process(device)) for m in members]
-    mix_cfg = _step_mix_config(method, cfg)
+    one_process = Process(device, 0, 1)
+    streams = [data.batches(m.generators.order, cfg.batch_size, one_process) for m in members]
     stack.train()
     for step, batches in enumerate(zip(*streams, strict=True)):
-        views, draws, stages, labels = [], [], [], []
-        for member, (x_u8, y) in zip(members, batches, strict=True):  # each member's draws, in its run's order
-            g = member.generators.aug
-            views.append(_views(x_u8, method, cfg, g))
-            draws.append(draw_mix(y.shape[0], mix_cfg, generator=g))
-            if method.feature_transform:
-                names = stack.stages if method.any_stage else ("input",)
-                stages.append(names[int(torch.randint(len(names), (1,), generator=member.generators.stage))])
-            labels.append(y)
-        with _member_transforms(stack, members, stages, draws, mix_cfg, method.views):
-            logits = stack(torch.cat(views, dim=1))
+        # each member's views, partners, lambda and transform point, in its run's order
+        draws = [draw_step(x_u8, y, method, cfg, stack, member.generators.aug, member.generators.stage)
+                 for member, (x_u8, y) in zip(members, batches, strict=True)]
+        with _member_transforms(stack, members, draws, method.views):
+            logits = stack(torch.cat([d.x for d in draws], dim=1))
         losses = []
-        for m, y in enumerate(labels):
-            parts = noisymix_loss(logits[:, m].float(), mix_targets(y, draws[m], data.num_classes),
-                                  views=method.views, gamma=cfg.jsd_weight, jsd_variant=cfg.jsd_variant)
-            history[m, step] = torch.stack([parts.total.new_tensor(float(len(y))), parts.total.detach(),
-                                            parts.cross_entropy.detach(), parts.jsd.detach()])
+        for m, (d, (_, y)) in enumerate(zip(draws, batches, strict=True)):
+            parts = method_loss(logits[:, m], mix_targets(y, d.draw, data.num_classes), method, cfg)
+            history[m, step] = history_row(parts, len(y))
             losses.append(parts.total)
+        # checked every step before the update (``checks.check_finite`` checks one run's history;
+        # this names the member's seed, and the members' checkpoints as the ones kept)
         if not bool(torch.isfinite(history[:, step, 1:]).all()):
             m = int((~torch.isfinite(history[:, step, 1:]).all(1)).nonzero()[0, 0])
             raise NonFiniteLoss(f"non-finite loss at epoch {epoch + 1}, step {step + 1} (seed {members[m].cfg.seed}); "
@@ -399,17 +399,13 @@ def _epoch(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler, member
     return history
 
 
-def _one_process(device: torch.device):
-    from fullscale.train import _Process
-
-    return _Process(device, 0, 1)
-
-
 @contextlib.contextmanager
-def _member_transforms(stack: nn.Module, members: list[_Member], stages: list[str], draws, mix_cfg, views: int):
+def _member_transforms(stack: nn.Module, members: list[_Member], draws: list[StepDraws], views: int):
     """During the forward pass, member m's slice of the features at its stage is replaced by
-    M_{lambda,xi} with its own draw and noise generator (what ``transform_stage`` does for one run)."""
-    if not stages:
+    M_{lambda,xi} with its own draw and noise generator (``step.mix_features``, what
+    ``transform_stage`` does for one run)."""
+    stages = [d.stage for d in draws]
+    if all(stage is None for stage in stages):
         yield
         return
     count = len(members)
@@ -420,8 +416,7 @@ def _member_transforms(stack: nn.Module, members: list[_Member], stages: list[st
         def hook(_module, _inputs, out: Tensor, at=at) -> Tensor:
             parts = list(out.split(out.shape[1] // count, dim=1))
             for m in at:
-                parts[m] = noisy_feature_mixup(parts[m].float(), draws[m], mix_cfg, generator=members[m].generators.aug,
-                                               views=views).to(out.dtype)
+                parts[m] = mix_features(parts[m], draws[m].draw, draws[m].mix_cfg, members[m].generators.aug, views)
             return torch.cat(parts, dim=1)
 
         handles.append(stage_module(stack, name).register_forward_hook(hook))
@@ -430,4 +425,3 @@ def _member_transforms(stack: nn.Module, members: list[_Member], stages: list[st
     finally:
         for handle in handles:
             handle.remove()
-

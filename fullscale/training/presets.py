@@ -12,7 +12,7 @@ those rows from ``wrn28_4`` runs. A WRN-28-2 (widen factor 2, no dropout), what 
 label says, is offered under explicit names: ``<dataset>-wrn28_2-<method>`` and
 ``ablation-wrn28_2-<switches>``.
 
-Strengths are the methods' own defaults (``Method.defaults`` in ``fullscale.methods``, the one
+Strengths are the methods' own defaults (``Method.defaults`` in ``fullscale.training.methods``, the one
 home of them: a bare ``--set method=X`` gets the same ones). AugMix width 3, depth 1-3, severity 3,
 JSD weight 12 and the clamped JSD estimate (``jsd_variant=augmix``) of the public code. Manifold
 Mixup mixes at a point drawn from all of ``model.stages`` as the public code (its paper draws from
@@ -21,10 +21,13 @@ apply it with probability 0.5; the config has no field for that yet).
 
 ``transfer-<cifar10|cifar100>-<row>[-frozen]`` for tab:results_transfer (rows:
 ``fullscale.vocabulary.TRANSFER_ROWS``): an ImageNet ResNet-50 given as ``--set source_weights=PATH``
-fine-tuned by the public transfer code's recipe (``fullscale.transfer``; its ``parameters.csv``):
+fine-tuned by the public transfer code's recipe (``fullscale.training.transfer``; its ``parameters.csv``):
 every layer trained at lr 0.001, or ``-frozen`` (``freeze_level`` 4: only the classifier) at lr
 0.01.  The paper's clean accuracies (97-98 % on CIFAR-10) are those of full fine-tuning, so the
 plain names are its rows.
+
+``resolve_config`` turns a preset and ``--set`` overrides into the run's ``TrainConfig`` (the CLI,
+the sweeps and the benchmarks all resolve a run this way).
 """
 
 from __future__ import annotations
@@ -33,19 +36,18 @@ import dataclasses
 import difflib
 from typing import Any
 
-from fullscale.methods import METHODS, NOT_IMPLEMENTED
-from fullscale.vocabulary import TRANSFER_MODEL, TRANSFER_ROWS
+from fullscale.training.config import TrainConfig
+from fullscale.training.methods import METHODS, NOT_IMPLEMENTED, get_method
+from fullscale.vocabulary import ABLATION_ROWS, METHOD_ROWS, TRANSFER_MODEL, TRANSFER_ROWS
+from infra.config import apply_overrides
 
-__all__ = ["PRESETS", "PUZZLEMIX_PUBLIC_RECIPE", "preset_overrides"]
+__all__ = ["PRESETS", "PUZZLEMIX_PUBLIC_RECIPE", "preset_overrides", "resolve_config"]
 
 _TABLE_MODELS = ("preactresnet18", "wrn28_2", "wrn28_4")
-_TABLE_METHODS = ("baseline", "mixup", "manifold_mixup", "cutmix", "puzzlemix", "nfm", "augmix_jsd", "noisymix")
+# the implemented method rows of tab:results_cifar10 / tab:results_cifar100, in the paper's order
+_TABLE_METHODS = tuple(method for method in METHOD_ROWS.values() if method is not None)
 # tab:ablation rows as (augmentations, feature mixing, noise, JSD) -> method
-_ABLATION = {
-    "----": "baseline", "--N-": "noise", "-F--": "manifold_mixup", "-FN-": "nfm", "A---": "augmix",
-    "A-NJ": "augmix_noise_jsd", "A--J": "augmix_jsd", "AFN-": "augmix_nfm", "AF-J": "augmix_manifold_jsd",
-    "AFNJ": "noisymix",
-}
+_ABLATION = ABLATION_ROWS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,3 +197,13 @@ def preset_overrides(name: str, method: str | None = None) -> list[str]:
     own = METHODS[overrides["method"]].defaults
     drop = set(own) if method is not None and method != overrides["method"] else set()
     return [f"{k}={v}" for k, v in overrides.items() if k not in drop]
+
+
+def resolve_config(preset: str, overrides: list[str], data_root: str | None = None) -> TrainConfig:
+    """The run's config: the chosen method's defaults (``fullscale.training.methods``), then the preset,
+    then ``--set``; so a bare ``--set method=noisymix`` trains NoisyMix with its strengths, not
+    with the baseline's alpha = 0 and no noise, and an explicit ``--set mix.alpha=...`` still wins."""
+    method = apply_overrides(TrainConfig(preset=preset), [*preset_overrides(preset), *overrides]).method
+    defaults = [f"{k}={v}" for k, v in get_method(method).defaults.items()]
+    cfg = apply_overrides(TrainConfig(preset=preset), [*defaults, *preset_overrides(preset, method), *overrides])
+    return apply_overrides(cfg, [f"data_root={data_root}"]) if data_root else cfg

@@ -1,5 +1,5 @@
 """The training methods of the paper's CIFAR tables, as four switches (tab:ablation) plus the
-kind of mixing.  A method says WHAT a step does; ``fullscale.train`` does it with the core
+kind of mixing.  A method says WHAT a step does; ``fullscale.training.step`` does it with the core
 (``noisymix.draw_mix``, ``noisy_feature_mixup``, ``mix_targets``, ``cutmix``, ``noisymix_loss``).
 
 * augmentations: the network sees AugMix views instead of the clean image;
@@ -24,20 +24,93 @@ README's CIFAR recipe), the ablation rows taking the ingredients they keep from 
 method the public code's clamped JSD estimate (``jsd_variant=augmix``); Puzzle Mix alpha = 1, 3
 labels, beta 1.2, gamma 0.5, eta 0.2, neighbourhood 4, transport at 4 pixels with eps 0.8 (the
 public PuzzleMix README's CIFAR commands; its adversarial variant: ``puzzlemix.adv_p=0.1``).
+
+Both are registries, as timm's models: a kind of mixing is a ``Mixing`` record (where in the
+network M_{lambda,xi} applies, the batch op run after the draw, the loss it needs) filed by
+``register_mixing``; a method is a ``Method`` filed by ``register_method``.  The step dispatches on
+these records alone, so a new kind of mixing is its op plus one ``register_mixing`` call here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["METHODS", "Method", "get_method"]
+from torch import Tensor, nn
+
+from fullscale.puzzlemix import puzzlemix_loss, puzzlemix_step
+from noisymix.loss import LossParts
+from noisymix.mixing import MixDraw, cutmix
+
+__all__ = ["METHODS", "MIXINGS", "NOT_IMPLEMENTED", "Method", "Mixing", "get_method", "register_method",
+           "register_mixing"]
+
+#: ``op(core, x, y, draw, cfg, generator=g) -> (x, draw, extra)``: the batch after the draw (a
+#: CutMix box, Puzzle Mix's masks); ``extra`` is handed to the mixing's loss
+BatchOp = Callable[..., tuple[Tensor, MixDraw, Any]]
+#: ``loss(logits, targets, extra, cfg) -> LossParts``, for a mixing that needs its own
+MixingLoss = Callable[[Tensor, Tensor, Any, Any], LossParts]
+
+
+@dataclass(frozen=True)
+class Mixing:
+    """A kind of mixing, as the step carries it out.
+
+    ``in_network``: M_{lambda,xi} mixes features inside the network (``noisy_feature_mixup``);
+    ``stages``: where the transform point is drawn, ``"input"`` (the normalised image only) or
+    ``"all"`` (uniformly from ``model.stages``; also where noise alone is injected);
+    ``batch_op``: applied to the views after the draw (``None``: nothing); ``loss``: replaces
+    ``noisymix_loss`` (``None``: CE + gamma JSD); ``per_pair``: its draws are per pair (boxes,
+    masks), so seeds of it are not stacked (``members.groupable``); ``combines``: may be joined
+    with AugMix views, noise and JSD."""
+
+    name: str
+    in_network: bool = False
+    stages: Literal["input", "all"] = "all"
+    batch_op: BatchOp | None = None
+    loss: MixingLoss | None = None
+    per_pair: bool = False
+    combines: bool = True
+
+
+MIXINGS: dict[str, Mixing] = {}
+
+
+def register_mixing(kind: Mixing) -> Mixing:
+    if kind.name in MIXINGS:
+        raise ValueError(f"mixing {kind.name!r} registered twice")
+    MIXINGS[kind.name] = kind
+    return kind
+
+
+def _cutmix(core: nn.Module, x: Tensor, y: Tensor, draw: MixDraw, cfg: Any, *,
+            generator: Any) -> tuple[Tensor, MixDraw, None]:
+    x, draw = cutmix(x, draw, generator=generator)
+    return x, draw, None
+
+
+def _puzzlemix(core: nn.Module, x: Tensor, y: Tensor, draw: MixDraw, cfg: Any, *,
+               generator: Any) -> tuple[Tensor, MixDraw, Tensor]:
+    """Puzzle Mix's masks: a saliency forward/backward of the clean loss on the unwrapped model,
+    the graph cuts, transport (``fullscale.puzzlemix.puzzlemix_step``); ``extra``: clean logits."""
+    return puzzlemix_step(core, x, y, draw, cfg.puzzlemix, generator=generator)
+
+
+def _puzzlemix_loss(logits: Tensor, targets: Tensor, clean: Any, cfg: Any) -> LossParts:
+    return puzzlemix_loss(logits, targets, clean, cfg.puzzlemix)
+
+
+register_mixing(Mixing("none"))
+register_mixing(Mixing("input", in_network=True, stages="input"))  # Mixup
+register_mixing(Mixing("manifold", in_network=True))  # Manifold Mixup, NFM
+register_mixing(Mixing("cutmix", batch_op=_cutmix, per_pair=True, combines=False))
+register_mixing(Mixing("puzzlemix", batch_op=_puzzlemix, loss=_puzzlemix_loss, per_pair=True, combines=False))
 
 _NFM_NOISE = (("mix.noise.add", 0.4), ("mix.noise.mult", 0.2))
 # the public NoisyMix README's CIFAR recipe
 _NOISYMIX_NOISE = (("mix.noise.add", 0.5), ("mix.noise.mult", 0.5), ("mix.noise.sparse", 0.65))
 
-Mixing = Literal["none", "input", "manifold", "cutmix", "puzzlemix"]
 # the public PuzzleMix README's CIFAR recipe (PreActResNet-18 commands)
 _PUZZLEMIX = (("mix.alpha", 1.0), ("puzzlemix.n_labels", 3), ("puzzlemix.beta", 1.2), ("puzzlemix.gamma", 0.5),
               ("puzzlemix.eta", 0.2), ("puzzlemix.neigh_size", 4), ("puzzlemix.transport", True),
@@ -49,7 +122,7 @@ class Method:
     name: str
     title: str
     augmentations: bool = False
-    mixing: Mixing = "none"
+    mixing: str = "none"  # a name of MIXINGS
     noise: bool = False
     jsd: bool = False
     #: the config fields this method sets by default, as (dotted key, value); ``--set`` wins
@@ -62,10 +135,17 @@ class Method:
         return {**dict(self.strengths), **({"jsd_variant": "augmix"} if self.jsd else {})}
 
     def __post_init__(self) -> None:
+        if self.mixing not in MIXINGS:
+            raise ValueError(f"{self.name}: unknown mixing {self.mixing!r}; registered: {', '.join(MIXINGS)}")
         if self.jsd and not self.augmentations:
             raise ValueError(f"{self.name}: the JSD loss needs the AugMix views (augmentations)")
-        if self.mixing in ("cutmix", "puzzlemix") and (self.noise or self.jsd or self.augmentations):
+        if not self.kind.combines and (self.noise or self.jsd or self.augmentations):
             raise ValueError(f"{self.name}: {self.mixing} is combined with neither AugMix, noise nor JSD")
+
+    @property
+    def kind(self) -> Mixing:
+        """The registered record of this method's mixing."""
+        return MIXINGS[self.mixing]
 
     @property
     def views(self) -> int:
@@ -74,7 +154,7 @@ class Method:
 
     @property
     def feature_mixing(self) -> bool:
-        return self.mixing in ("input", "manifold")
+        return self.kind.in_network
 
     @property
     def feature_transform(self) -> bool:
@@ -85,10 +165,20 @@ class Method:
     def any_stage(self) -> bool:
         """Whether the transform point is drawn from all of ``model.stages`` (else the input):
         every feature transform except Mixup's."""
-        return self.mixing != "input"
+        return self.kind.stages == "all"
 
 
-METHODS: dict[str, Method] = {m.name: m for m in (
+METHODS: dict[str, Method] = {}
+
+
+def register_method(method: Method) -> Method:
+    if method.name in METHODS:
+        raise ValueError(f"method {method.name!r} registered twice")
+    METHODS[method.name] = method
+    return method
+
+
+for _method in (
     Method("baseline", "Baseline"),
     Method("mixup", "Mixup", mixing="input", strengths=(("mix.alpha", 1.0),)),
     Method("manifold_mixup", "Manifold Mixup", mixing="manifold", strengths=(("mix.alpha", 2.0),)),
@@ -106,7 +196,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            jsd=True, strengths=(("mix.alpha", 1.0),)),
     Method("noisymix", "NoisyMix", augmentations=True, mixing="manifold", noise=True, jsd=True,
            strengths=(("mix.alpha", 1.0), *_NOISYMIX_NOISE)),
-)}
+):
+    register_method(_method)
+del _method
 
 #: Rows of the paper we do not implement, said rather than silently missing.
 NOT_IMPLEMENTED = {"augmax": "AugMax (adversarial AugMix compositions; out of scope)"}

@@ -1,9 +1,9 @@
 """A paper table as a list of runs: (preset, seed, overrides, evaluation suites) per run.
 
 The plan is data-driven: the table's rows come from ``fullscale.vocabulary`` (``METHOD_ROWS``,
-``ABLATION_ROWS``), the training configurations from ``fullscale.presets`` (a row whose preset
+``ABLATION_ROWS``), the training configurations from ``fullscale.training.presets`` (a row whose preset
 does not exist yet is skipped with a note, not guessed), and the run's config is resolved the
-way ``noisymix train`` resolves it (``fullscale.cli_train.resolve_config``).
+way ``noisymix train`` resolves it (``fullscale.training.presets.resolve_config``).
 
 Runs are identified by what they compute: two rows whose resolved configs are equal but for the
 preset's name (tab:ablation's Baseline, Manifold Mixup, NFM, AugMix and NoisyMix rows are
@@ -26,7 +26,7 @@ __all__ = ["TABLES", "EvalSpec", "Plan", "RunSpec", "TableSpec", "build_plan", "
 
 @dataclass(frozen=True)
 class EvalSpec:
-    """One ``fullscale.cli_evaluate.evaluate`` call after training: the suite and its data."""
+    """One ``fullscale.evaluation.evaluate`` call after training: the suite and its data."""
 
     suite: str
     data_root: str | None = None  # None: the run's own data (clean, calibration, fgsm)
@@ -48,7 +48,7 @@ class RunSpec:
 
     def config(self) -> Any:
         """The resolved ``TrainConfig`` (method defaults, then the preset, then the overrides)."""
-        from fullscale.cli_train import resolve_config
+        from fullscale.training.presets import resolve_config
 
         return resolve_config(self.preset, [*self.overrides, f"seed={self.seed}"], self.data_root)
 
@@ -80,7 +80,7 @@ def config_identity(config: dict) -> dict:
     own rule for a resume (keys added since a run was made take the values that run computed with;
     ``RESUMABLE_CHANGES`` such as the device or the loader's workers do not count), and the preset
     name does not count either (table rows share equal runs)."""
-    from fullscale.train import LATER_KEYS, RESUMABLE_CHANGES
+    from fullscale.training.checkpoint import LATER_KEYS, RESUMABLE_CHANGES
 
     return {k: v for k, v in {**LATER_KEYS, **config}.items() if k not in RESUMABLE_CHANGES and k != "preset"}
 
@@ -195,7 +195,7 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
 
     ``sources`` (results_transfer): the ImageNet ResNet-50 state dict of each row's source model,
     by its method name (``baseline``, ``noisymix``, ...); a row without one is left out, with a note."""
-    from fullscale.presets import PRESETS
+    from fullscale.training.presets import PRESETS
     from infra.config import config_to_dict
 
     seeds, overrides, suite_roots = tuple(seeds), tuple(overrides), dict(suite_roots or {})

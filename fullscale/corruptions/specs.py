@@ -1,0 +1,79 @@
+"""Where a corruption is registered: ``@register_corruption(name, cifar=..., imagenet=...)`` on its
+function, in its group file (``noise.py``, ``blur.py``, ``weather.py``, ``digital.py``).
+
+The decorator files a ``CorruptionSpec``: the function, its group (read from
+``fullscale.vocabulary``), the five parameter rows of ``make_cifar_c.py`` and of
+``make_imagenet_c.py`` (github.com/hendrycks/robustness), the row fields that are lengths in
+pixels, and how ``corrupt`` runs it on the CPU.  ``fullscale.corruptions.registry`` imports the
+group files, orders the specs as the vocabulary does (``SPECS``) and runs them (``corrupt``).
+
+A new corruption is its function in its group file under ``@register_corruption`` plus its name
+in ``fullscale.vocabulary`` (``EXTRA_CATEGORIES``, in its group; the 15 of ``CATEGORIES`` are the
+benchmark's own), which every table reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from fullscale.vocabulary import category_of
+
+__all__ = ["Corruption", "CorruptionSpec", "register_corruption", "registered"]
+
+#: a corruption: float images (N, 3, H, W) in [0, 1], one parameter row, a generator -> images
+Corruption = Callable[[Tensor, Any, torch.Generator], Tensor]
+
+
+@dataclass(frozen=True)
+class CorruptionSpec:
+    """One corruption: its function, group (noise / blur / weather / digital) and the five parameter
+    rows per table.
+
+    ``pixel_fields``: the row's fields that are lengths in pixels (index -> ``"float"`` or
+    ``"int"``; ``registry.PIXEL_FIELDS`` says why these), ``mud_field``: one more such field when
+    the row's last entry is true (spatter's mud mask blur).  ``cpu_u8``: a uint8 -> uint8 function
+    ``(images, row)`` that replaces ``fn`` on the CPU (PIL itself, bit-exact and faster);
+    ``cpu_block``: a multiple of the CPU block size (``registry._CPU_BLOCK``); ``whole_batch``: the
+    CPU runs the batch in one block; ``frost_dir``: ``fn`` takes the frost photographs' folder."""
+
+    fn: Corruption
+    category: str
+    cifar: tuple[Any, ...]
+    imagenet: tuple[Any, ...]
+    pixel_fields: Mapping[int, str] = field(default_factory=dict)
+    mud_field: int | None = None
+    cpu_u8: Callable[[Tensor, Any], Tensor] | None = None
+    cpu_block: int = 1
+    whole_batch: bool = False
+    frost_dir: bool = False
+
+    def row(self, params: str, severity: int) -> Any:
+        return getattr(self, params)[severity - 1]
+
+
+_REGISTERED: dict[str, CorruptionSpec] = {}
+
+
+def register_corruption(name: str, *, cifar: tuple[Any, ...], imagenet: tuple[Any, ...],
+                        **options: Any) -> Callable[[Corruption], Corruption]:
+    """File the decorated function as corruption ``name`` with its five ``cifar`` and ``imagenet``
+    rows (severity 1..5) and the other ``CorruptionSpec`` fields as ``options``; its group is the
+    vocabulary's (``category_of``: an unknown name raises)."""
+    def add(fn: Corruption) -> Corruption:
+        if name in _REGISTERED:
+            raise ValueError(f"corruption {name!r} registered twice")
+        if len(cifar) != 5 or len(imagenet) != 5:
+            raise ValueError(f"corruption {name!r}: expected five rows per table (severities 1..5)")
+        _REGISTERED[name] = CorruptionSpec(fn, category_of(name), tuple(cifar), tuple(imagenet), **options)
+        return fn
+    return add
+
+
+def registered() -> dict[str, CorruptionSpec]:
+    """Every spec filed so far, in the order of registration (a copy)."""
+    return dict(_REGISTERED)
