@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fullscale.training.keys import flat_config
+
 __all__ = ["Results", "Run", "collect"]
 
 
@@ -89,8 +91,9 @@ def collect(root: str | Path) -> Results:
         config = _read(config_path, results.problems)
         computed = config
         if isinstance(config, dict) and isinstance(config.get("config"), dict) and isinstance(config.get("run"), dict):
-            computed = config["config"]
-            config = {**config["config"], **config["run"]}  # {config, run}; older runs wrote one flat object
+            # {config, run}: the config grouped (flat before issue 33), read in the flat layout
+            computed = flat_config(config["config"])
+            config = {**computed, **config["run"]}  # (runs older still wrote one flat object)
         if not isinstance(config, dict) or "method" not in config:
             if config is not None:
                 results.problems.append(f"`{config_path}`: not a training run config (no 'method')")

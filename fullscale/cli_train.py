@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from fullscale.training.config import TrainConfig
+from fullscale.training.config import FLAT_KEYS, TrainConfig
 from fullscale.training.methods import NOT_IMPLEMENTED
 from fullscale.training.presets import PRESETS, resolve_config
 from infra.config import add_set_argument, describe_keys
@@ -16,7 +16,7 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", default="baseline", help="a named configuration (--list-presets)")
-    add_set_argument(parser, "--set epochs=3 --set mix.noise.add=0.4")
+    add_set_argument(parser, "--set optim.epochs=3 --set mix.noise.add=0.4 (old flat names: --set epochs=3)")
     parser.add_argument("--out", help="run directory (config.json, metrics.jsonl, checkpoint.pt, final.pt), marked "
                                       "as a run: a -C/-P set, sweep or report folder is refused")
     parser.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint.pt if present")
@@ -41,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
         width = max(len(key) for key, *_ in rows)
         for key, kind, default, text in rows:
             print(f"{key:{width}s}  {kind:28s} = {default:12s} {text}".rstrip())
+        aliases = ", ".join(f"{old}={new}" for old, new in FLAT_KEYS.items() if old != new)
+        print(f"\nThe flat names of runs made before the groups are accepted as aliases: {aliases}")
         return 0
     if not args.out:
         raise ValueError("--out RUN is required")

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from fullscale.models import create_model
+from fullscale.training.keys import flat_config
 from infra.io import load_state_dict, printable, read_json, read_state_dict
 
 __all__ = ["append_metrics", "load_bare_model", "load_run_model", "read_metrics", "split_run_record"]
@@ -19,14 +20,17 @@ _FLAT_RUN_KEYS = ("num_classes", "model_kwargs", "versions", "device", "train_im
 
 def split_run_record(record: object, where: str | Path = "config.json") -> tuple[dict, dict]:
     """``(config, run)`` of a run's ``config.json``: ``{"config": ..., "run": ...}``, or the flat
-    layout of runs made before it (config keys and run facts side by side), split the same way."""
+    layout of runs made before it (config keys and run facts side by side), split the same way.
+    The config comes in the flat layout (``fullscale.training.keys.flat_config``: ``"lr"``, not
+    ``{"optim": {"lr": ...}}``) whether the run wrote its config grouped or flat, so readers,
+    a run's identity and the sweep's comparisons see one layout for old and new runs."""
     if not isinstance(record, dict):
         raise ValueError(f"{where} is not a run config (a JSON object)")
     if isinstance(record.get("config"), dict) and isinstance(record.get("run"), dict):
-        return record["config"], record["run"]
+        return flat_config(record["config"]), record["run"]
     if "config" in record or "run" in record:
         raise ValueError(f"{where}: 'config' and 'run' must both be JSON objects")
-    return ({k: v for k, v in record.items() if k not in _FLAT_RUN_KEYS},
+    return (flat_config({k: v for k, v in record.items() if k not in _FLAT_RUN_KEYS}),
             {k: record[k] for k in _FLAT_RUN_KEYS if k in record})
 
 

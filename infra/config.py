@@ -3,7 +3,8 @@
 ``apply_overrides(cfg, ["lr=0.05", "mix.noise.add=0.5"])`` returns a new frozen config:
 each value is parsed by the type of the field it replaces, dotted keys reach nested
 dataclasses, and an unknown key fails with the list of valid ones.  ``config_to_dict`` and
-``config_from_dict`` round-trip configs through ``config.json``.
+``config_from_dict`` round-trip configs through ``config.json``.  A config class may name other
+spellings of its keys (``KEY_ALIASES``: old name -> dotted key), which ``--set`` accepts too.
 """
 
 from __future__ import annotations
@@ -161,18 +162,25 @@ def _replace(cfg: C, path: list[str], text: str, full_key: str) -> C:
     return dataclasses.replace(cfg, **{head: value})
 
 
-def apply_overrides(cfg: C, overrides: Iterable[str]) -> C:
-    """Return ``cfg`` with each ``key=value`` applied; unknown keys list the valid ones."""
+def apply_overrides(cfg: C, overrides: Iterable[str], aliases: Mapping[str, str] | None = None) -> C:
+    """Return ``cfg`` with each ``key=value`` applied; unknown keys list the valid ones.
+
+    ``aliases``: other names of keys (an old name -> its dotted key), by default the config class's
+    own ``KEY_ALIASES`` (a ``ClassVar``; ``fullscale.training.config.TrainConfig`` accepts the flat
+    names of its keys from before it had groups); errors name the key as it was typed."""
+    if aliases is None:
+        aliases = getattr(type(cfg), "KEY_ALIASES", None) or {}
     for item in overrides:
         if "=" not in item:
             raise ValueError(f"override {item!r} is not of the form key=value")
         key, text = item.split("=", 1)
         key = key.strip().removeprefix("--")
         try:
-            cfg = _replace(cfg, key.split("."), text.strip(), key)
+            cfg = _replace(cfg, aliases.get(key, key).split("."), text.strip(), key)
         except KeyError:
             valid = ", ".join(config_keys(cfg))
-            raise ValueError(f"unknown config key {key!r}; valid keys: {valid}") from None
+            also = f" (or an alias: {', '.join(k for k, v in aliases.items() if k != v)})" if aliases else ""
+            raise ValueError(f"unknown config key {key!r}; valid keys: {valid}{also}") from None
     return cfg
 
 

@@ -37,6 +37,12 @@ class PreActBlock(nn.Module):
         return out + shortcut
 
 
+def check_stem_stride(stem_stride: int) -> None:
+    """The strides the first convolution takes: 1 (the public model) or 2."""
+    if stem_stride not in (1, 2):
+        raise ValueError(f"stem_stride must be 1 (the public model) or 2, got {stem_stride}")
+
+
 class PreActResNet(nn.Module):
     stages = ("input", "layer1", "layer2", "layer3")
 
@@ -45,8 +51,7 @@ class PreActResNet(nn.Module):
         super().__init__()
         if width < 1:
             raise ValueError(f"width must be >= 1, got {width}")
-        if stem_stride not in (1, 2):
-            raise ValueError(f"stem_stride must be 1 (the public model) or 2, got {stem_stride}")
+        check_stem_stride(stem_stride)
         self.normalize = Normalize(CIFAR_MEAN_STD)
         self.conv1 = nn.Conv2d(3, width, 3, stem_stride, 1, bias=False)
         planes, layers = width, []

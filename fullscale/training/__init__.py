@@ -1,6 +1,8 @@
 """Training: one home for the trainer, its step, its runs and the methods it trains.
 
-- ``config``: ``TrainConfig``, the typed, frozen configuration saved with every run;
+- ``config``: ``TrainConfig``, the typed, frozen configuration saved with every run, in groups
+  (``model``, ``data``, ``optim``, ``runtime``, ``transfer``); ``keys``: ``FLAT_KEYS``, the flat names
+  of runs made before the groups, and the two layouts of a config dict;
 - ``methods``: the methods of the paper's tables and the kinds of mixing (registries);
 - ``presets``: named configurations (every table row) and ``resolve_config``;
 - ``step``: one training step (views, draws, M_{lambda,xi}, loss), shared by everything below;

@@ -11,7 +11,9 @@ run's checkpoint copied into the folder is refused (issue 23).
 ``config.json`` is ``{"config": the TrainConfig, "run": the facts of this run}`` (``run_record``);
 a resumed run must compute what it started computing: its config (``RESUMABLE_CHANGES`` aside;
 ``LATER_KEYS`` fill in keys added since older runs were made), its data (``data_sha256``), and a
-transfer run's source weights (by content).
+transfer run's source weights (by content).  All of it is compared in the flat layout of the config
+(``split_run_record``): the grouped ``config.json`` of a new run and the flat one of an older run of
+the same computation have the same ``config_identity``.
 
 Everything a run reads is checked before the run folder is made or locked, so a command refused
 for its input leaves nothing behind (a CIFAR ``train`` without ``--data-root`` left ``RUN/.lock``;
@@ -48,7 +50,9 @@ __all__ = ["LATER_KEYS", "RESUMABLE_CHANGES", "check_out", "check_same_config", 
            "checkpoint_state", "config_identity", "restore_checkpoint", "run_record", "save_checkpoint",
            "undo_start"]
 
-# Config fields a resumed run may change: where and how fast it runs, not what it computes.
+# Config fields a resumed run may change: where and how fast it runs, not what it computes.  This
+# and LATER_KEYS name keys in the flat layout (``fullscale.training.keys.FLAT_KEYS``): a run's identity
+# is computed from its flat config, so runs made before the config had groups keep theirs.
 RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root", "workers", "decoder", "checkpoint_every",
                                 "max_bad_fraction"})
 # config keys added after runs were made, with the value that computes what those runs did
@@ -96,14 +100,14 @@ def undo_start(out: Path, error: BaseException, *, had_config: bool, found: set[
 
 def run_record(cfg: TrainConfig, data: InMemoryData | StreamingImageNet, process: Process) -> dict:
     """``config.json``: ``{"config": the TrainConfig, "run": the facts of this run}``; the config
-    part reads back with ``config_from_dict(TrainConfig, record["config"])``."""
+    part reads back with ``train_config_from_dict(record["config"])``."""
     device = process.device
     run = {"num_classes": data.num_classes, "model_kwargs": cfg.model_kwargs, "train_images": len(data),
            "data_source": data.source, "data_sha256": data_sha256(data), "world_size": process.world,
            "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device),
            "started": now(), "provenance": provenance()}
-    if cfg.transfer:  # the source by its content, not only its path (checked on resume: check_same_config)
-        run["source_weights_sha256"] = sha256_file(cfg.source_weights)
+    if cfg.is_transfer:  # the source by its content, not only its path (checked on resume: check_same_config)
+        run["source_weights_sha256"] = sha256_file(cfg.transfer.source_weights)
     return {"config": config_to_dict(cfg), "run": run}
 
 

@@ -103,7 +103,7 @@ def end_accuracy(core: nn.Module, data: InMemoryData | StreamingImageNet, heldou
     model's inputs are made per step (streamed ImageNet, upsampled transfer runs)."""
     if heldout is not None:
         return accuracy(core, heldout.images, heldout.labels), len(heldout)
-    if not isinstance(data, InMemoryData) or cfg.transfer:
+    if not isinstance(data, InMemoryData) or cfg.is_transfer:
         return None
     n = min(len(data), _CHANCE_IMAGES)
     return accuracy(core, data.images[:n], data.labels[:n]), n

@@ -70,24 +70,24 @@ class InMemoryData:
 def training_data(cfg: TrainConfig, process: Process) -> tuple[InMemoryData | StreamingImageNet, ImageSet | None]:
     """The training set on the device and the held-out part (``heldout`` last images), if any."""
     device = process.device
-    if cfg.dataset in STREAMED:
-        if not cfg.data_root:
+    if cfg.data.dataset in STREAMED:
+        if not cfg.data.data_root:
             raise ValueError("dataset=imagenet needs data_root=DIR, the ImageNet root with train/<wnid>/*.JPEG")
-        if cfg.train_subset or cfg.heldout:
+        if cfg.data.train_subset or cfg.data.heldout:
             raise ValueError("train_subset and heldout are for in-memory data sets, not dataset=imagenet")
-        crop = TrainCrop(size=cfg.image_size, decoder=cfg.decoder)
-        return StreamingImageNet(cfg.data_root, seed=cfg.seed, crop=crop, workers=cfg.workers, device=device,
-                                 world=process.world, max_bad_fraction=cfg.max_bad_fraction), None
-    data = load_dataset(cfg.dataset, "train", cfg.data_root or None)
-    if cfg.train_subset:
-        data = data.subset(torch.arange(min(cfg.train_subset, len(data))))
+        crop = TrainCrop(size=cfg.data.image_size, decoder=cfg.data.decoder)
+        return StreamingImageNet(cfg.data.data_root, seed=cfg.seed, crop=crop, workers=cfg.data.workers, device=device,
+                                 world=process.world, max_bad_fraction=cfg.data.max_bad_fraction), None
+    data = load_dataset(cfg.data.dataset, "train", cfg.data.data_root or None)
+    if cfg.data.train_subset:
+        data = data.subset(torch.arange(min(cfg.data.train_subset, len(data))))
     digest = content_sha256(data.images, data.labels)  # before the held-out split: all the run reads
     heldout = None
-    if cfg.heldout:
-        if cfg.heldout >= len(data):
-            raise ValueError(f"heldout={cfg.heldout} leaves no training images out of {len(data)}")
-        heldout = data.subset(torch.arange(len(data) - cfg.heldout, len(data))).to(device)
-        data = data.subset(torch.arange(len(data) - cfg.heldout))
+    if cfg.data.heldout:
+        if cfg.data.heldout >= len(data):
+            raise ValueError(f"heldout={cfg.data.heldout} leaves no training images out of {len(data)}")
+        heldout = data.subset(torch.arange(len(data) - cfg.data.heldout, len(data))).to(device)
+        data = data.subset(torch.arange(len(data) - cfg.data.heldout))
     return (InMemoryData(data.images.to(device), data.labels.to(device), data.num_classes, data.source, digest),
             heldout)
 

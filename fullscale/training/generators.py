@@ -36,7 +36,7 @@ class Generators:
 
     @classmethod
     def create(cls, cfg: TrainConfig, process: Process) -> Generators:
-        stage_rank = process.rank if cfg.ddp_draws == "per_rank" else 0
+        stage_rank = process.rank if cfg.runtime.ddp_draws == "per_rank" else 0
         return cls(noisymix.generator_for(cfg.seed, process.device),
                    noisymix.generator_for(stream_seed(cfg.seed, 1 + process.rank), process.device),
                    noisymix.generator_for(stream_seed(cfg.seed, 501 + stage_rank)))

@@ -87,6 +87,7 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> Path:
     joins_group = int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized()
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(cfg.seed)
+        setup = None
         try:
             setup = _prepare(cfg)  # every input read and checked: nothing is written before this
             if not rank0:
@@ -103,6 +104,11 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> Path:
                     undo_start(out, error, had_config=had_config, found=found)
                     raise
         finally:
+            # Drop the model first: DDP's Reducer holds the gloo group, and where the Reducer frees
+            # the group's last reference it joins the group's threads while holding the GIL, which
+            # a thread still freeing a finished collective's tensors waits for: an intermittent deadlock
+            # of the torchrun tests (pytorch/pytorch#56297); destroy_process_group frees it without the GIL.
+            setup = None
             if joins_group and dist.is_initialized():
                 dist.destroy_process_group()
 
@@ -130,18 +136,18 @@ def _prepare(cfg: TrainConfig) -> _Setup:
     and the optimiser; write nothing, so that a refused run leaves no folder behind."""
     method = get_method(cfg.method)
     check_config(cfg)
-    if cfg.transfer and method.augmentations:
+    if cfg.is_transfer and method.augmentations:
         raise ValueError(f"transfer runs take methods without AugMix views (the public recipe: baseline); "
                          f"got method={cfg.method}")
     process = start_process(cfg)
     data, heldout = training_data(cfg, process)
     core, model = build_models(cfg, data.num_classes, process)
     optimizer = make_optimizer(core.parameters(), cfg)
-    steps_per_epoch = data.steps_per_epoch(cfg.batch_size)
+    steps_per_epoch = data.steps_per_epoch(cfg.optim.batch_size)
     if steps_per_epoch < 1:  # an empty CIFAR batch file, an ImageNet tree smaller than one batch (issue 23)
-        where = getattr(data, "source", None) or cfg.data_root or cfg.dataset
+        where = getattr(data, "source", None) or cfg.data.data_root or cfg.data.dataset
         raise ValueError(f"the training data ({where}) holds {len(data)} image(s): not one step of batch "
-                         f"{cfg.batch_size}{' per process' if process.world > 1 else ''}")
+                         f"{cfg.optim.batch_size}{' per process' if process.world > 1 else ''}")
     scheduler = make_scheduler(optimizer, cfg, steps_per_epoch)
     return _Setup(cfg, method, process, data, heldout, core, model, optimizer, scheduler,
                   Generators.create(cfg, process), run_record(cfg, data, process), steps_per_epoch)
@@ -177,13 +183,13 @@ def _train(setup: _Setup, out: Path, resume: bool) -> Path:
     if process.writer:
         write_json(out / "config.json", setup.record)
 
-    probe = (to_float(data.images[:16]) if isinstance(data, InMemoryData) and not cfg.transfer
+    probe = (to_float(data.images[:16]) if isinstance(data, InMemoryData) and not cfg.is_transfer
              and data.images.dim() == 4 else None)  # streamed and upsampled inputs are made per step
     loop = _Loop(setup, checkpoint, config_identity(setup.record), probe)
-    total = cfg.epochs * setup.steps_per_epoch
+    total = cfg.optim.epochs * setup.steps_per_epoch
     bar = (progress(total=total, initial=start_epoch * setup.steps_per_epoch + start_step,
                     desc=f"train {cfg.preset}", unit="step") if process.writer else _SilentBar())
-    for epoch in range(start_epoch, cfg.epochs):
+    for epoch in range(start_epoch, cfg.optim.epochs):
         first = epoch == start_epoch
         entry = _train_epoch(loop, epoch, bar, start_step if first else 0, done if first else None)
         if heldout is not None:
@@ -222,9 +228,9 @@ def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: T
     the metrics entry of the epoch (loss parts summed over all ranks)."""
     s = loop.setup
     cfg, device, data = s.cfg, s.process.device, s.data
-    amp = cfg.amp and device.type == "cuda"
+    amp = cfg.runtime.amp and device.type == "cuda"
     check_every = 1 if device.type == "cpu" else CUDA_CHECK_EVERY
-    set_train_mode(s.model, freeze_bn_stats=cfg.freeze_bn_stats)
+    set_train_mode(s.model, freeze_bn_stats=cfg.transfer.freeze_bn_stats)
     t0 = time.perf_counter()
     # per step: images, then loss, CE and JSD summed over them (kept on the device: no sync)
     history = torch.zeros(s.steps_per_epoch, 4, device=device)
@@ -232,7 +238,7 @@ def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: T
         history[:start_step] = done.to(device)
     checked = start_step
     order_state = s.generators.order.get_state()  # before the epoch draws its permutation
-    batches = data.batches(s.generators.order, cfg.batch_size, s.process, epoch=epoch, start_step=start_step)
+    batches = data.batches(s.generators.order, cfg.optim.batch_size, s.process, epoch=epoch, start_step=start_step)
     waited = getattr(data, "wait_seconds", None) is not None
     for step, (x_u8, y) in enumerate(batches, start=start_step):
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
@@ -248,10 +254,11 @@ def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: T
         bar.update(1)
         if waited and (step + 1) % 20 == 0:
             seconds = time.perf_counter() - t0
-            bar.set_postfix(img_s=f"{(step + 1 - start_step) * cfg.batch_size / seconds:.0f}",
+            bar.set_postfix(img_s=f"{(step + 1 - start_step) * cfg.optim.batch_size / seconds:.0f}",
                             wait=f"{data.wait_seconds / seconds:.0%}", refresh=False)
         global_step = epoch * s.steps_per_epoch + step + 1
-        if cfg.checkpoint_every and global_step % cfg.checkpoint_every == 0 and step + 1 < s.steps_per_epoch:
+        every = cfg.runtime.checkpoint_every
+        if every and global_step % every == 0 and step + 1 < s.steps_per_epoch:
             checked = check_finite(history, checked, step + 1, epoch, loop.checkpoint)
             if s.process.writer:
                 check_weights(s.core, f"at epoch {epoch + 1}, step {step + 1}", loop.checkpoint, loop.probe)

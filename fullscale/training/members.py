@@ -213,8 +213,8 @@ def groupable(cfg: TrainConfig) -> bool:
     """Whether seeds of ``cfg`` can train as one stacked model: in-memory data, no transfer, no
     CutMix/Puzzle Mix (their per-pair boxes and masks: ``Mixing.per_pair``), epoch-end checkpoints,
     no held-out split."""
-    return not (cfg.dataset in STREAMED or cfg.transfer or get_method(cfg.method).kind.per_pair
-                or cfg.checkpoint_every or cfg.heldout)
+    return not (cfg.data.dataset in STREAMED or cfg.is_transfer or get_method(cfg.method).kind.per_pair
+                or cfg.runtime.checkpoint_every or cfg.data.heldout)
 
 
 def _check_group(cfg: TrainConfig, seeds: Sequence[int], outs: Sequence[Path]) -> None:
@@ -222,8 +222,9 @@ def _check_group(cfg: TrainConfig, seeds: Sequence[int], outs: Sequence[Path]) -
         raise ValueError(f"members: need distinct seeds, one folder each (got seeds {list(seeds)}, "
                          f"{len(outs)} folders)")
     if not groupable(cfg):
-        raise ValueError(f"members: {cfg.method} on {cfg.dataset} trains one seed at a time (members take in-memory "
-                         "data without a held-out split, no transfer, no CutMix/Puzzle Mix, epoch-end checkpoints)")
+        raise ValueError(f"members: {cfg.method} on {cfg.data.dataset} trains one seed at a time (members take "
+                         "in-memory data without a held-out split, no transfer, no CutMix/Puzzle Mix, epoch-end "
+                         "checkpoints)")
 
 
 def train_members(cfg: TrainConfig, seeds: Sequence[int], outs: Sequence[str | Path], *,
@@ -247,9 +248,9 @@ def train_members(cfg: TrainConfig, seeds: Sequence[int], outs: Sequence[str | P
         raise ValueError("members: one process trains the group (not under torchrun)")
     data, heldout = training_data(cfg, process)
     assert isinstance(data, InMemoryData) and heldout is None  # groupable()
-    if data.steps_per_epoch(cfg.batch_size) < 1:
+    if data.steps_per_epoch(cfg.optim.batch_size) < 1:
         raise ValueError(f"the training data ({data.source}) holds {len(data)} image(s): not one step of batch "
-                         f"{cfg.batch_size}")
+                         f"{cfg.optim.batch_size}")
     check_model_fits(cfg, data.num_classes, process.device, copies=len(seeds))
     with contextlib.ExitStack() as locks:
         for out in outs:
@@ -263,13 +264,13 @@ def _train_group(cfg: TrainConfig, seeds: list[int], outs: list[Path], process: 
                  data: InMemoryData) -> None:
     device = process.device
     method = get_method(cfg.method)
-    steps_per_epoch = data.steps_per_epoch(cfg.batch_size)
+    steps_per_epoch = data.steps_per_epoch(cfg.optim.batch_size)
     members, models = [], []
     for seed, out in zip(seeds, outs, strict=True):
         member_cfg = dataclasses.replace(cfg, seed=seed)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)  # the weights a run of this seed alone draws (loop.train)
-            models.append(create_model(cfg.model, data.num_classes, **cfg.model_kwargs).to(device))
+            models.append(create_model(cfg.model.name, data.num_classes, **cfg.model_kwargs).to(device))
             torch_state = torch.get_rng_state()
         record = run_record(member_cfg, data, process)
         record["run"]["members"] = {"seeds": seeds, "index": len(members)}
@@ -282,10 +283,10 @@ def _train_group(cfg: TrainConfig, seeds: list[int], outs: list[Path], process: 
     for member in members:
         write_json(member.out / "config.json", member.record)
     probe = to_float(data.images[:16])
-    plain = create_model(cfg.model, data.num_classes, **cfg.model_kwargs).to(device)
-    bar = progress(total=cfg.epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch,
+    plain = create_model(cfg.model.name, data.num_classes, **cfg.model_kwargs).to(device)
+    bar = progress(total=cfg.optim.epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch,
                    desc=f"train {cfg.preset} x{len(seeds)}", unit="step")
-    for epoch in range(start_epoch, cfg.epochs):
+    for epoch in range(start_epoch, cfg.optim.epochs):
         t0 = time.perf_counter()
         history = _epoch(stack, optimizer, scheduler, members, data, method, cfg, epoch, bar)
         seconds = time.perf_counter() - t0
@@ -368,11 +369,11 @@ def _epoch(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler: torch.
            members: list[_Member], data: InMemoryData, method: Method, cfg: TrainConfig, epoch: int,
            bar: object) -> Tensor:
     """One epoch of the group; the per-member, per-step history (M, steps, 4): images, loss, CE, JSD."""
-    steps = data.steps_per_epoch(cfg.batch_size)
+    steps = data.steps_per_epoch(cfg.optim.batch_size)
     device = data.images.device
     history = torch.zeros(len(members), steps, 4, device=device)
     one_process = Process(device, 0, 1)
-    streams = [data.batches(m.generators.order, cfg.batch_size, one_process) for m in members]
+    streams = [data.batches(m.generators.order, cfg.optim.batch_size, one_process) for m in members]
     stack.train()
     for step, batches in enumerate(zip(*streams, strict=True)):
         # each member's views, partners, lambda and transform point, in its run's order

@@ -40,14 +40,14 @@ class Process:
 
 
 def resolve_device(cfg: TrainConfig) -> torch.device:
-    """``cfg.device`` as a device this torch can use (``auto``: CUDA if there is one)."""
-    if cfg.device == "auto":
+    """``cfg.runtime.device`` as a device this torch can use (``auto``: CUDA if there is one)."""
+    if cfg.runtime.device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
-        device = torch.device(cfg.device)
+        device = torch.device(cfg.runtime.device)
         torch.empty(0, device=device)  # a known name of a device this torch cannot use fails here
     except (RuntimeError, AssertionError) as error:
-        raise ValueError(f"device={cfg.device!r} is not usable here "
+        raise ValueError(f"device={cfg.runtime.device!r} is not usable here "
                          f"({str(error).strip().splitlines()[0] if str(error).strip() else 'unknown'}); "
                          "use auto, cpu or cuda[:N]") from None
     return device
@@ -70,7 +70,7 @@ def start_process(cfg: TrainConfig) -> Process:
 def sync_batchnorm(core: nn.Module, cfg: TrainConfig, world: int, device: torch.device) -> nn.Module:
     """``sync_bn=true`` under torchrun: SyncBatchNorm layers (same parameters and buffers, so
     checkpoints load into the plain model). torch's SyncBatchNorm runs on CUDA only."""
-    if not cfg.sync_bn or world == 1:
+    if not cfg.runtime.sync_bn or world == 1:
         return core
     if device.type != "cuda":
         raise ValueError(f"sync_bn=true needs CUDA (torch's SyncBatchNorm runs on CUDA only); this run is on "
@@ -96,11 +96,12 @@ def check_model_fits(cfg: TrainConfig, num_classes: int, device: torch.device, c
     width=100000`` was an allocation traceback, or an out-of-memory kill; issue 23).  ``copies``:
     the members of a stacked group (``members``), which hold that many models' weights."""
     with torch.device("meta"):
-        count = copies * sum(p.numel() for p in create_model(cfg.model, num_classes, **cfg.model_kwargs).parameters())
+        model = create_model(cfg.model.name, num_classes, **cfg.model_kwargs)
+        count = copies * sum(p.numel() for p in model.parameters())
     need, available = 3 * 4 * count, available_bytes(device)
     if available is not None and need > available:
         group = f" x {copies} members" if copies > 1 else ""
-        raise ValueError(f"the model does not fit: {cfg.model} at width {cfg.width or 'default'}{group} has "
+        raise ValueError(f"the model does not fit: {cfg.model.name} at width {cfg.model.width or 'default'}{group} has "
                          f"{count:,} parameters, {need / 2**30:.1f} GiB for weights, gradients and momentum "
                          f"alone; {device.type} has {available / 2**30:.1f} GiB available")
 
@@ -109,10 +110,10 @@ def build_models(cfg: TrainConfig, num_classes: int, process: Process) -> tuple[
     """``(core, model)``: the network, and what the step calls (DDP and/or compiled around it)."""
     device = process.device
     check_model_fits(cfg, num_classes, device)
-    core = create_model(cfg.model, num_classes, **cfg.model_kwargs).to(device)
-    if cfg.transfer:  # the source's weights, a fresh classifier, frozen layers (before DDP sees them)
-        load_source_backbone(core, cfg.source_weights)
-        apply_freeze(core, cfg.freeze_level)
+    core = create_model(cfg.model.name, num_classes, **cfg.model_kwargs).to(device)
+    if cfg.is_transfer:  # the source's weights, a fresh classifier, frozen layers (before DDP sees them)
+        load_source_backbone(core, cfg.transfer.source_weights)
+        apply_freeze(core, cfg.transfer.freeze_level)
     core = sync_batchnorm(core, cfg, process.world, device)
     if device.type == "cuda":
         core = core.to(memory_format=torch.channels_last)
@@ -120,7 +121,7 @@ def build_models(cfg: TrainConfig, num_classes: int, process: Process) -> tuple[
     if process.world > 1:
         ids = [device] if device.type == "cuda" else None
         model = nn.parallel.DistributedDataParallel(core, device_ids=ids)
-    if cfg.compile and device.type == "cuda":
+    if cfg.runtime.compile and device.type == "cuda":
         install_stage_hooks(core)  # one fixed set of graphs, not a recompile per step (hooks.py)
         model = torch.compile(model)
     return core, model

@@ -22,7 +22,8 @@ __all__ = ["cosine_lr_factor", "lr_factor", "make_optimizer", "make_scheduler", 
 
 def cosine_lr_factor(step: int, total: int, cfg: TrainConfig) -> float:
     """Learning-rate factor of the public code's LambdaLR: cosine from 1 to lr_min / lr."""
-    return (cfg.lr_min + (cfg.lr - cfg.lr_min) * 0.5 * (1 + math.cos(step / total * math.pi))) / cfg.lr
+    optim = cfg.optim
+    return (optim.lr_min + (optim.lr - optim.lr_min) * 0.5 * (1 + math.cos(step / total * math.pi))) / optim.lr
 
 
 def step_lr_factor(step: int, steps_per_epoch: int, milestones: tuple[int, ...], gamma: float) -> float:
@@ -33,19 +34,19 @@ def step_lr_factor(step: int, steps_per_epoch: int, milestones: tuple[int, ...],
 
 
 def lr_factor(step: int, total: int, steps_per_epoch: int, cfg: TrainConfig) -> float:
-    """The factor of ``cfg.lr`` at ``step`` of ``total`` (``cfg.lr_schedule``)."""
-    if cfg.lr_schedule == "step":
-        return step_lr_factor(step, steps_per_epoch, cfg.lr_milestones, cfg.lr_gamma)
+    """The factor of ``cfg.optim.lr`` at ``step`` of ``total`` (``cfg.optim.lr_schedule``)."""
+    if cfg.optim.lr_schedule == "step":
+        return step_lr_factor(step, steps_per_epoch, cfg.optim.lr_milestones, cfg.optim.lr_gamma)
     return cosine_lr_factor(step, total, cfg)
 
 
 def make_optimizer(parameters: Iterable[torch.nn.Parameter], cfg: TrainConfig) -> torch.optim.SGD:
-    return torch.optim.SGD(parameters, lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.nesterov,
-                           weight_decay=cfg.weight_decay)
+    return torch.optim.SGD(parameters, lr=cfg.optim.lr, momentum=cfg.optim.momentum, nesterov=cfg.optim.nesterov,
+                           weight_decay=cfg.optim.weight_decay)
 
 
 def make_scheduler(optimizer: torch.optim.Optimizer, cfg: TrainConfig,
                    steps_per_epoch: int) -> torch.optim.lr_scheduler.LambdaLR:
     """Per-step schedule over the run's ``epochs x steps_per_epoch`` steps."""
-    total = cfg.epochs * steps_per_epoch
+    total = cfg.optim.epochs * steps_per_epoch
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, steps_per_epoch, cfg))

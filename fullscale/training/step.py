@@ -50,10 +50,10 @@ __all__ = ["StepDraws", "draw_stage", "draw_step", "epoch_entry", "epoch_sums", 
 
 def make_views(x_u8: Tensor, method: Method, cfg: TrainConfig, g: torch.Generator) -> Tensor:
     """Step 1: the views the network sees, (views x N, 3, H, W) float."""
-    if cfg.transfer:  # the public transfer code's training view, upsampled to image_size on the device
-        return random_resized_crop_flip(x_u8, cfg.image_size, generator=g)
-    if cfg.dataset not in STREAMED:  # streamed batches come cropped and flipped by the loader
-        x_u8 = random_crop_flip(x_u8, generator=g, padding=cfg.crop_padding)
+    if cfg.is_transfer:  # the public transfer code's training view, upsampled to image_size on the device
+        return random_resized_crop_flip(x_u8, cfg.data.image_size, generator=g)
+    if cfg.data.dataset not in STREAMED:  # streamed batches come cropped and flipped by the loader
+        x_u8 = random_crop_flip(x_u8, generator=g, padding=cfg.data.crop_padding)
     if not method.augmentations:
         return to_float(x_u8)
     if not method.jsd:
@@ -73,7 +73,7 @@ def share_lambda(draw: noisymix.MixDraw, mix_cfg: noisymix.MixConfig, cfg: Train
     """Under torchrun with ``ddp_draws=shared``: rank 0's lambda on every rank (in place), so a
     step mixes the whole batch with one lambda as the single-process recipe (one lambda per
     batch, the public code). Per-sample lambdas stay per rank, as the samples they belong to."""
-    if (cfg.ddp_draws == "shared" and mix_cfg.mixes and not mix_cfg.lam_per_sample and dist.is_available()
+    if (cfg.runtime.ddp_draws == "shared" and mix_cfg.mixes and not mix_cfg.lam_per_sample and dist.is_available()
             and dist.is_initialized() and dist.get_world_size() > 1):
         dist.broadcast(draw.lam, src=0)
 

@@ -29,11 +29,15 @@ Data stays 32x32 uint8 on the device; the upsampling is batched per step
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 
 from infra.io import read_state_dict
+
+if TYPE_CHECKING:
+    from fullscale.training.config import TrainConfig
 
 __all__ = ["FREEZE_LEVELS", "apply_freeze", "check_config", "frozen_batchnorms", "load_source_backbone",
            "set_train_mode", "trainable_parameter_names"]
@@ -86,21 +90,21 @@ def _listing(items: list[str], limit: int = 8) -> str:
 # --------------------------------------------------------------------------- the run's config
 
 
-def check_config(cfg: object) -> None:
+def check_config(cfg: TrainConfig) -> None:
     """The transfer fields of a ``TrainConfig`` that must agree (checked when training starts)."""
-    transfer = getattr(cfg, "model", "") == "resnet50_transfer"
-    if transfer:
-        if not cfg.source_weights:
+    transfer, dataset = cfg.transfer, cfg.data.dataset
+    if cfg.is_transfer:
+        if not transfer.source_weights:
             raise ValueError("model=resnet50_transfer fine-tunes a source: set source_weights=PATH "
                              "(a ResNet-50 state dict: a run's final.pt or a torchvision-format file)")
-        if cfg.dataset not in ("cifar10", "cifar100"):
-            raise ValueError(f"model=resnet50_transfer fine-tunes on cifar10 or cifar100, got dataset={cfg.dataset!r}")
-        if not Path(cfg.source_weights).is_file():
-            raise FileNotFoundError(f"source_weights={cfg.source_weights}: no such file")
-    elif cfg.source_weights or cfg.freeze_level != -1 or cfg.freeze_bn_stats or cfg.source_row:
+        if dataset not in ("cifar10", "cifar100"):
+            raise ValueError(f"model=resnet50_transfer fine-tunes on cifar10 or cifar100, got dataset={dataset!r}")
+        if not Path(transfer.source_weights).is_file():
+            raise FileNotFoundError(f"source_weights={transfer.source_weights}: no such file")
+    elif transfer.source_weights or transfer.freeze_level != -1 or transfer.freeze_bn_stats or transfer.source_row:
         raise ValueError("source_weights, source_row, freeze_level and freeze_bn_stats belong to transfer runs "
-                         f"(model=resnet50_transfer); this run's model is {getattr(cfg, 'model', '?')!r}")
-    if cfg.lr_schedule == "step" and not cfg.lr_milestones:
+                         f"(model=resnet50_transfer); this run's model is {cfg.model.name!r}")
+    if cfg.optim.lr_schedule == "step" and not cfg.optim.lr_milestones:
         raise ValueError("lr_schedule=step needs lr_milestones=E1,E2,... (epochs where lr is multiplied by lr_gamma)")
 
 

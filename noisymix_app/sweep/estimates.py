@@ -35,7 +35,7 @@ ESTIMATE_NOTE = "JSD methods count 3 views per image; evaluation not included"
 
 def estimate_source(plan) -> str:
     """Where the hours of ``plan``'s dry run come from: only the sources its rows use."""
-    digits = [spec.config().dataset in BUILT_IN for spec in plan.runs]
+    digits = [spec.config().data.dataset in BUILT_IN for spec in plan.runs]
     parts = ([ESTIMATE_CPU] if any(digits) else []) + ([ESTIMATE_GPU] if not all(digits) else [])
     return f"device-hours: {'; '.join(parts)}; {ESTIMATE_NOTE}"
 
@@ -47,11 +47,12 @@ def estimate_hours(spec: RunSpec) -> float:
     from fullscale.training.methods import get_method
 
     cfg = spec.config()
-    images = cfg.train_subset or _IMAGES.get(cfg.dataset, 50_000)
+    images = cfg.data.train_subset or _IMAGES.get(cfg.data.dataset, 50_000)
     views = get_method(cfg.method).views
-    key = "cpu" if cfg.dataset in BUILT_IN else cfg.model
+    key = "cpu" if cfg.data.dataset in BUILT_IN else cfg.model.name
     per = _SECONDS_PER_VIEW_IMAGE.get(key, 1 / 5_000)
-    if cfg.dataset in BUILT_IN:
-        per *= (cfg.width or 64) / _CPU_WIDTH / (_CPU_STEM_STRIDE_2_SPEEDUP if cfg.stem_stride == 2 else 1.0)
-        per *= _CPU_SIDE_FACTOR.get(cfg.dataset, 1.0)
-    return images * views * cfg.epochs * per / 3600
+    if cfg.data.dataset in BUILT_IN:
+        stem = _CPU_STEM_STRIDE_2_SPEEDUP if cfg.model.stem_stride == 2 else 1.0
+        per *= (cfg.model.width or 64) / _CPU_WIDTH / stem
+        per *= _CPU_SIDE_FACTOR.get(cfg.data.dataset, 1.0)
+    return images * views * cfg.optim.epochs * per / 3600

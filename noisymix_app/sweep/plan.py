@@ -76,13 +76,16 @@ class Plan:
 
 
 def config_identity(config: dict) -> dict:
-    """The part of a config (as in ``config.json``) that decides what a run computes: the trainer's
-    own rule for a resume (keys added since a run was made take the values that run computed with;
-    ``RESUMABLE_CHANGES`` such as the device or the loader's workers do not count), and the preset
-    name does not count either (table rows share equal runs)."""
+    """The part of a config (as in ``config.json``, grouped or the flat layout of older runs) that
+    decides what a run computes, in the flat layout (``fullscale.training.keys.flat_config``): the
+    trainer's own rule for a resume (keys added since a run was made take the values that run
+    computed with; ``RESUMABLE_CHANGES`` such as the device or the loader's workers do not count),
+    and the preset name does not count either (table rows share equal runs)."""
     from fullscale.training.checkpoint import LATER_KEYS, RESUMABLE_CHANGES
+    from fullscale.training.keys import flat_config
 
-    return {k: v for k, v in {**LATER_KEYS, **config}.items() if k not in RESUMABLE_CHANGES and k != "preset"}
+    flat = {**LATER_KEYS, **flat_config(config)}
+    return {k: v for k, v in flat.items() if k not in RESUMABLE_CHANGES and k != "preset"}
 
 
 def _digest(config: dict) -> str:
@@ -233,15 +236,15 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
             for seed in seeds:
                 run = RunSpec("", preset, seed, row_overrides, evals, spec.gpus, (f"{spec.label} {row} {dataset}",),
                               data_root)
-                config = config_to_dict(run.config())
-                key = _digest(config)
+                cfg = run.config()
+                key = _digest(config_to_dict(cfg))
                 if key in by_identity:  # the same computation under another row's preset: share it
                     kept = by_identity[key]
                     by_identity[key] = dataclasses.replace(kept, rows=(*kept.rows, *run.rows))
                     continue
                 # a transfer run is named by its source row (every row fine-tunes with method=baseline)
-                what = config.get("source_row") or config["method"]
-                name = f"{config['dataset']}-{config['model']}-{what}-seed{seed}"
+                what = cfg.transfer.source_row or cfg.method
+                name = f"{cfg.data.dataset}-{cfg.model.name}-{what}-seed{seed}"
                 by_identity[key] = dataclasses.replace(run, name=name)
     runs = tuple(by_identity.values())
     names = [r.name for r in runs]

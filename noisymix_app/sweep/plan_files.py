@@ -95,19 +95,20 @@ def check_inputs(plan: Plan) -> list[str]:
         except (ValueError, TypeError, KeyError, OSError) as error:
             add(f"run {spec.name}: {str(error).splitlines()[0] if str(error) else type(error).__name__}")
             continue
-        if cfg.dataset not in BUILT_IN:  # the digits come with scikit-learn; every other data set is a folder
+        if cfg.data.dataset not in BUILT_IN:  # the digits come with scikit-learn; every other data set is a folder
             if not spec.data_root:
-                add(f"{cfg.dataset} runs need --data-root DIR (the {cfg.dataset} data; nothing is downloaded)")
+                dataset = cfg.data.dataset
+                add(f"{dataset} runs need --data-root DIR (the {dataset} data; nothing is downloaded)")
             elif not Path(spec.data_root).is_dir():
                 add(f"--data-root {printable(spec.data_root)}: no such folder")
-            elif cfg.dataset in ("cifar10", "cifar100"):  # a folder without the batches failed every run too
+            elif cfg.data.dataset in ("cifar10", "cifar100"):  # a folder without the batches failed every run too
                 from fullscale.data.cifar import _folder as cifar_folder
 
                 try:
-                    cifar_folder(Path(spec.data_root), cfg.dataset)
+                    cifar_folder(Path(spec.data_root), cfg.data.dataset)
                 except FileNotFoundError as error:
                     add(f"--data-root: {error}")
-        source = getattr(cfg, "source_weights", "")
+        source = cfg.transfer.source_weights
         if source and not Path(source).is_file():
             add(f"--source {printable(str(source))}: no such file (run {spec.name})")
         for ev in spec.evals:

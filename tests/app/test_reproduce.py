@@ -74,7 +74,7 @@ def _fake_runs(monkeypatch, calls):
         calls.append(["train", str(run)])
         run.mkdir(parents=True, exist_ok=True)
         (run / "config.json").write_text(json.dumps(config_to_dict(cfg)))
-        (run / "final.pt").write_text(f"weights of {cfg.epochs} epochs")
+        (run / "final.pt").write_text(f"weights of {cfg.optim.epochs} epochs")
 
     def evaluate(run, suite, **kwargs):
         calls.append(["evaluate", str(run), "--suite", suite])

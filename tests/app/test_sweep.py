@@ -353,7 +353,7 @@ def test_transfer_table_runs_one_folder_per_source_row(tmp_path):
                      "cifar100-resnet50_transfer-baseline-seed0", "cifar100-resnet50_transfer-noisymix-seed0"]
     for run in plan.runs:
         config = run.config()
-        assert config.source_weights == sources[config.source_row]
+        assert config.transfer.source_weights == sources[config.transfer.source_row]
     assert any("'AugMix'" in note and "no --source augmix=PATH" in note for note in plan.notes)
 
 
@@ -369,16 +369,20 @@ def test_a_malformed_pair_is_one_line_and_nothing_is_written(tmp_path, capsys, o
 
 def test_the_sweep_judges_a_stored_run_by_the_trainers_resume_rule():
     from fullscale.training.checkpoint import LATER_KEYS
-    from fullscale.training.config import TrainConfig
+    from fullscale.training.config import DataConfig, TrainConfig, flat_config
 
-    planned = config_to_dict(TrainConfig(dataset="imagenet", workers=8))
+    grouped = config_to_dict(TrainConfig(data=DataConfig(dataset="imagenet", workers=8)))
+    planned = flat_config(grouped)  # the flat layout of runs made before the config had groups
+    assert config_identity(grouped) == config_identity(planned)
     # a loader setting the trainer lets a resume change does not make another run
     assert config_identity(planned) == config_identity({**planned, "workers": 2, "checkpoint_every": 50})
     # a run written before a key existed computed with that key's later default ...
     older = {k: v for k, v in planned.items() if k not in LATER_KEYS}
-    assert config_identity(older) == config_identity(planned)
+    assert config_identity(older) == config_identity(planned) == config_identity(grouped)
     # ... and differs from a plan that asks for another value of it
     assert config_identity(older) != config_identity({**planned, "ddp_draws": "per_rank"})
+    per_rank = {**grouped, "runtime": {**grouped["runtime"], "ddp_draws": "per_rank"}}
+    assert config_identity(older) != config_identity(per_rank)
 
 
 def test_imagenet_gpu_hours_are_not_multiplied_by_the_gpus_again(capsys):

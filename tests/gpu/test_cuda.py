@@ -156,7 +156,7 @@ def test_sync_batchnorm_under_a_one_process_group_equals_batchnorm():
     import torch.distributed as dist
 
     from fullscale.models import create_model
-    from fullscale.training.config import TrainConfig
+    from fullscale.training.config import RuntimeConfig, TrainConfig
     from fullscale.training.process import sync_batchnorm
 
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
@@ -168,7 +168,7 @@ def test_sync_batchnorm_under_a_one_process_group_equals_batchnorm():
         synced.load_state_dict(plain.state_dict())
         assert any(isinstance(m, torch.nn.SyncBatchNorm) for m in synced.modules())
         # the trainer's own conversion is a no-op for one process (nothing to synchronise)
-        assert sync_batchnorm(plain, TrainConfig(sync_bn=True), 1, torch.device("cuda")) is plain
+        assert sync_batchnorm(plain, TrainConfig(runtime=RuntimeConfig(sync_bn=True)), 1, torch.device("cuda")) is plain
         x = torch.rand(8, 3, 32, 32, device="cuda")
         out_plain, out_synced = plain(x), synced(x)  # training mode: batch statistics
         torch.testing.assert_close(out_synced, out_plain, rtol=1e-4, atol=1e-4)

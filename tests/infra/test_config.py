@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 import pytest
 
@@ -77,8 +77,9 @@ def test_list_keys_gives_each_key_its_own_comment_not_the_ones_before_it():
         if text and later_text and text != later_text:
             assert text not in later_text, f"{later} repeats {key}'s comment"
     assert helps["puzzlemix.loss"].startswith("the step's loss")
-    assert helps["ddp_draws"].startswith('Under torchrun: "shared"')
-    assert "stem_stride" not in helps["freeze_bn_stats"] and "first convolution" not in helps["freeze_bn_stats"]
+    assert helps["runtime.ddp_draws"].startswith('Under torchrun: "shared"')
+    freeze_help = helps["transfer.freeze_bn_stats"]
+    assert "stem_stride" not in freeze_help and "first convolution" not in freeze_help
 
 
 def test_a_comment_block_after_a_field_starts_a_new_group():
@@ -97,3 +98,27 @@ def test_a_comment_block_after_a_field_starts_a_new_group():
 
     helps = {key: text for key, _, _, text in describe_keys(Example())}
     assert helps == {"a": "the first group", "b": "b's own", "c": "the second group", "d": "the second group"}
+
+
+
+@dataclass(frozen=True)
+class _Group:
+    lr: float = 0.1
+
+
+@dataclass(frozen=True)
+class _Grouped:
+    KEY_ALIASES: ClassVar[dict[str, str]] = {"lr": "optim.lr"}
+    optim: _Group = field(default_factory=_Group)
+
+
+def test_aliases_reach_their_dotted_keys_and_errors_name_the_key_as_typed():
+    """A config class's ``KEY_ALIASES`` (or an explicit ``aliases``) are other names of its keys:
+    ``--set lr=...`` of a config whose ``lr`` lives in a group (issue 33)."""
+    assert apply_overrides(_Grouped(), ["lr=0.05"]) == apply_overrides(_Grouped(), ["optim.lr=0.05"])
+    assert apply_overrides(_Grouped(), ["lr=0.05"]).optim.lr == 0.05
+    assert apply_overrides(_Grouped(), ["rate=0.2"], aliases={"rate": "optim.lr"}).optim.lr == 0.2
+    with pytest.raises(ValueError, match=r"^lr must be a number"):
+        apply_overrides(_Grouped(), ["lr=fast"])
+    with pytest.raises(ValueError, match=r"unknown config key 'lrr'.*\(or an alias: lr\)"):
+        apply_overrides(_Grouped(), ["lrr=1"])

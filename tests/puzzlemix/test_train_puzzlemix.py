@@ -60,8 +60,8 @@ def test_clean_lam_adds_the_clean_loss_term():
 @pytest.mark.parametrize("model", ["preactresnet18", "wrn28_4"])
 def test_presets_are_the_public_recipe_on_the_noisymix_schedule(dataset, model):
     cfg = resolve_config(f"{dataset}-{model}-puzzlemix", [])
-    assert (cfg.method, cfg.dataset, cfg.model) == ("puzzlemix", dataset, model)
-    assert cfg.epochs == 200 and cfg.mix.alpha == 1.0
+    assert (cfg.method, cfg.data.dataset, cfg.model.name) == ("puzzlemix", dataset, model)
+    assert cfg.optim.epochs == 200 and cfg.mix.alpha == 1.0
     p = cfg.puzzlemix
     assert (p.n_labels, p.beta, p.gamma, p.eta, p.neigh_size, p.transport, p.t_eps, p.t_size) == \
         (3, 1.2, 0.5, 0.2, 4, True, 0.8, 4)

@@ -54,11 +54,11 @@ def test_ranks_share_lambda_and_stage_and_keep_their_own_noise(tmp_path, torchru
 
 
 def test_sync_bn_on_the_cpu_with_several_processes_is_a_clear_error():
-    from fullscale.training.config import TrainConfig
+    from fullscale.training.config import RuntimeConfig, TrainConfig
     from fullscale.training.process import sync_batchnorm
 
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
-    cfg = TrainConfig(sync_bn=True)
+    cfg = TrainConfig(runtime=RuntimeConfig(sync_bn=True))
     with pytest.raises(ValueError, match="sync_bn=true needs CUDA"):
         sync_batchnorm(model, cfg, 2, torch.device("cpu"))
     assert sync_batchnorm(model, cfg, 1, torch.device("cpu")) is model  # one process: nothing to sync
@@ -69,13 +69,13 @@ def test_sync_bn_converts_on_cuda_and_keeps_the_checkpoint_layout():
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     from fullscale.models import create_model
-    from fullscale.training.config import TrainConfig
+    from fullscale.training.config import RuntimeConfig, TrainConfig
     from fullscale.training.process import sync_batchnorm
 
     device = torch.device("cuda")
     plain = create_model("preactresnet18", 10, width=4).to(device)
     keys = list(plain.state_dict())
-    synced = sync_batchnorm(plain, TrainConfig(sync_bn=True), 2, device)
+    synced = sync_batchnorm(plain, TrainConfig(runtime=RuntimeConfig(sync_bn=True)), 2, device)
     assert not any(type(m) is torch.nn.BatchNorm2d for m in synced.modules())
     assert any(isinstance(m, torch.nn.SyncBatchNorm) for m in synced.modules())
     assert list(synced.state_dict()) == keys and synced.stages == plain.stages
@@ -87,12 +87,14 @@ def test_a_run_made_before_the_ddp_options_still_resumes(tmp_path):
     """A config.json without ``ddp_draws`` / ``sync_bn`` (runs made before they existed) computes
     what the defaults compute in one process, so resuming it is not refused."""
     from fullscale.training.checkpoint import check_same_config
-    from fullscale.training.config import TrainConfig
+    from fullscale.training.config import RuntimeConfig, TrainConfig, flat_config
     from infra.config import config_to_dict
     from infra.io import write_json
 
-    record = config_to_dict(TrainConfig())
-    write_json(tmp_path / "config.json", {k: v for k, v in record.items() if k not in ("ddp_draws", "sync_bn")})
+    record = config_to_dict(TrainConfig())  # grouped, as a run writes it now
+    old = {k: v for k, v in flat_config(record).items() if k not in ("ddp_draws", "sync_bn")}  # flat, as then
+    assert "lr" in old and "runtime" not in old
+    write_json(tmp_path / "config.json", old)
     check_same_config(tmp_path / "config.json", record)
     with pytest.raises(ValueError, match="sync_bn"):
-        check_same_config(tmp_path / "config.json", {**record, "sync_bn": True})
+        check_same_config(tmp_path / "config.json", config_to_dict(TrainConfig(runtime=RuntimeConfig(sync_bn=True))))

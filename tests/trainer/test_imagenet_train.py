@@ -26,8 +26,9 @@ def tree(tmp_path_factory):
 def test_imagenet_presets_follow_the_public_recipe():
     for method in ("baseline", "mixup", "manifold_mixup", "cutmix", "augmix", "augmix_jsd", "noisymix", "nfm"):
         cfg = resolve_config(f"imagenet-resnet50-{method}", [])
-        assert (cfg.dataset, cfg.model, cfg.batch_size, cfg.lr, cfg.weight_decay, cfg.nesterov, cfg.epochs,
-                cfg.image_size) == ("imagenet", "resnet50", 256, 0.1, 1e-4, True, 200, 224)
+        optim = cfg.optim
+        assert (cfg.data.dataset, cfg.model.name, optim.batch_size, optim.lr, optim.weight_decay, optim.nesterov,
+                optim.epochs, cfg.data.image_size) == ("imagenet", "resnet50", 256, 0.1, 1e-4, True, 200, 224)
     assert "ASSUMPTION" in PRESETS["imagenet-resnet50-noisymix"].description
     assert "ASSUMPTION" not in PRESETS["imagenet-resnet50-baseline"].description
 

@@ -194,7 +194,7 @@ def test_a_group_that_does_not_fit_is_refused_though_one_member_would(tmp_path, 
     import fullscale.training.process as process_module
 
     cfg = _config("baseline", epochs=1)
-    one = 3 * 4 * sum(p.numel() for p in create_model(cfg.model, 10, **cfg.model_kwargs).parameters())
+    one = 3 * 4 * sum(p.numel() for p in create_model(cfg.model.name, 10, **cfg.model_kwargs).parameters())
     monkeypatch.setattr(process_module, "available_bytes", lambda device: int(1.5 * one))
     process_module.check_model_fits(cfg, 10, torch.device("cpu"))  # one model fits
     with pytest.raises(ValueError, match=r"does not fit: .* x 2 members"):

@@ -47,8 +47,8 @@ def _run(batch: int, batches: int, steps: int, lr: float) -> list[float]:
     assert method.feature_transform and method.jsd and method.noise  # the full recipe
     torch.manual_seed(0)
     model = create_model("preactresnet18", 10, width=64)
-    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.nesterov,
-                          weight_decay=cfg.weight_decay)
+    opt = torch.optim.SGD(model.parameters(), lr=cfg.optim.lr, momentum=cfg.optim.momentum, nesterov=cfg.optim.nesterov,
+                          weight_decay=cfg.optim.weight_decay)
     x, y = _crops(batch * batches), torch.arange(batch * batches) % 10
     g, stage_g = generator_for(1), generator_for(2)
     losses = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fullscale.training.config import FLAT_KEYS
 from fullscale.training.presets import resolve_config
 from infra.config import config_to_dict
 
@@ -11,8 +12,9 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "recipes.md"
 
 
 def _value(cfg, key: str) -> str:
+    """The value of a ``--set`` key (dotted, or a flat alias: ``FLAT_KEYS``) in ``cfg``."""
     value = config_to_dict(cfg)
-    for part in key.split("."):
+    for part in FLAT_KEYS.get(key, key).split("."):
         value = value[part]
     return str(tuple(value)) if isinstance(value, list) else str(value)
 
@@ -32,7 +34,8 @@ def test_the_puzzlemix_recipe_table_is_the_presets():
 def test_the_public_recipe_is_the_public_codes():
     """The public README's 1200-epoch PreActResNet-18 command and main.py's batch 100."""
     cfg = resolve_config("cifar10-preactresnet18-puzzlemix-public", [])
-    assert (cfg.method, cfg.batch_size, cfg.lr, cfg.momentum, cfg.nesterov, cfg.weight_decay, cfg.epochs) == \
-        ("puzzlemix", 100, 0.1, 0.9, True, 1e-4, 1200)
-    assert (cfg.lr_schedule, tuple(cfg.lr_milestones), cfg.lr_gamma, cfg.puzzlemix.loss) == \
+    optim = cfg.optim
+    assert (cfg.method, optim.batch_size, optim.lr, optim.momentum, optim.nesterov, optim.weight_decay,
+            optim.epochs) == ("puzzlemix", 100, 0.1, 0.9, True, 1e-4, 1200)
+    assert (optim.lr_schedule, tuple(optim.lr_milestones), optim.lr_gamma, cfg.puzzlemix.loss) == \
         ("step", (400, 800), 0.1, "bce_softmax")

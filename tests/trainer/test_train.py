@@ -13,7 +13,7 @@ import torch
 from fullscale.models import create_model
 from fullscale.runs import load_run_model
 from fullscale.training.checks import NonFiniteLoss
-from fullscale.training.config import TrainConfig
+from fullscale.training.config import OptimConfig, TrainConfig
 from fullscale.training.loop import train
 from fullscale.training.methods import METHODS
 from fullscale.training.presets import PRESETS, resolve_config
@@ -73,8 +73,8 @@ def test_end_to_end_cli_run_writes_the_run_directory(tmp_path):
     run = tmp_path / "run"
     assert main(["train", "--preset", "noisymix", "--out", str(run), *QUICK_ARGS]) == 0
     record = json.loads((run / "config.json").read_text())
-    config, facts = record["config"], record["run"]
-    assert config["method"] == "noisymix" and config["dataset"] == "digits" and facts["num_classes"] == 10
+    config, facts = record["config"], record["run"]  # the config grouped (issue 33)
+    assert config["method"] == "noisymix" and config["data"]["dataset"] == "digits" and facts["num_classes"] == 10
     assert facts["model_kwargs"] == {"width": 4} and facts["provenance"]["versions"]["torch"]
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent)
     assert facts["provenance"]["commit"] == (head.stdout.strip() if head.returncode == 0 else None)
@@ -162,7 +162,7 @@ def test_heldout_split_is_reported_and_not_trained_on(tmp_path):
 
 def test_bad_config_values_are_refused():
     with pytest.raises(ValueError):
-        TrainConfig(epochs=0)
+        TrainConfig(optim=OptimConfig(epochs=0))
     with pytest.raises(ValueError, match="JSD"):
         from fullscale.training.methods import Method
         Method("x", "x", jsd=True)
@@ -333,17 +333,17 @@ def test_orphan_temporary_files_are_swept_and_a_late_config_error_leaves_no_conf
 def test_paper_wrn_rows_train_the_public_codes_wideresnet28():
     """The paper's "Wide-ResNet-28x2" rows (tab:results_cifar100 on both data sets, tab:ablation)
     were trained by the public code's ``wideresnet28``: WRN-28-4 with dropout 0.1."""
-    model = create_model(resolve_config("ablation-AFNJ", []).model, 100)
+    model = create_model(resolve_config("ablation-AFNJ", []).model.name, 100)
     # widen factor 4: the last stage has 64 * 4 = 256 channels; dropout 0.1 as the public model
     assert model.linear.in_features == 256
     assert {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)} == {0.1}
     for switches in ("----", "--N-", "-F--", "-FN-", "A---", "A-NJ", "A--J", "AFN-", "AF-J", "AFNJ"):
-        assert resolve_config(f"ablation-{switches}", []).model == "wrn28_4"
+        assert resolve_config(f"ablation-{switches}", []).model.name == "wrn28_4"
         kept = resolve_config(f"ablation-wrn28_2-{switches}", [])
-        assert kept.model == "wrn28_2" and kept.method == resolve_config(f"ablation-{switches}", []).method
+        assert kept.model.name == "wrn28_2" and kept.method == resolve_config(f"ablation-{switches}", []).method
     for dataset in ("cifar10", "cifar100"):
-        assert resolve_config(f"{dataset}-wrn28_4-noisymix", []).model == "wrn28_4"
-        assert resolve_config(f"{dataset}-wrn28_2-noisymix", []).model == "wrn28_2"
+        assert resolve_config(f"{dataset}-wrn28_4-noisymix", []).model.name == "wrn28_4"
+        assert resolve_config(f"{dataset}-wrn28_2-noisymix", []).model.name == "wrn28_2"
 
 
 # What a method's preset must set, written from the papers / the public NoisyMix README (not
@@ -377,7 +377,7 @@ def test_a_bare_method_trains_with_its_presets_strengths(method):
     assert (bare.jsd_variant == "augmix") == METHODS[method].jsd
     # from another preset too: the new method brings its own strengths, dataset/model stay
     other = resolve_config("cifar100-wrn28_4-nfm", [f"method={method}"])
-    assert dataclasses.replace(other, preset=method, dataset=preset.dataset, model=preset.model) == preset
+    assert dataclasses.replace(other, preset=method, data=preset.data, model=preset.model) == preset
     # and an explicit --set still wins, in either order
     for order in ([f"method={method}", "mix.alpha=0.3"], ["mix.alpha=0.3", f"method={method}"]):
         assert resolve_config("baseline", order).mix.alpha == 0.3

@@ -282,11 +282,12 @@ def test_presets_are_the_public_recipe():
                 name = f"transfer-{dataset}-{row}{suffix}"
                 cfg = resolve_config(name, [f"source_weights=/src/{row}.pt"])
                 lr, wd, batch, epochs, step_lr = PUBLIC_PARAMETERS[level]
-                assert (cfg.lr, cfg.weight_decay, cfg.batch_size, cfg.epochs) == (lr, wd, batch, epochs), name
-                assert cfg.lr_schedule == "step" and cfg.lr_milestones == tuple(range(step_lr, epochs, step_lr))
-                assert cfg.lr_gamma == 0.1 and cfg.momentum == 0.9 and not cfg.nesterov  # robustness' SGD
-                assert cfg.freeze_level == level and not cfg.freeze_bn_stats and cfg.image_size == 224
-                assert (cfg.dataset, cfg.source_row, cfg.method) == (dataset, row, "baseline")
+                optim, transfer = cfg.optim, cfg.transfer
+                assert (optim.lr, optim.weight_decay, optim.batch_size, optim.epochs) == (lr, wd, batch, epochs), name
+                assert optim.lr_schedule == "step" and optim.lr_milestones == tuple(range(step_lr, epochs, step_lr))
+                assert optim.lr_gamma == 0.1 and optim.momentum == 0.9 and not optim.nesterov  # robustness' SGD
+                assert transfer.freeze_level == level and not transfer.freeze_bn_stats and cfg.data.image_size == 224
+                assert (cfg.data.dataset, cfg.transfer.source_row, cfg.method) == (dataset, row, "baseline")
                 assert cfg.model_kwargs == {"image_size": 224, "normalization": dataset}
                 assert str(lr) in PRESETS[name].description and "150 epochs" in PRESETS[name].description
 
@@ -302,16 +303,17 @@ def test_step_schedule_is_steplr_per_epoch():
 
 
 def test_transfer_fields_must_agree(tmp_path):
-    from fullscale.training.config import TrainConfig
+    from fullscale.training.config import ModelConfig, OptimConfig, TrainConfig, TransferConfig
     from fullscale.training.transfer import check_config
 
     with pytest.raises(ValueError, match="source_weights=PATH"):
-        check_config(TrainConfig(model="resnet50_transfer"))
+        check_config(TrainConfig(model=ModelConfig("resnet50_transfer")))
     with pytest.raises(FileNotFoundError, match=r"nope\.pt"):
-        check_config(TrainConfig(model="resnet50_transfer", source_weights=str(tmp_path / "nope.pt")))
+        check_config(TrainConfig(model=ModelConfig("resnet50_transfer"),
+                                 transfer=TransferConfig(source_weights=str(tmp_path / "nope.pt"))))
     with pytest.raises(ValueError, match="belong to transfer runs"):
-        check_config(TrainConfig(freeze_level=4))
+        check_config(TrainConfig(transfer=TransferConfig(freeze_level=4)))
     with pytest.raises(ValueError, match="lr_milestones"):
-        check_config(TrainConfig(lr_schedule="step"))
+        check_config(TrainConfig(optim=OptimConfig(lr_schedule="step")))
     with pytest.raises(ValueError, match="freeze_level"):
-        TrainConfig(freeze_level=5)
+        TrainConfig(transfer=TransferConfig(freeze_level=5))

@@ -69,9 +69,9 @@ def test_full_fine_tuning_preset_loads_the_backbone_and_trains_it(setup):
     assert all((final[k] - source[k]).norm() < 0.3 * (source[k].norm() + 1) for k in backbone)
     import json
     record = json.loads((out / "config.json").read_text())
-    config = record.get("config", record)
-    assert config["model"] == "resnet50_transfer" and config["source_row"] == "baseline"
-    assert config["lr_schedule"] == "step" and config["lr_milestones"] == [50, 100]
+    config = record["config"]  # grouped (issue 33)
+    assert config["model"]["name"] == "resnet50_transfer" and config["transfer"]["source_row"] == "baseline"
+    assert config["optim"]["lr_schedule"] == "step" and config["optim"]["lr_milestones"] == [50, 100]
     run = record.get("run", record)
     assert run["model_kwargs"] == {"width": WIDTH, "image_size": 40, "normalization": "cifar10"}
     assert main(["evaluate", str(out), "--suite", "clean", "--data-root", str(tmp_path / "data")]) == 0

@@ -1,0 +1,66 @@
+"""The old flat names of the training config's keys, and the two layouts of a config dict.
+
+``TrainConfig`` (``fullscale.training.config``) groups its fields (``model``, ``data``, ``optim``,
+``runtime``, ``transfer``); runs made before the groups wrote one flat object (``"lr": 0.1``,
+``"model": "preactresnet18"``).  ``FLAT_KEYS`` maps each old flat key to its dotted key, and is the
+one place the two layouts meet: ``--set lr=0.05`` (``TrainConfig.KEY_ALIASES``), reading an old
+``config.json`` (``grouped_config``), and what a run computes (``flat_config``: a run's identity,
+its resume checks and the sweep's comparisons are computed in the flat layout, so the hashes of
+old and new records of one computation are equal).
+
+No torch here: the report (``noisymix_figures``) reads run configs through ``flat_config``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["FLAT_KEYS", "GROUPS", "flat_config", "grouped_config"]
+
+#: old flat key -> its dotted key in the grouped ``TrainConfig`` (the top-level ones keep their name)
+FLAT_KEYS: dict[str, str] = {
+    "preset": "preset", "method": "method", "seed": "seed", "jsd_weight": "jsd_weight", "jsd_variant": "jsd_variant",
+    "model": "model.name", "width": "model.width", "stem_stride": "model.stem_stride",
+    "dataset": "data.dataset", "data_root": "data.data_root", "crop_padding": "data.crop_padding",
+    "train_subset": "data.train_subset", "heldout": "data.heldout", "image_size": "data.image_size",
+    "workers": "data.workers", "decoder": "data.decoder", "max_bad_fraction": "data.max_bad_fraction",
+    "epochs": "optim.epochs", "batch_size": "optim.batch_size", "lr": "optim.lr", "lr_min": "optim.lr_min",
+    "momentum": "optim.momentum", "nesterov": "optim.nesterov", "weight_decay": "optim.weight_decay",
+    "lr_schedule": "optim.lr_schedule", "lr_milestones": "optim.lr_milestones", "lr_gamma": "optim.lr_gamma",
+    "device": "runtime.device", "amp": "runtime.amp", "compile": "runtime.compile", "ddp_draws": "runtime.ddp_draws",
+    "sync_bn": "runtime.sync_bn", "checkpoint_every": "runtime.checkpoint_every",
+    "source_weights": "transfer.source_weights", "source_row": "transfer.source_row",
+    "freeze_level": "transfer.freeze_level", "freeze_bn_stats": "transfer.freeze_bn_stats",
+}
+#: the groups (``mix``, ``augmix`` and ``puzzlemix`` were nested before the groups and stay as they were)
+GROUPS: tuple[str, ...] = tuple(dict.fromkeys(d.split(".")[0] for d in FLAT_KEYS.values() if "." in d))
+_FLAT_OF = {dotted: flat for flat, dotted in FLAT_KEYS.items()}
+
+
+def flat_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The flat layout of a config dict, grouped (``config_to_dict(TrainConfig)``) or already flat
+    (an old run's): each group's fields under their old flat names.  A group field without a flat
+    name (none today) keeps its dotted one."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if key in GROUPS and isinstance(value, Mapping):
+            for name, inner in value.items():
+                flat[_FLAT_OF.get(f"{key}.{name}", f"{key}.{name}")] = inner
+        else:
+            flat[key] = value
+    return flat
+
+
+def grouped_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The grouped layout of a config dict, flat (an old run's ``config.json``) or already grouped,
+    for ``infra.config.config_from_dict(TrainConfig, ...)``; keys of neither layout are kept (and
+    refused there by name)."""
+    grouped: dict[str, Any] = {}
+    for key, value in flat_config(config).items():
+        group, _, name = FLAT_KEYS.get(key, key).rpartition(".")
+        if group in GROUPS:
+            grouped.setdefault(group, {})[name] = value
+        else:
+            grouped[key] = value
+    return grouped
