@@ -82,7 +82,7 @@ def load_batch_pickle(path: str | Path) -> object:
                          f"({type(error).__name__}: {detail})") from None
 
 
-def _folder(root: Path, kind: str) -> Path:
+def batches_folder(root: Path, kind: str) -> Path:
     layout = LAYOUT[kind]
     for candidate in (root / layout["folder"], root):
         if all((candidate / f).is_file() for f in layout["train"] + layout["test"]):
@@ -157,7 +157,7 @@ def read_cifar(root: str | Path, kind: str, split: Split) -> ImageSet:
     if kind not in LAYOUT:
         raise ValueError(f"unknown CIFAR kind {kind!r}; known: {', '.join(LAYOUT)}")
     layout = LAYOUT[kind]
-    folder = _folder(Path(root), kind)
+    folder = batches_folder(Path(root), kind)
     parts = [_read_batch(folder / f, layout["label_key"], layout["classes"]) for f in layout[split]]
     images = np.concatenate([p[0] for p in parts])
     labels = np.concatenate([p[1] for p in parts])

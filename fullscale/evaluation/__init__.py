@@ -20,7 +20,7 @@ below are handed on from there.
 """
 
 from fullscale.evaluation.context import ACCELERATOR_BATCH, CPU_BATCH, FGSM_EPSILONS, Context, EvalOptions, Results
-from fullscale.evaluation.corrupted import _DATASET_SIZE, corrupted_npy, imagenet_c, imagenet_r  # noqa: F401
+from fullscale.evaluation.corrupted import corrupted_npy, imagenet_c, imagenet_r
 from fullscale.evaluation.evaluate_run import evaluate
 from fullscale.evaluation.inference import cpu_inference_model, logits_of
 from fullscale.evaluation.own_split import calibration, clean, fgsm

@@ -19,16 +19,16 @@ from fullscale.data import (
 )
 from fullscale.data.registry import IMAGE_SIDE
 from fullscale.evaluation.context import Context, Results
-from fullscale.evaluation.inference import _logits, cpu_inference_model, logits_of
-from fullscale.evaluation.own_split import _calibration_summary
+from fullscale.evaluation.inference import batch_logits, cpu_inference_model, logits_of
+from fullscale.evaluation.own_split import calibration_summary
 from fullscale.evaluation.records import (
-    _check_labels,
-    _file_record,
-    _folder_identity,
-    _folder_record,
-    _need_imagenet,
-    _need_root,
-    _nonempty,
+    check_labels,
+    file_record,
+    folder_identity,
+    folder_record,
+    need_imagenet,
+    need_root,
+    nonempty_count,
 )
 from fullscale.metrics import (
     accuracy,
@@ -131,15 +131,13 @@ def _c_summary(ctx: Context, results: dict, names: tuple[str, ...], missing: lis
     return summary
 
 
-#: the side of the images of the in-memory data sets (their -C sets must match it): the data registry's
-_DATASET_SIZE = IMAGE_SIDE
 
 
-def _check_resolution(ctx: Context, size: tuple[int, int], root: Path) -> None:
+def check_resolution(ctx: Context, size: tuple[int, int], root: Path) -> None:
     """A -C/-P set at another resolution than the run's data set is refused: its images would not be
     preprocessed as the clean test images are (e.g. a transfer model takes 32 x 32 CIFAR images and
     upsamples them itself; a pre-upsampled -C set would skip its test transform)."""
-    expected = _DATASET_SIZE.get(str(ctx.config.get("dataset")))
+    expected = IMAGE_SIDE.get(str(ctx.config.get("dataset")))
     if expected is not None and tuple(size) != (expected, expected):
         raise ValueError(f"{printable(str(root))}: the set's images are {size[0]}x{size[1]}, the run's "
                          f"{ctx.config.get('dataset')} images {expected}x{expected}; use the set at the data set's "
@@ -148,18 +146,18 @@ def _check_resolution(ctx: Context, size: tuple[int, int], root: Path) -> None:
 
 def corrupted_npy(ctx: Context) -> Results:
     """CIFAR-10-C/100-C (and Digits-C): accuracy per corruption and severity, means, categories."""
-    root = _need_root(ctx, "a -C set of <corruption>.npy and labels.npy")
+    root = need_root(ctx, "a -C set of <corruption>.npy and labels.npy")
     names, missing = _c_names(ctx, lambda n: (root / f"{n}.npy").is_file())
     data = read_c_set(root, names)
-    _check_labels(data.labels, ctx.num_classes, root / "labels.npy")
-    _check_resolution(ctx, data.image_size, root)
-    labels = _file_record(root / "labels.npy", data.count)
+    check_labels(data.labels, ctx.num_classes, root / "labels.npy")
+    check_resolution(ctx, data.image_size, root)
+    labels = file_record(root / "labels.npy", data.count)
     results, files = {n: e for n, e in ctx.done.items() if n in names}, [labels]
     model = ctx.model
     if ctx.device.type == "cpu" and any(n not in results for n in names):
         model = cpu_inference_model(ctx.model, data.images(names[0], 1)[:ctx.batch_size])
     for name in progress(names, desc="corruptions", unit="corruption"):
-        record = _file_record(data.path(name), 5 * data.count)
+        record = file_record(data.path(name), 5 * data.count)
         files.append(record)
         identity = f"{record['sha256']}+{labels['sha256']}"
         if name in results and ctx.done_identity.get(name) == identity:
@@ -181,8 +179,8 @@ def imagenet_c(ctx: Context) -> Results:
     clean accuracy from RUN/eval/clean.json) relative mCE, normalised by AlexNet's errors.  The images
     are preprocessed as AugMix's ``test_c`` does (resize 256, centre crop 224); ``--resize 0`` gives
     Hendrycks's ImageNet-C/test.py (centre crop only, the stored images being 224 x 224)."""
-    _need_imagenet(ctx)
-    root = _need_root(ctx, "ImageNet-C: <corruption>/<severity>/<wnid>/*.JPEG")
+    need_imagenet(ctx)
+    root = need_root(ctx, "ImageNet-C: <corruption>/<severity>/<wnid>/*.JPEG")
     names, missing = _c_names(ctx, lambda n: (root / n).is_dir())
     for name in names:
         for severity in range(1, 6):
@@ -192,17 +190,17 @@ def imagenet_c(ctx: Context) -> Results:
     for name in progress(names, desc="corruptions", unit="corruption"):
         sets = [read_class_folders(root / name / str(s), imagenet_wnids(), ctx.options.preprocess) for s in range(1, 6)]
         for data in sets:
-            _nonempty(len(data), data.root)
-        files += [_folder_record(d) for d in sets]
+            nonempty_count(len(data), data.root)
+        files += [folder_record(d) for d in sets]
         # the five severity folders as they are now: a folder replaced in place is evaluated anew
-        identity = _folder_identity(root / name, [sample for d in sets for sample in d.samples])
+        identity = folder_identity(root / name, [sample for d in sets for sample in d.samples])
         if name in results and ctx.done_identity.get(name) == identity:
             continue
         entry = {}
         for severity, data in enumerate(sets, 1):
             confidences, corrects = [], []
             for x, y in data.batches(ctx.batch_size, ctx.options.workers):
-                confidence, predicted = _logits(ctx.model, x, ctx.device).softmax(1).max(1)
+                confidence, predicted = batch_logits(ctx.model, x, ctx.device).softmax(1).max(1)
                 confidences.append(confidence.cpu().numpy())
                 corrects.append((predicted.cpu() == y.cpu()).numpy())
             correct = np.concatenate(corrects)
@@ -217,15 +215,15 @@ def imagenet_c(ctx: Context) -> Results:
 def imagenet_r(ctx: Context) -> Results:
     """ImageNet-R (``<wnid>/*.jpg``, 200 classes): the 1000-way logits restricted to its 200 classes
     (the public ``imagenet_r_mask``); accuracy, RMS calibration error, ECE and AURRA."""
-    _need_imagenet(ctx)
-    data = read_class_folders(_need_root(ctx, "ImageNet-R class folders"), imagenet_r_wnids(), ctx.options.preprocess)
-    _nonempty(len(data), data.root)
+    need_imagenet(ctx)
+    data = read_class_folders(need_root(ctx, "ImageNet-R class folders"), imagenet_r_wnids(), ctx.options.preprocess)
+    nonempty_count(len(data), data.root)
     keep = imagenet_r_indices()
     logits, labels = [], []
     for x, y in progress(data.batches(ctx.batch_size, ctx.options.workers), desc="imagenet-r",
                          total=-(-len(data) // ctx.batch_size)):
-        logits.append(_logits(ctx.model, x, ctx.device)[:, keep])
+        logits.append(batch_logits(ctx.model, x, ctx.device)[:, keep])
         labels.append(y)
-    summary = _calibration_summary(torch.cat(logits), torch.cat(labels), ctx.options.rms_estimator)
-    return {"imagenet-r": {"accuracy": summary["accuracy"], "n": len(data)}}, summary, [_folder_record(data)]
+    summary = calibration_summary(torch.cat(logits), torch.cat(labels), ctx.options.rms_estimator)
+    return {"imagenet-r": {"accuracy": summary["accuracy"], "n": len(data)}}, summary, [folder_record(data)]
 

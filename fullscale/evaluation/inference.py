@@ -16,16 +16,17 @@ __all__ = ["cpu_inference_model", "logits_of"]
 
 def logits_of(model: nn.Module, images_u8: Tensor, device: torch.device, batch: int = 1000) -> Tensor:
     """Float logits (N, K) on the CPU of uint8 images (N, 3, H, W), in batches of ``batch``."""
-    return torch.cat([_logits(model, images_u8[s:s + batch], device) for s in range(0, images_u8.shape[0], batch)])
+    starts = range(0, images_u8.shape[0], batch)
+    return torch.cat([batch_logits(model, images_u8[s:s + batch], device) for s in starts])
 
 
-def _logits(model: nn.Module, images_u8: Tensor, device: torch.device) -> Tensor:
+def batch_logits(model: nn.Module, images_u8: Tensor, device: torch.device) -> Tensor:
     cuda = device.type == "cuda"
     with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda):
         x = to_float(images_u8.to(device, non_blocking=True))
         if cuda:
             x = x.contiguous(memory_format=torch.channels_last)
-        return _finite(model(x).float().cpu())
+        return finite_logits(model(x).float().cpu())
 
 
 def cpu_inference_model(model: nn.Module, example_u8: Tensor) -> nn.Module:
@@ -40,7 +41,7 @@ def cpu_inference_model(model: nn.Module, example_u8: Tensor) -> nn.Module:
         x = to_float(example_u8)
         reference = model(x).float()
     if not bool(torch.isfinite(reference).all()):
-        return model  # nothing to compare against: the eager model's logits are refused where used (_finite)
+        return model  # nothing to compare against: the eager model's logits are refused where used (finite_logits)
     try:
         # TorchScript is deprecated in favour of torch.compile, which on the CPU compiles C++ for tens
         # of seconds per model (longer than a Digits-C evaluation); should TorchScript go, the
@@ -56,7 +57,7 @@ def cpu_inference_model(model: nn.Module, example_u8: Tensor) -> nn.Module:
     return fast if torch.allclose(got, reference, rtol=1e-4, atol=1e-5 * scale) else model
 
 
-def _finite(logits: Tensor) -> Tensor:
+def finite_logits(logits: Tensor) -> Tensor:
     """``logits``, refused when any is NaN/inf: a diverged model's argmax is class 0 everywhere
     and would be reported as a (chance-level) accuracy instead of an error."""
     if not bool(torch.isfinite(logits).all()):

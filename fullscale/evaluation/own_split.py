@@ -20,13 +20,13 @@ from fullscale.data import (
 )
 from fullscale.data.imagenet import read_val_folder
 from fullscale.evaluation.context import Context, Results
-from fullscale.evaluation.inference import _finite, _logits
+from fullscale.evaluation.inference import batch_logits, finite_logits
 from fullscale.evaluation.records import (
-    _file_record,
-    _folder_record,
-    _need_imagenet,
-    _need_root,
-    _nonempty,
+    file_record,
+    folder_record,
+    need_imagenet,
+    need_root,
+    nonempty_count,
 )
 from fullscale.metrics import (
     aurra,
@@ -51,25 +51,25 @@ def _test_data(ctx: Context) -> _TestData:
     (``dataset: imagenet``) as class folders of the validation set under --data-root."""
     dataset, bs = ctx.config.get("dataset"), ctx.batch_size
     if dataset == "imagenet":
-        _need_imagenet(ctx)
-        data = read_val_folder(_need_root(ctx, "the ImageNet validation images (class folders, or flat with "
+        need_imagenet(ctx)
+        data = read_val_folder(need_root(ctx, "the ImageNet validation images (class folders, or flat with "
                                           "LOC_val_solution.csv)"), imagenet_wnids(), ctx.options.preprocess)
-        _nonempty(len(data), data.root)
+        nonempty_count(len(data), data.root)
         return _TestData(lambda: data.batches(bs, ctx.options.workers), len(data), str(data.root),
-                         [_folder_record(data)])
+                         [folder_record(data)])
     if dataset not in DATASETS:
         raise ValueError(f"the run's dataset {dataset!r} has no test split here; "
                          f"known: imagenet, {', '.join(DATASETS)}")
     root = ctx.data_root or ctx.config.get("data_root") or None
     test = load_dataset(dataset, "test", root)
-    _nonempty(len(test), f"the {dataset} test split ({test.source})")
+    nonempty_count(len(test), f"the {dataset} test split ({test.source})")
     if test.num_classes != ctx.num_classes:
         raise ValueError(f"{dataset} has {test.num_classes} classes, the run's model {ctx.num_classes}")
     files = []
     from fullscale.data.cifar import LAYOUT
 
     if dataset in LAYOUT and Path(test.source).is_dir():
-        files = [_file_record(Path(test.source) / f, len(test)) for f in LAYOUT[dataset]["test"]]
+        files = [file_record(Path(test.source) / f, len(test)) for f in LAYOUT[dataset]["test"]]
 
     def batches() -> Iterator[tuple[Tensor, Tensor]]:
         for s in range(0, len(test), bs):
@@ -81,13 +81,13 @@ def _test_data(ctx: Context) -> _TestData:
 def clean(ctx: Context) -> Results:
     """Clean top-1 accuracy on the run's test split."""
     data = _test_data(ctx)
-    correct = sum(int((_logits(ctx.model, x, ctx.device).argmax(1) == y).sum())
+    correct = sum(int((batch_logits(ctx.model, x, ctx.device).argmax(1) == y).sum())
                   for x, y in progress(data.batches(), desc="clean", total=-(-data.n // ctx.batch_size)))
     acc = correct / data.n
     return {"clean": {"accuracy": acc, "n": data.n}}, {"accuracy": acc}, data.files
 
 
-def _calibration_summary(logits: Tensor, labels: Tensor, estimator: str) -> dict:
+def calibration_summary(logits: Tensor, labels: Tensor, estimator: str) -> dict:
     conf, pred = logits.softmax(1).max(1)
     correct = (pred == labels).numpy().astype(float)
     conf = conf.numpy().astype(float)
@@ -104,9 +104,9 @@ def calibration(ctx: Context) -> Results:
     data = _test_data(ctx)
     logits, labels = [], []
     for x, y in progress(data.batches(), desc="calibration", total=-(-data.n // ctx.batch_size)):
-        logits.append(_logits(ctx.model, x, ctx.device))
+        logits.append(batch_logits(ctx.model, x, ctx.device))
         labels.append(y)
-    summary = _calibration_summary(torch.cat(logits), torch.cat(labels), ctx.options.rms_estimator)
+    summary = calibration_summary(torch.cat(logits), torch.cat(labels), ctx.options.rms_estimator)
     return {"calibration": {"accuracy": summary["accuracy"], "n": data.n}}, summary, data.files
 
 
@@ -119,7 +119,7 @@ def fgsm(ctx: Context) -> Results:
     for x_u8, y in progress(data.batches(), desc="fgsm", total=-(-data.n // ctx.batch_size)):
         x = to_float(x_u8.to(ctx.device)).requires_grad_(True)
         y = y.to(ctx.device)
-        (grad,) = torch.autograd.grad(F.cross_entropy(_finite(ctx.model(x)), y), x)
+        (grad,) = torch.autograd.grad(F.cross_entropy(finite_logits(ctx.model(x)), y), x)
         step = grad.sign()
         with torch.inference_mode():
             for eps in ctx.options.epsilons:

@@ -14,15 +14,15 @@ from fullscale.data import (
     read_video_folders,
 )
 from fullscale.evaluation.context import Context, Results
-from fullscale.evaluation.corrupted import _check_resolution
-from fullscale.evaluation.inference import _logits, logits_of
+from fullscale.evaluation.corrupted import check_resolution
+from fullscale.evaluation.inference import batch_logits, logits_of
 from fullscale.evaluation.records import (
-    _file_record,
-    _folder_identity,
-    _folder_record,
-    _need_imagenet,
-    _need_root,
-    _nonempty,
+    file_record,
+    folder_identity,
+    folder_record,
+    need_imagenet,
+    need_root,
+    nonempty_count,
 )
 from fullscale.metrics import (
     flip_probability,
@@ -75,17 +75,17 @@ def perturbed_npy(ctx: Context) -> Results:
     """CIFAR-10-P (and Digits-P): flip probability per perturbation (consecutive frames; the first
     frame for noise), its mean (the CIFAR-10-P tables' unnormalised "mFR") and, with AlexNet's flip
     probabilities, mFR."""
-    root = _need_root(ctx, "a -P set of <perturbation>.npy files")
+    root = need_root(ctx, "a -P set of <perturbation>.npy files")
     names, missing = _p_names(ctx, lambda n: (root / f"{n}.npy").is_file(), tuple(PERTURBATIONS))
     data = read_p_set(root, names)
-    _nonempty(data.count, root)
-    _check_resolution(ctx, tuple(data.sequences(names[0], 0, 1).shape[-2:]), root)
+    nonempty_count(data.count, root)
+    check_resolution(ctx, tuple(data.sequences(names[0], 0, 1).shape[-2:]), root)
     if ctx.options.alexnet_flip:
         read_alexnet_flip_table(ctx.options.alexnet_flip)  # a bad table fails before the work
     results, files = {n: e for n, e in ctx.done.items() if n in names}, []
     chunk = max(1, ctx.batch_size // max(data.frames.values()))  # sequences per model batch
     for name in progress(names, desc="perturbations", unit="perturbation"):
-        record = _file_record(data.path(name), data.count)
+        record = file_record(data.path(name), data.count)
         files.append(record)
         # a result is kept only for the same file (content hash): a set replaced in place is redone
         if name in results and ctx.done_identity.get(name) == record["sha256"]:
@@ -94,7 +94,7 @@ def perturbed_npy(ctx: Context) -> Results:
         for start in range(0, data.count, chunk):
             seq = data.sequences(name, start, start + chunk)
             n, f = seq.shape[:2]
-            preds.append(_logits(ctx.model, seq.reshape(n * f, *seq.shape[2:]), ctx.device).argmax(1).view(n, f))
+            preds.append(batch_logits(ctx.model, seq.reshape(n * f, *seq.shape[2:]), ctx.device).argmax(1).view(n, f))
         p = torch.cat(preds).numpy()
         entry = {"flip_probability": flip_probability(p, noise=is_noise_sequence(name)),
                  "n_sequences": int(p.shape[0]), "frames": int(p.shape[1])}
@@ -107,16 +107,16 @@ def imagenet_p(ctx: Context) -> Results:
     """ImageNet-P (``<perturbation>/<wnid>/*.mp4``, needs the video extra): flip probability per
     perturbation (each video's own rate, then the mean over videos), mean, and mFR with a
     user-supplied table of AlexNet's flip probabilities (--alexnet-flip)."""
-    _need_imagenet(ctx)
-    root = _need_root(ctx, "ImageNet-P: <perturbation>/<wnid>/*.mp4")
+    need_imagenet(ctx)
+    root = need_root(ctx, "ImageNet-P: <perturbation>/<wnid>/*.mp4")
     names, missing = _p_names(ctx, lambda n: (root / n).is_dir())
     if ctx.options.alexnet_flip:
         read_alexnet_flip_table(ctx.options.alexnet_flip)
     results, files = {n: e for n, e in ctx.done.items() if n in names}, []
     for name in progress(names, desc="perturbations", unit="perturbation"):
         data = read_video_folders(root / name, imagenet_wnids())
-        files.append(_folder_record(data))
-        identity = _folder_identity(data.root, data.samples)
+        files.append(folder_record(data))
+        identity = folder_identity(data.root, data.samples)
         if name in results and ctx.done_identity.get(name) == identity:
             continue
         preds = []

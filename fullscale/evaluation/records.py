@@ -17,16 +17,16 @@ from fullscale.evaluation.context import Context
 from infra.io import printable, sha256_file
 
 
-def _file_record(path: Path, count: int) -> dict:
+def file_record(path: Path, count: int) -> dict:
     return {"path": str(path), "count": int(count), "sha256": sha256_file(path)}
 
 
-def _folder_record(data: FolderSet) -> dict:
+def folder_record(data: FolderSet) -> dict:
     return {"path": str(data.root), "count": len(data), "sha256": data.listing_sha256(),
             "sha256_of": "listing (relative path, size, label)"}
 
 
-def _folder_identity(root: Path, samples: list[tuple[Path, int]]) -> str:
+def folder_identity(root: Path, samples: list[tuple[Path, int]]) -> str:
     """A cheap identity of image/video folders for resuming: every file's path under ``root``,
     size, modification time and label.  ``listing_sha256`` (the record of what was read) has no
     times, so a file replaced in place by one of the same size would not change it."""
@@ -37,19 +37,19 @@ def _folder_identity(root: Path, samples: list[tuple[Path, int]]) -> str:
     return digest.hexdigest()
 
 
-def _nonempty(n: int, where: object) -> int:
+def nonempty_count(n: int, where: object) -> int:
     """``n``, refused when 0: an accuracy over no images is 0/0, not a number to report."""
     if n <= 0:
         raise ValueError(f"{printable(str(where))} holds no images: nothing to evaluate")
     return n
 
 
-def _check_labels(labels: np.ndarray, num_classes: int, where: Path) -> None:
+def check_labels(labels: np.ndarray, num_classes: int, where: Path) -> None:
     if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
         raise ValueError(f"{where}: labels outside [0, {num_classes}) of the run's model")
 
 
-def _need_root(ctx: Context, what: str) -> Path:
+def need_root(ctx: Context, what: str) -> Path:
     if ctx.data_root is None:
         raise ValueError(f"this suite needs --data-root DIR: {what}")
     if not ctx.data_root.is_dir():
@@ -57,7 +57,7 @@ def _need_root(ctx: Context, what: str) -> Path:
     return ctx.data_root
 
 
-def _need_imagenet(ctx: Context) -> None:
+def need_imagenet(ctx: Context) -> None:
     if ctx.num_classes != 1000:
         raise ValueError(f"ImageNet suites need a 1000-class model; this run has {ctx.num_classes} classes")
 

@@ -58,6 +58,12 @@ def start_process(cfg: TrainConfig) -> Process:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     device = resolve_device(cfg)
+    per_node = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    if world > 1 and device.type == "cuda" and per_node > torch.cuda.device_count():
+        # every rank of the node refuses alike, before any of them waits in the rendezvous
+        raise ValueError(f"torchrun started {per_node} processes on this node, which has "
+                         f"{torch.cuda.device_count()} CUDA device(s): one process per GPU "
+                         f"(--nproc_per_node {torch.cuda.device_count()}), or device=cpu")
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     if world > 1 and device.type == "cuda":

@@ -1,6 +1,6 @@
 """The figures of ``noisymix bench gpu`` (``bench_gpu``): each a call of the existing benchmark code
-at a size scaled by the budget (``_Ctx.n``), returning its record (value, unit, target, met, ...).
-``_figures(ctx)`` names them in order of importance; ``bench_gpu`` runs each in its own process
+at a size scaled by the budget (``FigureContext.n``), returning its record (value, unit, target, met, ...).
+``gpu_figures(ctx)`` names them in order of importance; ``bench_gpu`` runs each in its own process
 within the budget and writes the files."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ OPTIONAL_BENCHMARKS = {"imagenet_loader": "imagenet-loader", "transfer_step": "t
                        "puzzlemix_step": "puzzlemix"}
 
 
-class _Ctx:
+class FigureContext:
     """What every figure needs: device, quick flag, the current size scale."""
 
     def __init__(self, device: torch.device, quick: bool, seeds: int, sleep: float | None = None) -> None:
@@ -46,7 +46,7 @@ def _met(value: float | None, target: float, below: bool) -> bool | None:
 
 # ---- figures ------------------------------------------------------------------------------------
 
-def _augmix(ctx: _Ctx, size: int) -> dict:
+def _augmix(ctx: FigureContext, size: int) -> dict:
     from fullscale.augment import AugMixConfig, augmix, to_float
     from noisymix.random import generator_for
     from noisymix_app.bench._timing import best_seconds
@@ -67,14 +67,14 @@ def _augmix(ctx: _Ctx, size: int) -> dict:
             "met": _met(rate, target, below=False) if target and ctx.cuda else None}
 
 
-def _cifar10c_generation(ctx: _Ctx) -> dict:
+def _cifar10c_generation(ctx: FigureContext) -> dict:
     from fullscale.vocabulary import CORRUPTIONS
     from noisymix_app.bench import bench_corruptions
-    from noisymix_app.bench.bench_corruptions import _cifar10c
+    from noisymix_app.bench.bench_corruptions import cifar10c_figure
 
     n = ctx.n(10_000, 8, least=100)
     names = ",".join(CORRUPTIONS[:3]) if ctx.quick else None
-    r = _cifar10c(options(bench_corruptions, mode="cifar10c", images=n, corruptions=names, chunk=10_000,
+    r = cifar10c_figure(options(bench_corruptions, mode="cifar10c", images=n, corruptions=names, chunk=10_000,
                           device=str(ctx.device)))
     per = len(r["per_corruption_seconds"])
     projected = r["seconds"] * 10_000 / n * 15 / per
@@ -83,7 +83,7 @@ def _cifar10c_generation(ctx: _Ctx) -> dict:
             "target": "< 60", "met": _met(projected, 60, below=True) if ctx.cuda else None}
 
 
-def _cifar10c_evaluation(ctx: _Ctx) -> dict:
+def _cifar10c_evaluation(ctx: FigureContext) -> dict:
     from noisymix_app.bench import bench_evaluate
 
     n = ctx.n(2000, 16, least=500)  # per severity block: 15 x 5 blocks on disk (0.46 GB at 2000)
@@ -95,7 +95,7 @@ def _cifar10c_evaluation(ctx: _Ctx) -> dict:
             "target": "< 60", "met": _met(value, 60, below=True) if ctx.cuda else None}
 
 
-def _cifar10p_generation(ctx: _Ctx) -> dict:
+def _cifar10p_generation(ctx: FigureContext) -> dict:
     from fullscale.corruptions.perturbations import PERTURBATIONS, perturbation_sequence
     from noisymix.random import generator_for
 
@@ -114,7 +114,8 @@ def _cifar10p_generation(ctx: _Ctx) -> dict:
             "images": n, "sets": len(names), "measured_s": round(seconds, 2), "target": None, "met": None}
 
 
-def _step(ctx: _Ctx, precision: str, memory_format: str, compiled: bool, model: str = "preactresnet18") -> dict:
+def _step(ctx: FigureContext, precision: str, memory_format: str, compiled: bool,
+          model: str = "preactresnet18") -> dict:
     from noisymix_app.bench import bench_train_step
 
     resnet50 = model == "resnet50"
@@ -146,7 +147,7 @@ def _step(ctx: _Ctx, precision: str, memory_format: str, compiled: bool, model: 
     return out
 
 
-def _digits_precision(ctx: _Ctx) -> dict:
+def _digits_precision(ctx: FigureContext) -> dict:
     """The same digits run in bf16 autocast and in fp32, seeds 0.. each: mean clean and Digits-C
     accuracy (15 corruptions x 5 severities of the digits test set, made once on the device)."""
     from fullscale.corruptions import CORRUPTIONS, corrupt
@@ -199,7 +200,7 @@ def _digits_precision(ctx: _Ctx) -> dict:
             "note": "bf16 autocast is a CUDA setting: on the CPU both runs train in fp32"}
 
 
-def _optional(ctx: _Ctx, key: str) -> dict:
+def _optional(ctx: FigureContext, key: str) -> dict:
     from noisymix_app.bench.cli import BENCHMARKS
 
     name = OPTIONAL_BENCHMARKS[key]
@@ -211,7 +212,7 @@ def _optional(ctx: _Ctx, key: str) -> dict:
     return {"result": module.run(options(module, device=str(ctx.device)))}
 
 
-def _figures(ctx: _Ctx) -> dict[str, Callable[[], dict]]:
+def gpu_figures(ctx: FigureContext) -> dict[str, Callable[[], dict]]:
     # in order of importance: what runs late is what a short budget shrinks or skips (torch.compile
     # costs a minute or more of compilation per figure, whatever the size)
     figures: dict[str, Callable[[], dict]] = {

@@ -113,7 +113,7 @@ def _speedup(args: argparse.Namespace) -> dict:
             "median_speedup": statistics.median(r["speedup"] for r in rows.values()), "target_median": 10}
 
 
-def _cifar10c(args: argparse.Namespace) -> dict:
+def cifar10c_figure(args: argparse.Namespace) -> dict:
     g = torch.Generator().manual_seed(0)
     x = torch.randint(0, 256, (args.images, 3, 32, 32), dtype=torch.uint8, generator=g).to(args.device)
     names = args.corruptions.split(",") if args.corruptions else list(CORRUPTIONS)
@@ -136,4 +136,4 @@ def _cifar10c(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> dict:
-    return _speedup(args) if args.mode == "speedup" else _cifar10c(args)
+    return _speedup(args) if args.mode == "speedup" else cifar10c_figure(args)

@@ -57,7 +57,7 @@ import torch
 
 from infra.io import write_json, write_text
 from infra.provenance import provenance
-from noisymix_app.bench._gpu_figures import OPTIONAL_BENCHMARKS, _Ctx, _figures  # noqa: F401 (handed on)
+from noisymix_app.bench._gpu_figures import OPTIONAL_BENCHMARKS, FigureContext, gpu_figures  # noqa: F401 (handed on)
 
 #: this module writes its own files into the ``--out`` folder (the front door must not)
 WRITES_OUT_DIR = True
@@ -102,12 +102,12 @@ def _child(conn: Any, name: str, device: str, quick: bool, seeds: int, scale: fl
     import os
 
     os.setpgrp()  # its own process group: the deadline kills the figure's workers with it
-    ctx = _Ctx(torch.device(device), quick, seeds, sleep)
+    ctx = FigureContext(torch.device(device), quick, seeds, sleep)
     ctx.scale = scale
     if not ctx.cuda:  # the smoke run measures nothing on the CPU; one thread cannot oversubscribe a busy one
         torch.set_num_threads(1)
     try:
-        record = _figures(ctx)[name]()
+        record = gpu_figures(ctx)[name]()
     except ImportError as error:  # an optional extra that is not installed: a skip, not a failure
         record = {"skipped": f"optional package missing: {str(error).splitlines()[0][:300]}"}
     except Exception as error:  # one figure's failure is a result, not the end of the run
@@ -116,7 +116,7 @@ def _child(conn: Any, name: str, device: str, quick: bool, seeds: int, scale: fl
     conn.close()
 
 
-def _figure_in_child(name: str, ctx: _Ctx, deadline: float) -> dict:
+def _figure_in_child(name: str, ctx: FigureContext, deadline: float) -> dict:
     """``name``'s record, or ``skipped: budget`` when it is still running after ``deadline`` seconds
     (the child is killed).  Spawned, not forked: CUDA cannot be forked, and a fork after torch's
     OpenMP threads ran can deadlock in the child (seen here: the fp32 step hung)."""
@@ -260,8 +260,8 @@ def run(args: argparse.Namespace) -> dict:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    ctx = _Ctx(device, args.quick, args.seeds or (1 if args.quick else 3), args.sleep_figure)
-    figures = _figures(ctx)
+    ctx = FigureContext(device, args.quick, args.seeds or (1 if args.quick else 3), args.sleep_figure)
+    figures = gpu_figures(ctx)
     wanted = [f.strip() for f in args.only.split(",")] if args.only else list(figures)
     unknown = sorted(set(wanted) - set(figures))
     if unknown:

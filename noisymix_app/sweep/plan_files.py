@@ -102,7 +102,7 @@ def check_inputs(plan: Plan) -> list[str]:
             elif not Path(spec.data_root).is_dir():
                 add(f"--data-root {printable(spec.data_root)}: no such folder")
             elif cfg.data.dataset in ("cifar10", "cifar100"):  # a folder without the batches failed every run too
-                from fullscale.data.cifar import _folder as cifar_folder
+                from fullscale.data.cifar import batches_folder as cifar_folder
 
                 try:
                     cifar_folder(Path(spec.data_root), cfg.data.dataset)

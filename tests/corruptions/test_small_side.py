@@ -150,9 +150,10 @@ def test_corrupt_size_is_checked_before_any_work(tmp_path, capsys):
 
 
 def test_digits16_c_set_is_evaluated_as_the_digits16_suite(tmp_path):
-    from fullscale.evaluation import _DATASET_SIZE, SUITES
+    from fullscale.data.registry import IMAGE_SIDE
+    from fullscale.evaluation import SUITES
 
-    assert _DATASET_SIZE["digits16"] == 16 and "digits16-c" in SUITES and "digits16-p" in SUITES
+    assert IMAGE_SIDE["digits16"] == 16 and "digits16-c" in SUITES and "digits16-p" in SUITES
 
 
 def test_a_folder_tree_at_another_size_is_refused_in_one_line(tmp_path, capsys):

@@ -10,12 +10,14 @@ import torch
 
 from fullscale.runs import load_run_model
 
+# device=cpu: these are the gloo runs; a machine with one GPU would put rank 1 on a second one
+_TINY = ("dataset=digits", "width=4", "epochs=1", "train_subset=128", "batch_size=32", "device=cpu")
+
 
 def test_torchrun_two_processes(tmp_path, torchrun):
     out = tmp_path / "run"
     done = torchrun("-m", "noisymix_app.cli", "train", "--preset", "noisymix", "--out", str(out),
-                    *[a for kv in ("dataset=digits", "width=4", "epochs=1", "train_subset=128", "batch_size=32")
-                      for a in ("--set", kv)])
+                    *[a for kv in _TINY for a in ("--set", kv)])
     assert done.stdout.count("trained noisymix") == 1
     run_facts = json.loads((out / "config.json").read_text())["run"]
     assert run_facts["world_size"] == 2
@@ -27,8 +29,6 @@ def test_torchrun_two_processes(tmp_path, torchrun):
     names = sorted(p.name for p in out.iterdir() if p.name != ".lock")  # .lock: rank 0's directory lock
     assert names == ["checkpoint.pt", "config.json", "final.pt", "metrics.jsonl", "noisymix-folder.json"]
 
-
-_TINY = ("dataset=digits", "width=4", "epochs=1", "train_subset=128", "batch_size=32")
 
 
 def _draws(tmp_path, torchrun, *extra: str) -> list[list[dict]]:
@@ -98,3 +98,18 @@ def test_a_run_made_before_the_ddp_options_still_resumes(tmp_path):
     check_same_config(tmp_path / "config.json", record)
     with pytest.raises(ValueError, match="sync_bn"):
         check_same_config(tmp_path / "config.json", config_to_dict(TrainConfig(runtime=RuntimeConfig(sync_bn=True))))
+
+
+def test_more_ranks_than_gpus_is_one_line_before_the_rendezvous(monkeypatch):
+    """torchrun --nproc_per_node 2 on a one-GPU machine: every rank refuses in one line instead of
+    rank 1 failing deep in CUDA ("invalid device ordinal") while rank 0 waits for it."""
+    from fullscale.training.config import TrainConfig
+    from fullscale.training.process import start_process
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    with pytest.raises(ValueError, match=r"2 processes on this node, which has 1 CUDA device.*--nproc_per_node 1"):
+        start_process(TrainConfig())

@@ -116,7 +116,7 @@ def test_in_memory_data_resumes_mid_epoch_too(tmp_path, monkeypatch):
 
 def test_torchrun_two_processes_shard_the_files(tree, tmp_path, torchrun):
     out = tmp_path / "run"
-    sets = [*SMALL, f"data_root={tree}", "batch_size=4", "epochs=1"]
+    sets = [*SMALL, f"data_root={tree}", "batch_size=4", "epochs=1", "device=cpu"]  # gloo, on any machine
     torchrun("-m", "noisymix_app.cli", "train", "--preset", "imagenet-resnet50-noisymix", "--out", str(out),
              *[a for kv in sets for a in ("--set", kv)])
     (entry,) = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
