@@ -198,17 +198,10 @@ def _log_step(log: dict, log_path: Path, entry: dict, seconds: float, started: f
     replacing its earlier record; a step a rerun skips keeps the record of the run that made it."""
     log["steps"] = [e for e in log["steps"] if e["name"] != entry["name"]]
     log["steps"].append({**entry, "seconds": round(seconds, 2)})
+    from noisymix_app.reproduce_summary import total_seconds  # the summary's module: no import loop
     log["seconds"] = total_seconds(log)
     write_json(log_path, log)
     print(f"reproduce: {entry['name']}: {seconds:.1f} s (total {time.perf_counter() - started:.0f} s)", flush=True)
-
-
-def total_seconds(log: dict) -> float:
-    """The job's time: the sum of its steps' recorded seconds, each recorded when the step ran and
-    kept when a rerun skips it, so that a resumed invocation that recomputes nothing leaves it as it
-    was (issue 32: a 2 s rerun rewrote 1132 s to 2.47).  Steps of parallel workers overlap: it is
-    then more than the wall time."""
-    return round(sum(float(e.get("seconds") or 0) for e in log.get("steps", [])), 2)
 
 
 def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: str | None = None,
@@ -298,6 +291,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     if ran or rerun:
         rerun.append(out / "runs")
     _command_step(figures, finished, rerun, command, log, log_path, started)
+    from noisymix_app.reproduce_summary import total_seconds  # the summary's module: no import loop
     log["seconds"] = total_seconds(log)
     # this invocation's own wall time, apart: a resume that recomputed nothing takes seconds
     log["invocation_seconds"] = round(time.perf_counter() - started, 2)
@@ -392,6 +386,7 @@ def _write_index(out: Path, plan: ReproducePlan, log: dict) -> None:
                    if where else "not recorded")
         lines.append(f"| {entry['name']} | {entry['seconds']:.1f} | {where.get('torch_threads', '?')} | "
                      f"{machine} | {where.get('finished', '?')} |")
+    from noisymix_app.reproduce_summary import total_seconds  # the summary's module: no import loop
     lines += ["", f"Total: {total_seconds(log):.0f} s, the sum of the steps' recorded times"
               + (" (worker processes ran steps side by side, so the wall time was less)" if plan.workers else "")
               + "."]

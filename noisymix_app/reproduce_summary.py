@@ -29,7 +29,6 @@ from fullscale.training.methods import METHODS
 from infra.io import read_json, write_bytes, write_json, write_text
 from infra.provenance import git_state, machine
 from infra.stats import interval, paired
-from noisymix_app.reproduce import total_seconds
 from theory.results import checks_of, tally, tally_sentence
 
 __all__ = ["BEGIN", "CODE_PATHS", "CROSS_MACHINE_MARGIN", "END", "main", "readme_figures", "render", "robustness",
@@ -57,6 +56,14 @@ METRICS = (("clean", "clean", ("accuracy",)), ("corrupted", None, ("mean_accurac
            # the stability claims' figure: mean flip probability over the plan's -P sequences
            # (the CIFAR-10-P tables' unnormalised "mFR"); PERTURBED: the plan's perturbed suite
            ("flip_probability", "PERTURBED", ("mean_flip_probability",)))
+
+
+def total_seconds(log: dict) -> float:
+    """The job's time: the sum of its steps' recorded seconds, each recorded when the step ran and
+    kept when a rerun skips it, so that a resumed invocation that recomputes nothing leaves it as it
+    was (issue 32: a 2 s rerun rewrote 1132 s to 2.47).  Steps of parallel workers overlap: it is
+    then more than the wall time."""
+    return round(sum(float(e.get("seconds") or 0) for e in log.get("steps", [])), 2)
 
 
 def _lookup(summary: dict, path: tuple[str, ...]) -> float | None:
@@ -100,7 +107,7 @@ def summarize(out: str | Path) -> dict:
     claims = _claims(values, plan["methods"])
     return {"plan": plan, "plan_name": log.get("plan_name", "custom"), "corrupted_suite": suite,
             "corruptions": sorted(n_corruptions),
-            # both the sum of the steps' recorded times (noisymix_app.reproduce.total_seconds), never the
+            # both the sum of the steps' recorded times (total_seconds), never the
             # last invocation's: a resume that recomputed nothing rewrote 1132 s to 2.47 (issue 32)
             "git": _git(), "seconds": round(sum(e.get("seconds", 0) for e in log.get("steps", [])), 1),
             "wall_seconds": total_seconds(log),
