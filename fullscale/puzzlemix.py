@@ -13,10 +13,10 @@ in [0, 1] (our models normalise inside), their saliency (B, W, W), partners ``pe
 3. labels {0, ..., L-1} (mask values 1 - l / (L-1)), label prior ``eta * -log(binomial(L-1, lambda))
    / n^2``, label cost (l - l')^2 / (L-1)^2 on edges, all scaled by ``1000 n^2`` and truncated to
    int32 as the code does, then solved per image with alpha-beta swap (pyGCO's
-   ``cut_grid_graph(..., algorithm="swap")``, the library the code uses), the batch in a thread
-   pool (pyGCO calls its C library through ctypes, which releases the GIL during the swap, about
-   half of a cut's time; on a 2-core VM the pool measured ~1x, the cuts being 1-4 % of a CPU step:
-   ``noisymix bench puzzlemix``, benchmarks/RESULTS.md);
+   ``cut_grid_graph(..., algorithm="swap")``, the library the code uses), one cut at a time: its C
+   wrapper's global table of graphs is not thread-safe, so the thread pool of ``workers`` holds a
+   lock around each cut (on a 2-core VM the pool had measured ~1x, the cuts being 1-4 % of a CPU
+   step: ``noisymix bench puzzlemix``, benchmarks/RESULTS.md; the public code uses processes);
 4. transport (``transport=True``): at ``t_size``-pixel blocks, each image's salient blocks move to
    where the mask keeps it, by the code's greedy assignment: ``n`` rounds of "every block picks its
    cheapest destination, each destination keeps its cheapest claimant, the others' claimed cost
@@ -37,6 +37,7 @@ Step 4 lives in ``fullscale.puzzlemix_transport`` (its names handed on here).  T
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -76,7 +77,7 @@ class PuzzleMixConfig:
     # > 0: the saliency pass runs in train mode and its loss, 2 clean_lam CE(clean), joins the step's
     # loss (the code's clean input regularisation, there next to a BCE on softmax averaged over classes)
     clean_lam: float = 0.0
-    workers: int = 0  # graph-cut threads; 0: min(8, CPUs) (the code's --mp 8 processes)
+    workers: int = 0  # graph-cut threads (0: min(8, CPUs)); pyGCO is not thread-safe, so they cut one at a time
     # the step's loss: "ce", the soft-target cross-entropy every method of this trainer uses, or
     # "bce_softmax", the public code's BCE on softmax outputs averaged over classes (its clean term
     # then 2 clean_lam CE / K as there); its recipe pairs that loss with weight decay 1e-4
@@ -255,6 +256,9 @@ def _workers(workers: int) -> int:
     return workers or min(8, os.cpu_count() or 1)
 
 
+_GCO_LOCK = threading.Lock()
+
+
 @lru_cache(maxsize=4)
 def _pool(workers: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="puzzlemix-gco")
@@ -279,7 +283,11 @@ def solve_masks(unary: np.ndarray, edge_x: np.ndarray, edge_y: np.ndarray, *, wo
     cost = _label_cost(n_labels)
 
     def one(i: int) -> np.ndarray:
-        return gco.cut_grid_graph(unary[i], cost, edge_x[i], edge_y[i], algorithm="swap")
+        # one cut at a time: pyGCO's C wrapper keeps its graphs in a global std::map keyed by a
+        # global counter, neither locked (gco/cgco.cpp), so two threads inside it at once can cut
+        # each other's graph (a rare mask from another image, seen once as a same-seed mismatch)
+        with _GCO_LOCK:
+            return gco.cut_grid_graph(unary[i], cost, edge_x[i], edge_y[i], algorithm="swap")
 
     workers = _workers(workers)
     if workers == 1 or len(unary) == 1:
