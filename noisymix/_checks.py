@@ -12,19 +12,42 @@ def _values(value: float | Tensor) -> Tensor:
     return torch.as_tensor(value, dtype=torch.float64).detach().cpu()
 
 
+def _number(value: float | Tensor) -> float | None:
+    """A plain Python number as a float (checked without tensors: no aten op, so a check inside a
+    training step costs no host synchronisation); ``None`` for a tensor or a sequence."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
 def check_positive(name: str, value: float | Tensor) -> None:
+    number = _number(value)
+    if number is not None:
+        if not (math.isfinite(number) and number > 0):
+            raise ValueError(f"{name} must be finite and > 0, got {_show(value)}")
+        return
     v = _values(value)
     if not bool(torch.isfinite(v).all()) or not bool((v > 0).all()):
         raise ValueError(f"{name} must be finite and > 0, got {_show(value)}")
 
 
 def check_nonnegative(name: str, value: float | Tensor) -> None:
+    number = _number(value)
+    if number is not None:
+        if not (math.isfinite(number) and number >= 0):
+            raise ValueError(f"{name} must be finite and >= 0, got {_show(value)}")
+        return
     v = _values(value)
     if not bool(torch.isfinite(v).all()) or not bool((v >= 0).all()):
         raise ValueError(f"{name} must be finite and >= 0, got {_show(value)}")
 
 
 def check_unit_interval(name: str, value: float | Tensor) -> None:
+    number = _number(value)
+    if number is not None:
+        if not 0 <= number <= 1:
+            raise ValueError(f"{name} must lie in [0, 1], got {_show(value)}")
+        return
     v = _values(value)
     if not bool(((v >= 0) & (v <= 1)).all()):
         raise ValueError(f"{name} must lie in [0, 1], got {_show(value)}")

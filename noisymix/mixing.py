@@ -178,14 +178,19 @@ def sample_noise(
     device = generator.device
     mag_shape = tuple(shape[:view_dims]) + (1,) * (len(shape) - view_dims)
     mult_term = add_term = None
+    add_level = mult_level = None
+    if config.add > 0 and config.mult > 0 and config.magnitude == "beta25":
+        # both magnitudes in one draw (half the sampler's kernels): additive first, as drawn alone
+        both = sample_beta(2.0, 5.0, (2, *mag_shape), generator=generator, dtype=dtype)
+        add_level, mult_level = config.add * both[0], config.mult * both[1]
     if config.add > 0:
-        level = _magnitude(config, config.add, mag_shape, generator, dtype) * add_scale
-        add_term = level * torch.randn(shape, generator=generator, device=device, dtype=dtype)
+        level = _magnitude(config, config.add, mag_shape, generator, dtype) if add_level is None else add_level
+        add_term = (level * add_scale) * torch.randn(shape, generator=generator, device=device, dtype=dtype)
         if config.sparse > 0:
             keep = torch.rand(shape, generator=generator, device=device, dtype=dtype) >= config.sparse
             add_term = add_term * keep
     if config.mult > 0:
-        level = _magnitude(config, config.mult, mag_shape, generator, dtype)
+        level = _magnitude(config, config.mult, mag_shape, generator, dtype) if mult_level is None else mult_level
         uniform = 2 * torch.rand(shape, generator=generator, device=device, dtype=dtype) - 1
         mult_term = level * uniform
         if config.sparse > 0:
@@ -305,8 +310,10 @@ def noisy_feature_mixup(
     rest = tuple(h.shape[g + 1:])
     hv = h.reshape(*groups, views, b, *rest).movedim(g, 0)  # (views, *groups, B, ...)
     lam = draw.lam
-    out = mix(hv, torch.stack([_partners(v, draw.perm) for v in hv]),
-              lam.expand(views, *lam.shape))
+    # every view's partners in one gather (one permutation without groups: one index_select)
+    partners = (hv.index_select(1, draw.perm) if g == 0
+                else torch.stack([_partners(v, draw.perm) for v in hv]))
+    out = mix(hv, partners, lam.expand(views, *lam.shape))
     noise = config.noise
     if noise.active:
         add_scale: Tensor | float = 1.0
@@ -334,7 +341,10 @@ def mix_targets(targets: Tensor, draw: MixDraw, num_classes: int | None = None) 
     if not targets.is_floating_point():
         if num_classes is None:
             raise ValueError("num_classes is needed to one-hot encode integer targets")
-        targets = F.one_hot(targets, num_classes).to(draw.lam.dtype)
+        # a scatter, not F.one_hot: one_hot reads the labels' min and max back to the host on the
+        # CPU (two synchronisations a step); labels are checked where the data is read
+        targets = torch.zeros(*targets.shape, num_classes, dtype=draw.lam.dtype, device=targets.device).scatter_(
+            -1, targets.unsqueeze(-1), 1.0)
     return mix(targets, _partners(targets, draw.perm), draw.lam)
 
 

@@ -37,7 +37,8 @@ def _log_gamma(concentration: float | Tensor, shape: tuple[int, ...],
     Uses Gamma(a) = Gamma(a + 1) * U^(1/a) in log space: torch's sampler clamps tiny draws to
     the smallest normal double, which would bias Beta(a, b) for a, b << 1.
     """
-    check_positive("concentration", concentration)
+    if not isinstance(concentration, Tensor):  # a number: checked in Python; a tensor: by the caller
+        check_positive("concentration", concentration)
     conc = _concentration(concentration, shape, generator, torch.float64)
     boosted = torch._standard_gamma(conc + 1, generator=generator)
     u = torch.rand(shape, generator=generator, device=generator.device, dtype=torch.float64)
@@ -60,6 +61,11 @@ def sample_beta(alpha: float | Tensor, beta: float | Tensor, shape: tuple[int, .
 def sample_dirichlet(concentration: Tensor | list[float], shape: tuple[int, ...] = (), *,
                      generator: torch.Generator, dtype: torch.dtype = torch.float32) -> Tensor:
     """Dirichlet draws of shape ``shape + (K,)`` for a length-K concentration vector."""
+    if isinstance(concentration, Tensor):
+        check_positive("concentration", concentration)
+    else:  # a list of numbers: checked without tensors (no aten op inside a training step)
+        for value in concentration:
+            check_positive("concentration", value)
     conc = torch.as_tensor(concentration, dtype=torch.float64)
     if conc.ndim != 1 or conc.numel() < 2:
         raise ValueError(f"Dirichlet concentration must be a vector of length >= 2, got {conc}")

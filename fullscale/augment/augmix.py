@@ -27,6 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -41,6 +42,7 @@ from fullscale.augment.ops import (
     normalise,
     resample_normalised,
 )
+from infra.devices import to_device
 from noisymix.random import sample_beta, sample_dirichlet
 
 __all__ = ["AugMixConfig", "augmix", "draw_chains"]
@@ -129,8 +131,8 @@ def apply_chains(images_u8: Tensor, config: AugMixConfig, chains: Chains, *, chu
     plan = _Plan.build(config, chains, (h, w), dev)
     width = config.width
     # out = (1 - m) x + m sum_j w_j chain_j (public aug()), /255 folded into the weights
-    clean = chains.clean_weight.to(dev, torch.float32)
-    chain_weights = ((1 - clean)[:, None] * chains.chain_weights.to(dev, torch.float32) / 255).view(n, width, 1, 1, 1)
+    clean = to_device(chains.clean_weight.float(), dev)
+    chain_weights = ((1 - clean)[:, None] * to_device(chains.chain_weights.float(), dev) / 255).view(n, width, 1, 1, 1)
     clean = (clean / 255).view(n, 1, 1, 1)
     out = torch.empty(n, *images_u8.shape[1:], dtype=torch.float32, device=dev)
 
@@ -158,73 +160,89 @@ class _Plan:
     """Everything about one view that does not depend on pixels, for all chains at once.
 
     Ops are grouped by kind so that one chain step costs one pass per kind, whatever the mix of
-    ops drawn: all bilinear affine maps, all nearest (integer) maps, all point tables.
+    ops drawn: all bilinear affine maps, all nearest (integer) maps, all point tables.  Which
+    chains fall in which group is decided on the host, from the op indices as a NumPy array
+    (``op_index``): the device never has to report a count or a mask (no ``nonzero``, no boolean
+    indexing), so making a view never waits for the device.  Draws made on a CPU generator (the
+    trainer's) cost nothing to read; draws on a CUDA generator are read back once per view.
     """
 
     ops: tuple[Op, ...]
-    op_index: Tensor  # (chains, steps) int64, -1 where the chain has already ended
-    level: Tensor  # (chains, steps)
+    op_index: np.ndarray  # (chains, steps) int64 on the host, -1 where the chain has already ended
+    level: Tensor  # (chains, steps) on the images' device
     sign: Tensor  # (chains, steps)
     affine: Tensor  # (chains, steps, 2, 3) float32, normalised affine maps (zero elsewhere)
-    members: dict[str, Tensor]  # group -> (len(ops) + 1,) bool over op indices (the last: -1)
+    groups: dict[str, np.ndarray]  # group -> (len(ops) + 1,) bool over op indices (the last: -1)
 
     @staticmethod
     def build(config: AugMixConfig, chains: Chains, size: tuple[int, int], device: torch.device) -> _Plan:
         ops = tuple(OPS[name] for name in config.ops)
-        op_index = torch.where(chains.active, chains.op_index, -1).to(device)
-        level, sign = chains.level.to(device), chains.sign.to(device)
-        affine = torch.zeros(*op_index.shape, 2, 3, device=device)
+        op_index = torch.where(chains.active, chains.op_index, -1).cpu().numpy()  # the one read of a view
+        level, sign = chains.level, chains.sign  # where they were drawn: the coefficients are made there
+        affine = torch.zeros(*op_index.shape, 2, 3, device=level.device)
+        flat_affine = affine.view(-1, 2, 3)
         for k, op in enumerate(ops):
             if isinstance(op, AffineOp):
-                drawn = op_index == k
-                affine[drawn] = normalise(op.coefficients(level[drawn], sign[drawn], size), size)
-
-        def member(test: Callable[[Op], bool]) -> Tensor:
-            return torch.tensor([test(op) for op in ops] + [False], device=device)
-
-        members = {mode: member(lambda op, m=mode: isinstance(op, AffineOp) and op.mode == m)
-                   for mode in ("bilinear", "nearest")}
-        members["lut"] = member(lambda op: isinstance(op, LutOp))
-        return _Plan(ops, op_index, level, sign, affine, members)
+                at = np.flatnonzero(op_index == k)
+                if at.size:
+                    rows = _index(at, level.device)
+                    chosen_level, chosen_sign = level.reshape(-1)[rows], sign.reshape(-1)[rows]
+                    flat_affine[rows] = normalise(op.coefficients(chosen_level, chosen_sign, size), size)
+        groups = {mode: np.array([isinstance(op, AffineOp) and op.mode == mode for op in ops] + [False])
+                  for mode in ("bilinear", "nearest")}
+        groups["lut"] = np.array([isinstance(op, LutOp) for op in ops] + [False])
+        level, sign, affine = (to_device(t, device) for t in (level, sign, affine))
+        return _Plan(ops, op_index, level, sign, affine, groups)
 
     def apply(self, x: Tensor, rows: slice) -> Tensor:
         """Run the chains ``rows`` on ``x`` (their images, (chains, C, H, W) uint8), step by step."""
         op_index, level, sign, affine = self.op_index[rows], self.level[rows], self.sign[rows], self.affine[rows]
-        c = x.shape[1]
+        c, dev = x.shape[1], x.device
         lut_ops = [(k, op) for k, op in enumerate(self.ops) if isinstance(op, LutOp)]
         pixel_ops = [(k, op) for k, op in enumerate(self.ops) if isinstance(op, PixelOp)]
         # tables of the ops that need no pixels, for every step of these chains at once
-        tables = torch.empty(*op_index.shape, 256, dtype=torch.uint8, device=x.device)
+        tables = torch.empty(*op_index.shape, 256, dtype=torch.uint8, device=dev)
+        flat_tables = tables.view(-1, 256)
         for k, op in lut_ops:
             if not op.per_image:
-                drawn = op_index == k
-                if drawn.any():
-                    tables[drawn] = op.table(None, level[drawn], sign[drawn]).view(-1, 256)
+                at = np.flatnonzero(op_index == k)
+                if at.size:
+                    drawn = _index(at, dev)
+                    flat_tables[drawn] = op.table(None, level.reshape(-1)[drawn], sign.reshape(-1)[drawn]).view(-1, 256)
         # (index_select on one step's column throughout: much cheaper than advanced indexing)
         for step in range(op_index.shape[1]):
             drawn, level_s, sign_s = op_index[:, step], level[:, step], sign[:, step]
             for mode in ("bilinear", "nearest"):
-                at = torch.nonzero(self.members[mode][drawn]).squeeze(1)
-                if at.numel():
+                at_np = np.flatnonzero(self.groups[mode][drawn])
+                if at_np.size:
+                    at = _index(at_np, dev)
                     maps = affine[:, step].index_select(0, at)
                     _put(x, at, resample_normalised(x.index_select(0, at), maps, mode=mode))
-            at = torch.nonzero(self.members["lut"][drawn]).squeeze(1)
-            if at.numel():
-                sub, sub_op = x.index_select(0, at), drawn.index_select(0, at)
+            at_np = np.flatnonzero(self.groups["lut"][drawn])
+            if at_np.size:
+                at = _index(at_np, dev)
+                sub, sub_op = x.index_select(0, at), drawn[at_np]
                 table = tables[:, step].index_select(0, at).unsqueeze(1).repeat(1, c, 1)  # (m, C, 256)
                 for k, op in lut_ops:
                     if op.per_image:
-                        sel = torch.nonzero(sub_op == k).squeeze(1)
-                        if sel.numel():
-                            chosen = at.index_select(0, sel)
+                        sel_np = np.flatnonzero(sub_op == k)
+                        if sel_np.size:
+                            sel, chosen = _index(sel_np, dev), _index(at_np[sel_np], dev)
                             table[sel] = op.table(sub.index_select(0, sel), level_s.index_select(0, chosen),
                                                   sign_s.index_select(0, chosen))
                 _put(x, at, apply_lut(sub, table))
             for k, op in pixel_ops:
-                at = torch.nonzero(drawn == k).squeeze(1)
-                if at.numel():
+                at_np = np.flatnonzero(drawn == k)
+                if at_np.size:
+                    at = _index(at_np, dev)
                     _put(x, at, op(x.index_select(0, at), level_s.index_select(0, at), sign_s.index_select(0, at)))
         return x
+
+
+def _index(rows: np.ndarray, device: torch.device) -> Tensor:
+    """Host-side row indices as an int64 tensor on ``device`` (a copy queued behind the device's
+    work, not a wait for it)."""
+    return to_device(torch.from_numpy(np.ascontiguousarray(rows, dtype=np.int64)), device)
 
 
 def _over_cpu_threads(run: Callable[[int], None], starts: range, threads: int) -> None:

@@ -10,6 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from infra.devices import to_device
+
 __all__ = ["random_crop_flip", "to_float"]
 
 
@@ -26,8 +28,8 @@ def random_crop_flip(images_u8: Tensor, *, generator: torch.Generator, padding: 
         raise ValueError(f"padding must be >= 0, got {padding}")
     n, _, h, w = images_u8.shape
     dev = images_u8.device
-    shifts = torch.randint(0, 2 * padding + 1, (n, 2), generator=generator, device=generator.device).to(dev)
-    flip = (torch.rand(n, generator=generator, device=generator.device) < 0.5).to(dev)
+    shifts = to_device(torch.randint(0, 2 * padding + 1, (n, 2), generator=generator, device=generator.device), dev)
+    flip = to_device(torch.rand(n, generator=generator, device=generator.device) < 0.5, dev)
     padded = F.pad(images_u8, (padding,) * 4)
     rows = shifts[:, :1] + torch.arange(h, device=dev)  # (n, h)
     cols_base = torch.arange(w, device=dev)

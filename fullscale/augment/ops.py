@@ -207,7 +207,11 @@ def _equalize(x: Tensor, level: Tensor, sign: Tensor) -> Tensor:
     (which covers a single-level channel); else lut[i] = (step // 2 + pixels below i) // step.
     """
     n, c, h, w = x.shape
-    hist = torch.bincount(_lut_index(x).view(-1), minlength=n * c * 256).view(n, c, 256)
+    # a scatter-add into a fixed-size histogram: bincount sizes its output by the input's maximum,
+    # which it reads back from the device
+    index = _lut_index(x).view(-1).long()
+    hist = torch.zeros(n * c * 256, dtype=torch.int64, device=x.device).index_add_(
+        0, index, torch.ones((), dtype=torch.int64, device=x.device).expand(index.numel())).view(n, c, 256)
     top = x.view(n, c, -1).amax(dim=2, keepdim=True).long()
     step = (h * w - hist.gather(2, top)) // 255  # (n, c, 1)
     below = torch.cumsum(hist, 2).sub_(hist).double()

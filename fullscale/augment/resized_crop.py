@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from fullscale.augment.crop_flip import to_float
+from infra.devices import to_device
 
 __all__ = ["draw_resized_crop_boxes", "interpolation_matrices", "random_resized_crop_flip"]
 
@@ -95,8 +96,8 @@ def random_resized_crop_flip(images_u8: Tensor, size: int, *, generator: torch.G
         raise ValueError(f"random_resized_crop_flip expects (N, C, H, W), got {tuple(images_u8.shape)}")
     n, _, height, width = images_u8.shape
     dev = images_u8.device
-    boxes = draw_resized_crop_boxes(n, height, width, generator=generator, scale=scale, ratio=ratio).to(dev)
-    flip = (torch.rand(n, generator=generator, device=generator.device) < 0.5).to(dev)
+    boxes = to_device(draw_resized_crop_boxes(n, height, width, generator=generator, scale=scale, ratio=ratio), dev)
+    flip = to_device(torch.rand(n, generator=generator, device=generator.device) < 0.5, dev)
     top, left, bh, bw = boxes.unbind(1)
     ys = _crop_resize_coordinates(top, bh, size)
     xs = _crop_resize_coordinates(left, bw, size)

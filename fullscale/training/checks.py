@@ -25,11 +25,19 @@ from fullscale.data.imagenet import StreamingImageNet
 from fullscale.training.config import TrainConfig
 from fullscale.training.data import InMemoryData
 
-__all__ = ["CUDA_CHECK_EVERY", "DIVERGED_RATIO", "NonFiniteLoss", "accuracy", "check_finite", "check_weights",
+__all__ = ["CPU_CHECK_EVERY", "CUDA_CHECK_EVERY", "DIVERGED_RATIO", "NonFiniteLoss", "accuracy", "check_finite",
+           "check_interval", "check_weights",
            "divergence", "end_accuracy"]
 
-# steps between the checks of the loss history on CUDA (each check waits for the GPU)
+# steps between the checks of the loss history on CUDA (each check waits for the GPU), and on the
+# CPU (where a check waits for nothing: every step, before its update)
 CUDA_CHECK_EVERY = 25
+CPU_CHECK_EVERY = 1
+
+
+def check_interval(device: torch.device) -> int:
+    """Steps between two reads of the loss history on ``device``."""
+    return CUDA_CHECK_EVERY if device.type == "cuda" else CPU_CHECK_EVERY
 
 # A finished run is reported as diverged (``divergence``) when its last epoch's training
 # cross-entropy is more than DIVERGED_RATIO x its start, or when the cross-entropy rose above that

@@ -29,7 +29,7 @@ from fullscale.data.imagenet import StreamingImageNet, TrainCrop
 from fullscale.training.config import TrainConfig
 from fullscale.training.process import Process
 
-__all__ = ["STREAMED", "InMemoryData", "content_sha256", "data_sha256", "training_data"]
+__all__ = ["STREAMED", "InMemoryData", "content_sha256", "data_sha256", "training_data", "view_shape"]
 
 # data sets streamed from disk, cropped and flipped by the loader (fullscale.data.imagenet)
 STREAMED = ("imagenet",)
@@ -109,3 +109,11 @@ def data_sha256(data: InMemoryData | StreamingImageNet) -> str:
         return data.sha256
     return data.files.listing_sha256()
 
+
+
+def view_shape(cfg: TrainConfig, data: InMemoryData | StreamingImageNet) -> tuple[int, ...]:
+    """(C, H, W) of one view the network sees: ``image_size`` for transfer runs (upsampled on the
+    device) and streamed ImageNet (cropped by the loader), the stored images' otherwise."""
+    if cfg.is_transfer or not isinstance(data, InMemoryData):
+        return (3, cfg.data.image_size, cfg.data.image_size)
+    return tuple(data.images.shape[1:])

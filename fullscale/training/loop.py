@@ -44,21 +44,22 @@ from fullscale.training.checkpoint import (
     undo_start,
 )
 from fullscale.training.checks import (
-    CUDA_CHECK_EVERY,
     NonFiniteLoss,
     accuracy,
     check_finite,
+    check_interval,
     check_weights,
     divergence,
     end_accuracy,
 )
 from fullscale.training.config import TrainConfig
-from fullscale.training.data import InMemoryData, training_data
+from fullscale.training.data import InMemoryData, training_data, view_shape
+from fullscale.training.draws import RunDraws
 from fullscale.training.generators import Generators
 from fullscale.training.methods import Method, get_method
 from fullscale.training.process import Process, build_models, start_process
 from fullscale.training.schedule import make_optimizer, make_scheduler
-from fullscale.training.step import epoch_entry, epoch_sums, history_row, step_loss
+from fullscale.training.step import drawn_step_loss, epoch_entry, epoch_sums, history_row
 from fullscale.training.transfer import check_config, set_train_mode
 from infra.folder_kind import claim_folder
 from infra.io import directory_lock, save_torch, write_json
@@ -129,6 +130,7 @@ class _Setup:
     generators: Generators
     record: dict  # config.json
     steps_per_epoch: int
+    draws: RunDraws  # the views and draws of each step, made a chunk of steps at a time
 
 
 def _prepare(cfg: TrainConfig) -> _Setup:
@@ -149,8 +151,9 @@ def _prepare(cfg: TrainConfig) -> _Setup:
         raise ValueError(f"the training data ({where}) holds {len(data)} image(s): not one step of batch "
                          f"{cfg.optim.batch_size}{' per process' if process.world > 1 else ''}")
     scheduler = make_scheduler(optimizer, cfg, steps_per_epoch)
+    draws = RunDraws(cfg, method, steps_per_epoch, view_shape(cfg, data), rank=process.rank, world=process.world)
     return _Setup(cfg, method, process, data, heldout, core, model, optimizer, scheduler,
-                  Generators.create(cfg, process), run_record(cfg, data, process), steps_per_epoch)
+                  Generators.create(cfg, process), run_record(cfg, data, process), steps_per_epoch, draws)
 
 
 @dataclasses.dataclass
@@ -229,7 +232,7 @@ def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: T
     s = loop.setup
     cfg, device, data = s.cfg, s.process.device, s.data
     amp = cfg.runtime.amp and device.type == "cuda"
-    check_every = 1 if device.type == "cpu" else CUDA_CHECK_EVERY
+    check_every = check_interval(device)
     set_train_mode(s.model, freeze_bn_stats=cfg.transfer.freeze_bn_stats)
     t0 = time.perf_counter()
     # per step: images, then loss, CE and JSD summed over them (kept on the device: no sync)
@@ -238,12 +241,15 @@ def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: T
         history[:start_step] = done.to(device)
     checked = start_step
     order_state = s.generators.order.get_state()  # before the epoch draws its permutation
-    batches = data.batches(s.generators.order, cfg.optim.batch_size, s.process, epoch=epoch, start_step=start_step)
+
+    def batches_from(first: int):  # the epoch's batches from step ``first`` (a chunk's first step)
+        s.generators.order.set_state(order_state)
+        return data.batches(s.generators.order, cfg.optim.batch_size, s.process, epoch=epoch, start_step=first)
+
     waited = getattr(data, "wait_seconds", None) is not None
-    for step, (x_u8, y) in enumerate(batches, start=start_step):
+    for step, draws, y in s.draws.epoch(batches_from, epoch, start_step, s.core):
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-            parts = step_loss(s.model, s.core, x_u8, y, s.method, cfg, data.num_classes, s.generators.aug,
-                              s.generators.stage)
+            parts = drawn_step_loss(s.model, s.core, draws, y, s.method, cfg, data.num_classes, s.generators.aug)
         history[step] = history_row(parts, len(y))
         if (step + 1) % check_every == 0:  # on the CPU: before this step's update
             checked = check_finite(history, checked, step + 1, epoch, loop.checkpoint)

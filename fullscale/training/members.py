@@ -10,7 +10,7 @@ its own batch; the output is (N, M, K).
 ``train_members`` trains such a stack with one SGD optimiser (SGD, momentum and weight decay act per
 element, so one optimiser over the stacked parameters is M optimisers) and draws everything per
 member from that member's own generators, exactly as ``loop.train`` draws a run of that seed
-alone (the same ``step.draw_step``): the batch order, crops, flips, AugMix views, partners, lambda,
+alone (the same ``draws.RunDraws``): the batch order, crops, flips, AugMix views, partners, lambda,
 transform point and noise.
 Member k is therefore run ``seed k`` alone up to float rounding (``tests/trainer/test_members.py``
 holds the two against each other and catches a shared generator or pooled BatchNorm statistics).
@@ -43,6 +43,7 @@ from fullscale.training.checkpoint import check_same_data, checkpoint_state, con
 from fullscale.training.checks import NonFiniteLoss, check_weights, divergence, end_accuracy
 from fullscale.training.config import TrainConfig
 from fullscale.training.data import STREAMED, InMemoryData, training_data
+from fullscale.training.draws import RunDraws
 from fullscale.training.generators import Generators
 from fullscale.training.hooks import stage_module
 from fullscale.training.methods import Method, get_method
@@ -50,7 +51,6 @@ from fullscale.training.process import Process, check_model_fits, start_process
 from fullscale.training.schedule import make_optimizer, make_scheduler
 from fullscale.training.step import (
     StepDraws,
-    draw_step,
     epoch_entry,
     epoch_sums,
     history_row,
@@ -191,7 +191,7 @@ def _stack_optimizer_states(stack: nn.Module, states: Sequence[dict]) -> dict:
 
 
 # --------------------------------------------------------------------------------- training
-# The step is the trainer's (``step.draw_step``, ``mix_features``, ``method_loss``), its record too
+# The step is the trainer's (``draws.RunDraws``, ``mix_features``, ``method_loss``), its record too
 # (``history_row``, ``epoch_sums``, ``epoch_entry``), as are the optimiser, the schedule and the
 # checkpoint's dictionary.  What stays here is what stacking changes: one forward pass for all
 # members (each member's transform applied to its slice of the channels), one backward of the
@@ -373,16 +373,21 @@ def _epoch(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler: torch.
     device = data.images.device
     history = torch.zeros(len(members), steps, 4, device=device)
     one_process = Process(device, 0, 1)
-    streams = [data.batches(m.generators.order, cfg.optim.batch_size, one_process) for m in members]
+
+    def batches_of(member: _Member):
+        return lambda first: data.batches(member.generators.order, cfg.optim.batch_size, one_process,
+                                          start_step=first)
+
+    # each member's views, partners, lambda and transform point, as its run alone makes them
+    streams = [RunDraws(m.cfg, method, steps, data.images.shape[1:]).epoch(batches_of(m), epoch, 0, stack)
+               for m in members]
     stack.train()
-    for step, batches in enumerate(zip(*streams, strict=True)):
-        # each member's views, partners, lambda and transform point, in its run's order
-        draws = [draw_step(x_u8, y, method, cfg, stack, member.generators.aug, member.generators.stage)
-                 for member, (x_u8, y) in zip(members, batches, strict=True)]
+    for step, drawn in enumerate(zip(*streams, strict=True)):
+        draws, labels = [d for _, d, _ in drawn], [y for _, _, y in drawn]
         with _member_transforms(stack, members, draws, method.views):
             logits = stack(torch.cat([d.x for d in draws], dim=1))
         losses = []
-        for m, (d, (_, y)) in enumerate(zip(draws, batches, strict=True)):
+        for m, (d, y) in enumerate(zip(draws, labels, strict=True)):
             parts = method_loss(logits[:, m], mix_targets(y, d.draw, data.num_classes), method, cfg)
             history[m, step] = history_row(parts, len(y))
             losses.append(parts.total)

@@ -2,112 +2,54 @@
 with M_{lambda,xi}, the loss.  Shared by the trainer (``loop``), the stacked members
 (``members``), the benchmarks and the tests.
 
-One step (``step_loss``):
+One step:
 
 1. crop + flip the batch; build the views: the image (Baseline, mixing methods), one AugMix
    view (AugMix without JSD), or clean + two AugMix views (JSD methods);
-2. draw the partners and lambda once (``noisymix.draw_mix``; one lambda per batch, as the public
-   code; lambda = 1 without mixing), then the mixing's batch op, if it has one (``Mixing.batch_op``
-   in ``methods``: CutMix's box, or Puzzle Mix's masks: a saliency forward/backward of the clean
-   loss on the unwrapped model, the block count, the graph cuts, transport;
-   ``fullscale.puzzlemix.puzzlemix_step``; the label weight of each pair is its mask's mean),
-   then the transform point k uniformly from ``model.stages`` (``input`` only for Mixup) on a CPU
-   generator, so that choosing it never waits for the GPU;
+2. draw the partners and lambda (one lambda per batch, as the public code; lambda = 1 without
+   mixing) and the transform point k uniformly from ``model.stages`` (``input`` only for Mixup);
+   then the mixing's batch op, if it has one (``Mixing.batch_op`` in ``methods``: CutMix's box, or
+   Puzzle Mix's masks: a saliency forward/backward of the clean loss on the unwrapped model, the
+   block count, the graph cuts, transport; ``fullscale.puzzlemix.puzzlemix_step``; the label weight
+   of each pair is its mask's mean);
 3. forward with M_{lambda,xi} applied at stage k (``noisymix.noisy_feature_mixup``, same
    partners and lambda for the three views, additive level x view index as the public code);
 4. L = CE(clean logits, mixed labels) + gamma JS(clean, aug1, aug2) (``noisymix.noisymix_loss``;
    a mixing with its own loss, Puzzle Mix, uses that: ``Mixing.loss``).
 
-Steps 1-3 draw from the run's device generator in exactly this order (tests replay it).
+Steps 1-2 but the batch op are made for a chunk of steps at once by the trainer
+(``fullscale.training.draws``: one call's views and draws for many steps, every random choice on
+the host, nothing read back from the device); ``drawn_step_loss`` runs steps 2 (the batch op) to 4
+on one step's share.  ``step_loss`` is the one-batch door: ``draws.draw_step`` then the same.
+The batch op and the noise draw from the run's device generator ``g``, in that order.
+
 Transfer runs (``model=resnet50_transfer``) make their views with RandomResizedCrop + flip
 upsampled on the device (``fullscale.augment.resized_crop``); streamed ImageNet batches come
-cropped and flipped by the loader.  Under torchrun with ``ddp_draws=shared`` every rank uses rank
-0's lambda (``share_lambda``) and the same transform point, as one process on the whole batch
-would, while crops, AugMix views, partners and noise stay per rank.
+cropped and flipped by the loader.  Under torchrun with ``ddp_draws=shared`` every rank uses one
+lambda and the same transform point, as one process on the whole batch would (the chunk's keys,
+``draws.chunk_generators``), while crops, AugMix views, partners and noise stay per rank.
+
+Nothing in a step reads a value back from the device: argument checks happen where the
+configuration is read, and the loss history stays on the device (``history_row``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch import Tensor, nn
 
 import noisymix
-from fullscale.augment import augmix, random_crop_flip, random_resized_crop_flip, to_float
 from fullscale.training.config import TrainConfig
-from fullscale.training.data import STREAMED
+from fullscale.training.draws import StepDraws, draw_step, make_views, step_mix_config
 from fullscale.training.hooks import transform_stage
 from fullscale.training.methods import Method
 from noisymix.loss import noisymix_loss
-from noisymix.mixing import draw_mix, mix_targets, noisy_feature_mixup
+from noisymix.mixing import mix_targets, noisy_feature_mixup
 
-__all__ = ["StepDraws", "draw_stage", "draw_step", "epoch_entry", "epoch_sums", "history_row", "make_views",
-           "method_loss", "mix_features", "share_lambda", "step_loss", "step_mix_config"]
-
-
-def make_views(x_u8: Tensor, method: Method, cfg: TrainConfig, g: torch.Generator) -> Tensor:
-    """Step 1: the views the network sees, (views x N, 3, H, W) float."""
-    if cfg.is_transfer:  # the public transfer code's training view, upsampled to image_size on the device
-        return random_resized_crop_flip(x_u8, cfg.data.image_size, generator=g)
-    if cfg.data.dataset not in STREAMED:  # streamed batches come cropped and flipped by the loader
-        x_u8 = random_crop_flip(x_u8, generator=g, padding=cfg.data.crop_padding)
-    if not method.augmentations:
-        return to_float(x_u8)
-    if not method.jsd:
-        return augmix(x_u8, cfg.augmix, generator=g)
-    return torch.cat([to_float(x_u8), augmix(x_u8, cfg.augmix, generator=g),
-                      augmix(x_u8, cfg.augmix, generator=g)])
-
-
-def step_mix_config(method: Method, cfg: TrainConfig) -> noisymix.MixConfig:
-    """The MixConfig a step of ``method`` uses: lambda only if it mixes, noise only if it injects."""
-    alpha = cfg.mix.alpha if method.mixing != "none" else 0.0
-    noise = cfg.mix.noise if method.noise else noisymix.NoiseConfig()
-    return dataclasses.replace(cfg.mix, alpha=alpha, noise=noise)
-
-
-def share_lambda(draw: noisymix.MixDraw, mix_cfg: noisymix.MixConfig, cfg: TrainConfig) -> None:
-    """Under torchrun with ``ddp_draws=shared``: rank 0's lambda on every rank (in place), so a
-    step mixes the whole batch with one lambda as the single-process recipe (one lambda per
-    batch, the public code). Per-sample lambdas stay per rank, as the samples they belong to."""
-    if (cfg.runtime.ddp_draws == "shared" and mix_cfg.mixes and not mix_cfg.lam_per_sample and dist.is_available()
-            and dist.is_initialized() and dist.get_world_size() > 1):
-        dist.broadcast(draw.lam, src=0)
-
-
-def draw_stage(method: Method, model: nn.Module, stage_g: torch.Generator) -> str:
-    """The step's transform point: uniform over ``model.stages`` (the input only for Mixup)."""
-    stages = model.stages if method.any_stage else ("input",)
-    return stages[int(torch.randint(len(stages), (1,), generator=stage_g))]
-
-
-@dataclasses.dataclass
-class StepDraws:
-    """What steps 1-2 drew for one batch."""
-
-    x: Tensor  # the views, after the mixing's batch op
-    draw: noisymix.MixDraw  # partners and lambda
-    mix_cfg: noisymix.MixConfig
-    stage: str | None  # the transform point; None: no transform inside the network
-    extra: Any  # what the mixing's batch op hands its loss (Puzzle Mix: the clean logits)
-
-
-def draw_step(x_u8: Tensor, y: Tensor, method: Method, cfg: TrainConfig, core: nn.Module, g: torch.Generator,
-              stage_g: torch.Generator) -> StepDraws:
-    """Steps 1-2 for one batch, in the order of the run's generators; ``core``: the unwrapped
-    model (its ``stages``; the saliency pass of Puzzle Mix)."""
-    x = make_views(x_u8, method, cfg, g)
-    mix_cfg = step_mix_config(method, cfg)
-    draw = draw_mix(y.shape[0], mix_cfg, generator=g)
-    share_lambda(draw, mix_cfg, cfg)
-    extra = None
-    if method.kind.batch_op is not None:
-        x, draw, extra = method.kind.batch_op(core, x, y, draw, cfg, generator=g)
-    stage = draw_stage(method, core, stage_g) if method.feature_transform else None
-    return StepDraws(x, draw, mix_cfg, stage, extra)
+__all__ = ["StepDraws", "apply_batch_op", "draw_step", "drawn_step_loss", "epoch_entry", "epoch_sums", "history_row",
+           "make_views", "method_loss", "mix_features", "step_loss", "step_mix_config"]
 
 
 def mix_features(h: Tensor, draw: noisymix.MixDraw, mix_cfg: noisymix.MixConfig, g: torch.Generator,
@@ -126,11 +68,20 @@ def method_loss(logits: Tensor, targets: Tensor, method: Method, cfg: TrainConfi
                          jsd_variant=cfg.jsd_variant)
 
 
-def step_loss(model: nn.Module, core: nn.Module, x_u8: Tensor, y: Tensor, method: Method, cfg: TrainConfig,
-              num_classes: int, g: torch.Generator, stage_g: torch.Generator) -> noisymix.LossParts:
-    """One step's loss (see the module docstring); ``core`` is the unwrapped model (hooks),
-    ``g`` the device generator, ``stage_g`` the CPU generator of the transform point."""
-    s = draw_step(x_u8, y, method, cfg, core, g, stage_g)
+def apply_batch_op(s: StepDraws, y: Tensor, method: Method, cfg: TrainConfig, core: nn.Module,
+                   g: torch.Generator) -> StepDraws:
+    """The rest of step 2: the mixing's batch op (CutMix's box, Puzzle Mix's masks) on the views."""
+    if method.kind.batch_op is None:
+        return s
+    x, draw, extra = method.kind.batch_op(core, s.x, y, s.draw, cfg, generator=g)
+    return StepDraws(x, draw, s.mix_cfg, s.stage, extra)
+
+
+def drawn_step_loss(model: nn.Module, core: nn.Module, s: StepDraws, y: Tensor, method: Method, cfg: TrainConfig,
+                    num_classes: int, g: torch.Generator) -> noisymix.LossParts:
+    """Steps 2 (the batch op) to 4 of one step whose views and draws ``s`` are made; ``core`` is the
+    unwrapped model (hooks), ``g`` the run's device generator (batch op, noise)."""
+    s = apply_batch_op(s, y, method, cfg, core, g)
     x = s.x
     if x.is_cuda:  # the layout of the model's weights, set once after every input transform
         x = x.contiguous(memory_format=torch.channels_last)
@@ -142,12 +93,21 @@ def step_loss(model: nn.Module, core: nn.Module, x_u8: Tensor, y: Tensor, method
     return method_loss(logits, mix_targets(y, s.draw, num_classes), method, cfg, s.extra)
 
 
+def step_loss(model: nn.Module, core: nn.Module, x_u8: Tensor, y: Tensor, method: Method, cfg: TrainConfig,
+              num_classes: int, g: torch.Generator, stage_g: torch.Generator) -> noisymix.LossParts:
+    """One batch's loss (the one-batch door): views, partners and lambda from ``g``, the transform
+    point from ``stage_g`` (``draws.draw_step``), then ``drawn_step_loss``."""
+    return drawn_step_loss(model, core, draw_step(x_u8, y, method, cfg, core, g, stage_g), y, method, cfg,
+                           num_classes, g)
+
+
 # --------------------------------------------------------------------------- what a step records
 
 
 def history_row(parts: noisymix.LossParts, images: int) -> Tensor:
-    """A step's row of the epoch's loss history: images, loss, CE, JSD (on the device: no sync)."""
-    return torch.stack([parts.total.new_tensor(float(images)), parts.total.detach(),
+    """A step's row of the epoch's loss history: images, loss, CE, JSD (on the device: no sync; a
+    fill, not a tensor copied from the host, which would wait for the device)."""
+    return torch.stack([parts.total.new_full((), float(images)), parts.total.detach(),
                         parts.cross_entropy.detach(), parts.jsd.detach()])
 
 

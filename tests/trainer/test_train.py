@@ -320,7 +320,7 @@ def test_orphan_temporary_files_are_swept_and_a_late_config_error_leaves_no_conf
 
     def late_error(*args, **kwargs):
         raise ValueError("a setting only the first step finds wrong")
-    monkeypatch.setattr(loop_module, "step_loss", late_error)
+    monkeypatch.setattr(loop_module, "drawn_step_loss", late_error)
     with pytest.raises(ValueError, match="first step"):
         train(resolve_config("baseline", QUICK), out)
     assert not orphan.exists()

@@ -84,7 +84,7 @@ def test_a_late_error_leaves_the_folder_as_it_was(tmp_path, monkeypatch, existin
 
     def late_error(*args, **kwargs):
         raise ValueError("a setting only the first step finds wrong")
-    monkeypatch.setattr(loop_module, "step_loss", late_error)
+    monkeypatch.setattr(loop_module, "drawn_step_loss", late_error)
     out = tmp_path / "r"
     if existing:
         out.mkdir()
@@ -183,7 +183,7 @@ def test_every_documented_seed_gives_valid_generator_seeds(seed):
     cfg = resolve_config("baseline", [*QUICK, f"seed={seed}"])
     for rank in (0, 1, 7):
         generators = Generators.create(cfg, Process(torch.device("cpu"), rank, 8))
-        for g in (generators.order, generators.aug, generators.stage):
+        for g in (generators.order, generators.aug):
             assert 0 <= g.initial_seed() < 2**64
     for stream in (1, 2, 501):
         value = stream_seed(seed, stream)
