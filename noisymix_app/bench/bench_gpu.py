@@ -12,9 +12,11 @@ Figures (each a call of the existing benchmark code, sizes scaled by the budget;
   the standard layout, projected to 750,000 images (target < 60 s);
 * ``cifar10p_generation``: the 20 released -P sets' perturbations, projected to 10,000 images;
 * ``step_*``: the PreActResNet-18 CIFAR step, NoisyMix (3 views + mixing + JSD) vs plain on the
-  same three views, bf16 / fp32, channels_last / contiguous, eager / ``torch.compile`` (with the
-  recompiles after warm-up counted), projected 200-epoch time (targets: ratio <= 1.25, 200
-  epochs <= 20 min); ``step_resnet50_224``: the same at 224x224 with peak memory;
+  same three views (the trainer's steps, views made a chunk of steps at a time and their cost in the
+  step), bf16 / fp32, channels_last / contiguous, eager / ``torch.compile`` (with the recompiles
+  after warm-up counted), projected 200-epoch time (targets, issue 38: ratio <= 1.3, 200 epochs <=
+  15 min); ``step_wrn28_4``: the same for WRN-28-4; ``step_resnet50_224``: at 224x224, batch 64,
+  with peak memory;
 * ``digits_precision``: the same digits training in bf16 and fp32, ``--seeds`` seeds each, mean
   clean and Digits-C accuracy (target: within 1 point; the public code trains in fp32);
 * the figures of other benchmarks registered in ``noisymix_app.bench.cli.BENCHMARKS`` under
@@ -66,7 +68,8 @@ WRITES_OUT_DIR = True
 #: share of the figures' budget each one plans for (rescaled over those that run)
 WEIGHTS = {"augmix_32": 1, "augmix_224": 1, "cifar10c_generation": 3, "cifar10c_evaluation": 2,
            "cifar10p_generation": 2, "step_bf16_channels_last": 2, "step_fp32_channels_last": 2,
-           "step_bf16_contiguous": 2, "step_bf16_channels_last_compiled": 5, "step_fp32_channels_last_compiled": 4,
+           "step_bf16_contiguous": 2, "step_wrn28_4": 2, "step_bf16_channels_last_compiled": 5,
+           "step_fp32_channels_last_compiled": 4,
            "step_resnet50_224": 3, "digits_precision": 6, "imagenet_loader": 1, "transfer_step": 1,
            "puzzlemix_step": 1}
 

@@ -178,3 +178,53 @@ def test_sync_batchnorm_under_a_one_process_group_equals_batchnorm():
             torch.testing.assert_close(b.grad, a.grad, rtol=1e-3, atol=1e-4, msg=name)
     finally:
         dist.destroy_process_group()
+
+
+def test_the_noisymix_step_captured_in_a_cuda_graph_replays_the_eager_step():
+    """Issue 38: nothing in a step reads a value back from the device, so the whole step (mixing
+    hooks, noise from the run's generator, CE + JSD, backward) can be captured in a CUDA graph (one
+    graph per transform point, chosen on the host) and replayed; the replay equals the eager step
+    drawn from the same generator state."""
+    from fullscale.models import create_model
+    from fullscale.training.draws import chunk_generators, draw_chunk
+    from fullscale.training.methods import METHODS
+    from fullscale.training.presets import resolve_config
+    from fullscale.training.step import StepDraws, drawn_step_loss
+    from noisymix.mixing import MixDraw
+
+    cfg = resolve_config("noisymix", ["width=8"])
+    method = METHODS["noisymix"]
+    torch.manual_seed(0)
+    model = create_model("preactresnet18", 10, width=8).cuda()
+    params = [p for p in model.parameters() if p.requires_grad]
+    data_g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 256, (16, 3, 32, 32), dtype=torch.uint8, generator=data_g).cuda()
+    y = torch.randint(0, 10, (16,), generator=data_g).cuda()
+    (drawn,) = draw_chunk([(x, y)], method, cfg, model, chunk_generators(0, 0, 0))
+    stage = "layer2"  # a graph per stage: this one
+    static = StepDraws(drawn.x.clone(), MixDraw(drawn.draw.perm.clone(), drawn.draw.lam.clone()), drawn.mix_cfg,
+                       stage)
+    g = torch.Generator(device="cuda")
+
+    def step() -> tuple[torch.Tensor, ...]:
+        parts = drawn_step_loss(model, model, static, y, method, cfg, 10, g)
+        return (parts.total, *torch.autograd.grad(parts.total, params))
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the capture stream, as torch.cuda.graphs asks
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    graph.register_generator_state(g)
+    with torch.cuda.graph(graph):
+        captured = step()
+    g.manual_seed(5)
+    eager = [t.clone() for t in step()]
+    g.manual_seed(5)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.isfinite(captured[0]).item()
+    for a, b in zip(eager, captured, strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5)
