@@ -10,11 +10,13 @@
   out=...)``: a suite's JSON, the same as a run's evaluation.
 """
 
+from fullscale.api.bench import benchmark, load_model, state_sha256
 from fullscale.api.noisymix import NoisyMix
 from fullscale.augment import AugMixConfig, augmix
 from fullscale.training.hooks import default_stages, transform_stage
 from noisymix.loss import noisymix_loss
 from noisymix.mixing import MixConfig, NoiseConfig, draw_mix, mix_targets, noisy_feature_mixup
 
-__all__ = ["AugMixConfig", "MixConfig", "NoiseConfig", "NoisyMix", "augmix", "default_stages", "draw_mix",
-           "mix_targets", "noisy_feature_mixup", "noisymix_loss", "transform_stage"]
+__all__ = ["AugMixConfig", "MixConfig", "NoiseConfig", "NoisyMix", "augmix", "benchmark", "default_stages",
+           "draw_mix", "load_model", "mix_targets", "noisy_feature_mixup", "noisymix_loss", "state_sha256",
+           "transform_stage"]

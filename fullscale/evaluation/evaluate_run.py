@@ -90,6 +90,8 @@ def evaluate_model(net: torch.nn.Module, config: dict, suite: str, run_dir: Path
     the run's own model, or a bare one whose ``run_dir`` is its ``--out``)."""
     options = options or EvalOptions()
     dev = torch.device(device)
+    if data_root is not None:
+        _check_data_root(suite, Path(data_root))  # as evaluate does (a model in memory comes here directly)
     _check_finite(net, weights)
     _check_suite_fits_run(suite, config, run_dir)
     if dev.type == "cuda":
