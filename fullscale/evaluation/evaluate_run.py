@@ -31,6 +31,7 @@ import torch
 
 from fullscale.data import DATASETS
 from fullscale.evaluation.context import Context, EvalOptions
+from fullscale.evaluation.robustbench import check_protocol
 from fullscale.evaluation.suites import RESUMABLE, SUITES, run_suite
 from fullscale.runs import load_bare_model, load_run_model
 from fullscale.training.config import check_device_name
@@ -61,6 +62,8 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
         raise ValueError(f"--device {device!r} is not usable here ({detail[:160]}); use cpu or cuda[:N]") from None
     if data_root is not None:
         _check_data_root(suite, Path(data_root))  # the set's kind and manifest, before the model is loaded
+    check_protocol(suite, options.protocol, options.image_list,
+                   suite == "imagenet-c" or (suite == "clean" and model is not None))
     if model is not None:
         if out is None:
             raise ValueError("--model (a bare checkpoint) needs --out DIR for the results")
@@ -92,6 +95,8 @@ def evaluate_model(net: torch.nn.Module, config: dict, suite: str, run_dir: Path
     dev = torch.device(device)
     if data_root is not None:
         _check_data_root(suite, Path(data_root))  # as evaluate does (a model in memory comes here directly)
+    check_protocol(suite, options.protocol, options.image_list,
+                   suite == "imagenet-c" or (suite == "clean" and config.get("dataset") == "imagenet"))
     _check_finite(net, weights)
     _check_suite_fits_run(suite, config, run_dir)
     if dev.type == "cuda":

@@ -27,12 +27,27 @@ import numpy as np
 from fullscale.data import FolderSet, Preprocess
 from infra.io import printable
 
-__all__ = ["RES224", "RES256_CROP224", "listed_images", "read_image_list", "robustbench_summary"]
+__all__ = ["RES224", "RES256_CROP224", "SUITES", "check_protocol", "listed_images", "read_image_list",
+           "robustbench_summary"]
+
+#: the suites RobustBench's corruption leaderboards define (clean: CIFAR in memory, ImageNet listed)
+SUITES = ("clean", "cifar10-c", "cifar100-c", "imagenet-c")
 
 #: RobustBench's ``Res224`` (its corruption sets) and ``Res256Crop224`` (ImageNet clean)
 RES224 = Preprocess(224, 224, exact=True)
 RES256_CROP224 = Preprocess(256, 224)
 _LINE = re.compile(r"n\d{8}/[^/\\]+")
+
+
+def check_protocol(suite: str, protocol: str, image_list: str | None, imagenet: bool) -> None:
+    """Before any model is loaded: RobustBench's protocol is for its suites, and on ImageNet needs
+    the list (one line each)."""
+    if protocol != "robustbench":
+        return
+    if suite not in SUITES:
+        raise ValueError(f"--protocol robustbench is defined for {', '.join(SUITES)}; not for --suite {suite}")
+    if imagenet:
+        read_image_list(image_list)
 
 
 def read_image_list(path: str | Path | None) -> list[str]:
