@@ -165,3 +165,42 @@ def test_how_far_our_defaults_are_on_the_fixture_is_what_the_readme_says(imagene
     assert numbers == [f"{100 * ours_mean:.1f}", f"{100 * rb_mean:.1f}"], (
         f"README's robustbench-fixture line should say ours {100 * ours_mean:.1f} %, RobustBench's "
         f"{100 * rb_mean:.1f} %")
+
+
+def _c_set(root: Path, names: tuple[str, ...], count: int = 20) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    g = torch.Generator().manual_seed(0)
+    for name in names:
+        images = torch.randint(0, 256, (5 * count, 32, 32, 3), generator=g, dtype=torch.uint8)
+        np.save(root / f"{name}.npy", images.numpy())
+    np.save(root / "labels.npy", (np.arange(count) % 10).astype(np.int64))
+    return root
+
+
+class Red(nn.Module):
+    """10 classes from the mean of the red channel (decile), so every cell has its own accuracy."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        red = x[:, 0].mean((1, 2))
+        return -((torch.arange(10, dtype=x.dtype) / 10 + 0.05)[None] - red[:, None]).abs() * 100
+
+
+def test_cifar10_c_all_fifteen_by_five_cells_and_no_extras(tmp_path):
+    root = _c_set(tmp_path / "cifar10-c", (*CORRUPTIONS, "speckle_noise"))
+    rb = benchmark(Red(), "cifar10-c", root, out=tmp_path / "rb", options=EvalOptions(protocol="robustbench"))
+    ours = benchmark(Red(), "cifar10-c", root, out=tmp_path / "ours")
+    assert set(rb["results"]) == set(CORRUPTIONS) and "speckle_noise" in ours["results"]
+    cells = [rb["results"][c][str(s)]["accuracy"] for c in CORRUPTIONS for s in range(1, 6)]
+    labels = np.load(root / "labels.npy")
+    images = np.load(root / "fog.npy")[:20]  # severity 1, recomputed
+    with torch.no_grad():
+        predicted = Red()(torch.from_numpy(images).permute(0, 3, 1, 2).float() / 255).argmax(1).numpy()
+    assert rb["results"]["fog"]["1"]["accuracy"] == pytest.approx(float((predicted == labels).mean()))
+    assert rb["summary"]["robustbench"]["corruptions_accuracy"] == pytest.approx(float(np.mean(cells)))
+    assert rb["summary"]["robustbench"]["cells"] == 75 and rb["summary"]["robustbench"]["images_per_set"] == 20
+    # on CIFAR-C our mean over the 15 is the leaderboard's number (equal cells): only the extras differ
+    assert ours["summary"]["mean_accuracy"] == pytest.approx(rb["summary"]["robustbench"]["corruptions_accuracy"])
+    partial = _c_set(tmp_path / "partial", CORRUPTIONS[:-1])
+    with pytest.raises(FileNotFoundError, match="lacks 1 of the 15 corruptions"):
+        benchmark(Red(), "cifar10-c", partial, out=tmp_path / "p",
+                  options=EvalOptions(protocol="robustbench", partial=True))
