@@ -132,7 +132,8 @@ def _fake_timm(monkeypatch):
     monkeypatch.setitem(sys.modules, "timm", fake)
 
 
-@pytest.mark.parametrize("case", ["timm-unknown", "timm-missing", "torchvision-missing", "factory-raises",
+@pytest.mark.parametrize("case", ["timm-unknown", "timm-missing", "torchvision-missing", "torchvision-broken",
+                                  "factory-raises",
                                   "no-factory", "no-module", "not-a-model", "other-architecture", "ours-unknown"])
 def test_bad_input_is_one_line_and_writes_nothing(case, user_code, digits_c, tmp_path, monkeypatch, capsys):
     model = __import__(user_code).tiny(10)
@@ -141,6 +142,8 @@ def test_bad_input_is_one_line_and_writes_nothing(case, user_code, digits_c, tmp
         "timm-unknown": ("timm:resnet1800", "timm has no model 'resnet1800'"),
         "timm-missing": ("timm:resnet18", "timm is not usable here"),
         "torchvision-missing": ("torchvision:resnet18", "torchvision is not usable here"),
+        "torchvision-broken": ("torchvision:resnet18", "torchvision is not usable here (RuntimeError: operator "
+                                                       "torchvision::nms does not exist)"),
         "factory-raises": (f"{user_code}:broken", "the factory raised RuntimeError: the weights server is down"),
         "no-factory": (f"{user_code}:nothing", f"{user_code} has no factory 'nothing'"),
         "no-module": ("no_such_package_39.models:net", "cannot import no_such_package_39.models"),
@@ -152,6 +155,12 @@ def test_bad_input_is_one_line_and_writes_nothing(case, user_code, digits_c, tmp
         _fake_timm(monkeypatch)
     elif case.endswith("-missing"):
         monkeypatch.setitem(sys.modules, spec.split(":")[0], None)  # import fails, as where it is absent
+    elif case == "torchvision-broken":  # compiled ops built for another torch: its import raises
+        (tmp_path / "broken" / "torchvision").mkdir(parents=True)
+        (tmp_path / "broken" / "torchvision" / "__init__.py").write_text(
+            'raise RuntimeError("some context\\noperator torchvision::nms does not exist")\n')
+        monkeypatch.syspath_prepend(str(tmp_path / "broken"))
+        monkeypatch.delitem(sys.modules, "torchvision", raising=False)
     assert _evaluate(tmp_path / "w.pt", spec, tmp_path / "out", digits_c) == 2
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(lines) == 1 and match in lines[0], lines
