@@ -1,8 +1,10 @@
 """``noisymix evaluate RUN --suite SUITE [--data-root DIR] [--checkpoint FILE]`` -> ``RUN/eval/SUITE.json``
 (docs/results-schema.md); ``noisymix evaluate FILE --model resnet50 --out DIR --suite SUITE`` for a
-bare checkpoint.  The command line only: the flags become ``EvalOptions`` and one call of
-``fullscale.evaluation.evaluate`` (``fullscale/evaluation/evaluate_run.py``: which model, where
-the JSON goes, resuming, the checks of issue 32), then one line of its summary.
+bare checkpoint (``--model torchvision:NAME``, ``timm:NAME``, ``package.module:factory``: any model;
+``--protocol robustbench``: the leaderboard's images and preprocessing).  The command line only: the
+flags become ``EvalOptions`` and one call of ``fullscale.evaluation.evaluate``
+(``fullscale/evaluation/evaluate_run.py``: which model, where the JSON goes, resuming, the checks of
+issue 32), then one line of its summary.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import torch
 
 from fullscale.data import Preprocess
 from fullscale.evaluation import FGSM_EPSILONS, SUITES, EvalOptions, evaluate
+from fullscale.evaluation.context import PROTOCOLS
 from fullscale.vocabulary import P_WEATHER_CHOICES
 from infra.config import add_set_argument, apply_overrides
 from infra.io import printable
@@ -26,7 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN", help="a run directory of `noisymix train` (config.json, final.pt); "
                         "with --model: a bare state_dict file")
     parser.add_argument("--model", default=None,
-                        help="evaluate RUN as a bare state_dict of this 1000-class model (e.g. resnet50); needs --out")
+                        help="evaluate RUN as a bare state_dict of this model; needs --out: one of ours "
+                        "(resnet50, ...), torchvision:NAME, timm:NAME, or package.module:factory, "
+                        "which IMPORTS AND RUNS that code "
+                        "(yours: only name code you trust). Classes: the suite's data set (ImageNet: 1000). "
+                        "RobustBench files (normalize.mean/std, model.*) load as they are, with their mean/std")
     parser.add_argument("--out", default=None, help="with --model: the directory for eval/SUITE.json")
     parser.add_argument("--suite", required=True, choices=sorted(SUITES))
     parser.add_argument("--data-root", default=None,
@@ -48,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="-P weather column: snow (the paper's tables) or spatter (public cifar-p-eval.py)")
     parser.add_argument("--alexnet-flip", default=None, metavar="JSON",
                         help='AlexNet flip probabilities {"<perturbation>": fraction, ...} for mFR (-P suites)')
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="ours",
+                        help="robustbench: the leaderboard's images and preprocessing (ImageNet: the 5,000 images of "
+                        "--image-list, Res224 for -C, Res256Crop224 clean; CIFAR-C: all 15 x 5), float32")
+    parser.add_argument("--image-list", default=None, metavar="FILE",
+                        help="--protocol robustbench on ImageNet: robustbench's "
+                        "robustbench/helper_files/imagenet_test_image_ids.txt (from its repository or package)")
     parser.add_argument("--resize", type=int, default=256, help="image folders: shorter side (0: keep)")
     parser.add_argument("--crop", type=int, default=224, help="image folders: centre crop")
     add_set_argument(parser, "--set batch_size=200 --set weather=spatter --set preprocess.crop=224",
@@ -68,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     options = EvalOptions(batch_size=args.batch_size, workers=args.workers, rms_estimator=args.rms_estimator,
                           epsilons=_epsilons(args.epsilons), corruptions=corruptions, weather=args.weather,
                           alexnet_flip=args.alexnet_flip, preprocess=Preprocess(args.resize, args.crop),
-                          partial=args.partial)
+                          partial=args.partial, protocol=args.protocol, image_list=args.image_list)
     options = apply_overrides(options, args.overrides)
     record = evaluate(args.run_dir, args.suite, data_root=args.data_root, checkpoint=args.checkpoint,
                       device=args.device, options=options, model=args.model, out=args.out)

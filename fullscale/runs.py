@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from fullscale.models import create_model
+from fullscale.models.external import build_model, load_weights
 from fullscale.training.keys import flat_config
 from infra.io import load_state_dict, printable, read_json, read_state_dict
 
@@ -67,28 +68,21 @@ def load_run_model(run_dir: str | Path, checkpoint: str | Path | None = None,
 
 
 def load_bare_model(weights: str | Path, model: str, num_classes: int = 1000,
-                    device: str | torch.device = "cpu") -> tuple[nn.Module, dict]:
-    """A model ``model`` (e.g. ``resnet50``, torchvision keys) with the weights of a bare state
-    dict file, as public checkpoints are distributed (a ``module.`` prefix of ``DataParallel`` is
-    dropped); eval mode on ``device``; and the config an ImageNet run would have.  Keys that do not
-    match give one error listing the missing and the unexpected ones."""
+                    device: str | torch.device = "cpu", dataset: str = "imagenet") -> tuple[nn.Module, dict]:
+    """A model ``model`` with the weights of a bare state dict file, as public checkpoints are
+    distributed (a ``module.`` prefix of ``DataParallel`` is dropped; RobustBench's
+    ``normalize``/``model`` layout brings its own mean and std); eval mode on ``device``; and the
+    config a run of ``dataset`` would have.  ``model``: one of ours (e.g. ``resnet50``, torchvision
+    keys), ``torchvision:NAME``, ``timm:NAME`` or ``package.module:factory``
+    (``fullscale.models.external``).  Keys that do not match give one error listing the missing
+    and the unexpected ones."""
     weights = Path(weights)
     if not weights.is_file():
-        raise FileNotFoundError(f"{weights} not found (a state_dict file for --model {model})")
+        raise FileNotFoundError(f"{printable(str(weights))} not found (a state_dict file for --model "
+                                f"{printable(model)})")
     state = read_state_dict(weights)
-    net = create_model(model, num_classes)
-    expected = net.state_dict()
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    if missing or unexpected:
-        raise ValueError(f"{weights} does not fit {model}: missing keys {missing[:10]}"
-                         f"{' ...' if len(missing) > 10 else ''} ({len(missing)}); unexpected keys "
-                         f"{unexpected[:10]}{' ...' if len(unexpected) > 10 else ''} ({len(unexpected)})")
-    try:
-        net.load_state_dict(state)
-    except RuntimeError as error:  # shapes
-        raise ValueError(f"{weights} does not fit {model}: {str(error).splitlines()[-1].strip()}") from None
-    config = {"model": model, "num_classes": num_classes, "dataset": "imagenet", "data_root": None}
+    net = load_weights(build_model(model, num_classes), state, str(weights), model)
+    config = {"model": model, "num_classes": num_classes, "dataset": dataset, "data_root": None}
     return net.to(device).eval(), config
 
 

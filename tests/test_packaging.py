@@ -70,9 +70,10 @@ def test_no_module_imports_a_former_bare_name():
 
 def test_every_folder_of_python_code_at_the_top_is_a_package_of_its_own_name():
     """One rule from an import to its folder (issue 33): a top-level folder that holds Python code is
-    the package of that name, figures/ alone excepted; benchmarks/ holds results, no code."""
+    the package of that name, figures/ alone excepted; benchmarks/ holds results, no code; docs/ holds
+    runnable examples (docs/examples/, run as scripts; tests/api), no package."""
     code_folders = {path.name for path in ROOT.iterdir()
-                    if path.is_dir() and not path.name.startswith(".") and path.name not in {"tests", "scripts"}
+                    if path.is_dir() and not path.name.startswith(".") and path.name not in {"tests", "scripts", "docs"}
                     and any(path.rglob("*.py"))}
     assert code_folders == (EXPECTED_TOP_LEVEL - set(RENAMED)) | set(RENAMED.values())
     assert not list((ROOT / "benchmarks").rglob("*.py"))

@@ -38,10 +38,13 @@ IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
 
 @dataclass(frozen=True)
 class Preprocess:
-    """``resize``: shorter side in pixels (0: keep); ``crop``: centre crop side."""
+    """``resize``: shorter side in pixels (0: keep); ``crop``: centre crop side; ``exact``: resize
+    to ``resize`` x ``resize`` whatever the aspect (torchvision's ``Resize([s, s])``, RobustBench's
+    ``Res224`` for its corruption sets) instead of the shorter side."""
 
     resize: int = 256
     crop: int = 224
+    exact: bool = False
 
     def __post_init__(self) -> None:
         if self.resize < 0 or self.crop < 1:
@@ -53,7 +56,9 @@ def decode(path: Path, preprocess: Preprocess) -> torch.Tensor:
     used (``fullscale.data.image_files.open_image``)."""
     with open_image(path) as image:
         image = image.convert("RGB")
-        if preprocess.resize:
+        if preprocess.resize and preprocess.exact:
+            image = image.resize((preprocess.resize, preprocess.resize), Image.Resampling.BILINEAR)
+        elif preprocess.resize:
             w, h = image.size
             short, long = (w, h) if w <= h else (h, w)
             new_short, new_long = preprocess.resize, int(preprocess.resize * long / short)

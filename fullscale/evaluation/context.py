@@ -18,7 +18,10 @@ from fullscale.vocabulary import (
     P_WEATHER_CHOICES,
 )
 
-__all__ = ["ACCELERATOR_BATCH", "CPU_BATCH", "FGSM_EPSILONS", "Context", "EvalOptions", "Results"]
+__all__ = ["ACCELERATOR_BATCH", "CPU_BATCH", "FGSM_EPSILONS", "PROTOCOLS", "Context", "EvalOptions", "Results"]
+
+#: how a suite picks and preprocesses its images: ours (the paper's), or RobustBench's leaderboard
+PROTOCOLS = ("ours", "robustbench")
 
 #: pixel-space epsilons of the FGSM suite (images in [0, 1]): 1, 2, 4 and 8 grey levels
 FGSM_EPSILONS = (1 / 255, 2 / 255, 4 / 255, 8 / 255)
@@ -47,6 +50,10 @@ class EvalOptions:
     preprocess: Preprocess = field(default_factory=Preprocess)
     # a -C set missing one of the 15 is an error unless asked for: its means are not the benchmark's
     partial: bool = False
+    # "robustbench": its images and preprocessing (fullscale.evaluation.robustbench); "ours" the defaults
+    protocol: str = "ours"
+    # protocol=robustbench, ImageNet suites: robustbench's helper_files/imagenet_test_image_ids.txt
+    image_list: str | None = None
 
     def __post_init__(self) -> None:
         if self.batch_size < 0 or self.workers < 0:
@@ -56,6 +63,8 @@ class EvalOptions:
             raise ValueError(f"rms_estimator must be 'exact' or 'public', got {self.rms_estimator!r}")
         if self.weather not in P_WEATHER_CHOICES:
             raise ValueError(f"weather must be one of {P_WEATHER_CHOICES}, got {self.weather!r}")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
         if not self.epsilons or any(not 0 <= e <= 1 for e in self.epsilons):
             raise ValueError(f"FGSM epsilons must be in [0, 1] (pixel scale), got {self.epsilons}")
 
@@ -64,8 +73,12 @@ class EvalOptions:
                 "epsilons": list(self.epsilons), "weather": self.weather,
                 "corruptions": None if self.corruptions is None else list(self.corruptions),
                 "alexnet_flip": self.alexnet_flip,
-                "preprocess": {"resize": self.preprocess.resize, "crop": self.preprocess.crop},
-                "partial": self.partial}
+                "preprocess": {"resize": self.preprocess.resize, "crop": self.preprocess.crop,
+                               **({"exact": True} if self.preprocess.exact else {})},
+                "partial": self.partial,
+                # only where asked for, so results made before the protocols resume and compare as before
+                **({"protocol": self.protocol, "image_list": self.image_list} if self.protocol != "ours" else {}),
+                }
 
 
 @dataclass

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from fullscale.data import (
+    FolderSet,
     imagenet_r_indices,
     imagenet_r_wnids,
     imagenet_wnids,
@@ -30,6 +31,7 @@ from fullscale.evaluation.records import (
     need_root,
     nonempty_count,
 )
+from fullscale.evaluation.robustbench import RES224, listed_images, read_image_list, robustbench_summary
 from fullscale.metrics import (
     accuracy,
     corruption_summary,
@@ -53,7 +55,14 @@ __all__ = ["corrupted_npy", "imagenet_c", "imagenet_r"]
 def _c_names(ctx: Context, present: Callable[[str], bool]) -> tuple[tuple[str, ...], list[str]]:
     """The corruptions to evaluate: those asked for (``--corruptions``), else the 15 and the 4 extras
     that are present.  A set missing one of the 15 is refused unless ``partial`` is set (the paper's
-    means are over all 15): then it is evaluated and its absent standard corruptions listed."""
+    means are over all 15): then it is evaluated and its absent standard corruptions listed.
+    RobustBench's protocol: the 15, each required."""
+    if ctx.options.protocol == "robustbench":
+        missing = [n for n in CORRUPTIONS if not present(n)]
+        if missing:
+            raise FileNotFoundError(f"{ctx.data_root} lacks {len(missing)} of the 15 corruptions "
+                                    f"({', '.join(missing)}); RobustBench's number is over all 15")
+        return CORRUPTIONS, []
     if ctx.options.corruptions is not None:
         return tuple(ctx.options.corruptions), []
     names = tuple(n for n in (*CORRUPTIONS, *EXTRA_CORRUPTIONS) if present(n))
@@ -171,7 +180,10 @@ def corrupted_npy(ctx: Context) -> Results:
                                     **_set_calibration(confidence.numpy(), correct, ctx.options.rms_estimator)}
         results[name] = entry
         ctx.on_result(name, entry, identity)
-    return results, _c_summary(ctx, results, names, missing, imagenet=False), files
+    summary = _c_summary(ctx, results, names, missing, imagenet=False)
+    if ctx.options.protocol == "robustbench":
+        summary["robustbench"] = robustbench_summary(results, names, data.count, "ToTensor (none)")
+    return results, summary, files
 
 
 def imagenet_c(ctx: Context) -> Results:
@@ -187,8 +199,18 @@ def imagenet_c(ctx: Context) -> Results:
             if not (root / name / str(severity)).is_dir():
                 raise FileNotFoundError(f"{root / name / str(severity)} not found (5 severities per corruption)")
     results, files = {n: e for n, e in ctx.done.items() if n in names}, []
+    robustbench = ctx.options.protocol == "robustbench"
+    if robustbench:  # its 5,000 listed images of each set, resized to 224 x 224
+        listed = read_image_list(ctx.options.image_list)
+        files.append(file_record(Path(ctx.options.image_list), len(listed)))
+
+    def read(folder: Path) -> FolderSet:
+        if robustbench:
+            return listed_images(folder, listed, imagenet_wnids(), RES224)
+        return read_class_folders(folder, imagenet_wnids(), ctx.options.preprocess)
+
     for name in progress(names, desc="corruptions", unit="corruption"):
-        sets = [read_class_folders(root / name / str(s), imagenet_wnids(), ctx.options.preprocess) for s in range(1, 6)]
+        sets = [read(root / name / str(s)) for s in range(1, 6)]
         for data in sets:
             nonempty_count(len(data), data.root)
         files += [folder_record(d) for d in sets]
@@ -209,7 +231,10 @@ def imagenet_c(ctx: Context) -> Results:
                                                        ctx.options.rms_estimator)}
         results[name] = entry
         ctx.on_result(name, entry, identity)
-    return results, _c_summary(ctx, results, names, missing, imagenet=True), files
+    summary = _c_summary(ctx, results, names, missing, imagenet=True)
+    if robustbench:
+        summary["robustbench"] = robustbench_summary(results, names, len(listed), "Res224")
+    return results, summary, files
 
 
 def imagenet_r(ctx: Context) -> Results:

@@ -31,6 +31,7 @@ import torch
 
 from fullscale.data import DATASETS
 from fullscale.evaluation.context import Context, EvalOptions
+from fullscale.evaluation.robustbench import check_protocol
 from fullscale.evaluation.suites import RESUMABLE, SUITES, run_suite
 from fullscale.runs import load_bare_model, load_run_model
 from fullscale.training.config import check_device_name
@@ -38,7 +39,7 @@ from infra.folder_kind import KINDS, folder_kind, require_kind
 from infra.io import data_fingerprint, directory_lock, printable, read_json, sha256_file, write_json
 from infra.provenance import provenance
 
-__all__ = ["evaluate"]
+__all__ = ["Float32", "bare_dataset", "evaluate", "evaluate_model"]
 
 
 def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, checkpoint: str | None = None,
@@ -61,12 +62,15 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
         raise ValueError(f"--device {device!r} is not usable here ({detail[:160]}); use cpu or cuda[:N]") from None
     if data_root is not None:
         _check_data_root(suite, Path(data_root))  # the set's kind and manifest, before the model is loaded
+    check_protocol(suite, options.protocol, options.image_list,
+                   suite == "imagenet-c" or (suite == "clean" and model is not None))
     if model is not None:
         if out is None:
             raise ValueError("--model (a bare checkpoint) needs --out DIR for the results")
         require_kind(out, "run", "--out")
         weights = Path(checkpoint) if checkpoint else run_dir
-        net, config = load_bare_model(weights, model, device=dev)
+        dataset, num_classes = bare_dataset(suite)
+        net, config = load_bare_model(weights, model, num_classes, dev, dataset)
         run_dir = Path(out)
     else:
         require_kind(run_dir, "run", "RUN")
@@ -74,17 +78,37 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
         weights = Path(checkpoint) if checkpoint else run_dir / "final.pt"
         if not weights.is_absolute() and not weights.exists() and (run_dir / weights).exists():
             weights = run_dir / weights  # as load_run_model reads it: a file of the run named relative to it
+    digest = sha256_file(weights)
+    own_run = model is not None or checkpoint is None or _is_final(run_dir, weights, digest)
+    return evaluate_model(net, config, suite, run_dir, weights=str(weights), digest=digest, own_run=own_run,
+                          data_root=data_root, device=dev, options=options)
+
+
+def evaluate_model(net: torch.nn.Module, config: dict, suite: str, run_dir: Path, *, weights: str, digest: str,
+                   own_run: bool = True, data_root: str | None = None, device: torch.device | str = "cpu",
+                   options: EvalOptions | None = None) -> dict:
+    """``net`` (eval mode, on ``device``; ``config``: its ``model``, ``num_classes``, ``dataset``) on
+    ``suite`` -> ``run_dir/eval/SUITE.json`` (``own_run`` False: under ``eval/<stem>-<sha256[:12]>/``);
+    ``weights`` and ``digest`` name the weights in the record and bind a resume to them (``own_run``:
+    the run's own model, or a bare one whose ``run_dir`` is its ``--out``)."""
+    options = options or EvalOptions()
+    dev = torch.device(device)
+    if data_root is not None:
+        _check_data_root(suite, Path(data_root))  # as evaluate does (a model in memory comes here directly)
+    check_protocol(suite, options.protocol, options.image_list,
+                   suite == "imagenet-c" or (suite == "clean" and config.get("dataset") == "imagenet"))
     _check_finite(net, weights)
     _check_suite_fits_run(suite, config, run_dir)
     if dev.type == "cuda":
         net = net.to(memory_format=torch.channels_last)
-    digest = sha256_file(weights)
+        if options.protocol == "robustbench":  # the leaderboard's float32, not our bf16 autocast
+            net = Float32(net)
     eval_dir = run_dir / "eval"
-    if model is None and checkpoint is not None and not _is_final(run_dir, weights, digest):
+    if not own_run:
         # another model than the run's: its results beside the run's, never over them (issue 32)
-        eval_dir = eval_dir / _checkpoint_folder(weights, digest)
+        eval_dir = eval_dir / _checkpoint_folder(Path(weights), digest)
     target = eval_dir / f"{suite}.json"
-    record = {"suite": suite, "run": str(run_dir), "checkpoint": {"path": str(weights), "sha256": digest},
+    record = {"suite": suite, "run": str(run_dir), "checkpoint": {"path": weights, "sha256": digest},
               "model": config["model"], "dataset": config.get("dataset", ""), "device": str(dev),
               "options": options.as_dict(), "complete": False, "provenance": provenance()}
     root = data_root or config.get("data_root") or f"built-in {config.get('dataset')}"
@@ -124,6 +148,28 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
                        "seconds": time.perf_counter() - started, "data": {"root": str(root), "files": files}})
         write_json(target, record)
     return {**record, "path": str(target)}
+
+
+class Float32(torch.nn.Module):
+    """``model`` with autocast off inside (float32 logits whatever the caller's autocast)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(x.device.type, enabled=False):
+            return self.model(x.float())
+
+
+#: the classes of a bare model by the data set of its suite
+_CLASSES = {"cifar10": 10, "cifar100": 100, "digits": 10, "digits16": 10, "imagenet": 1000}
+
+
+def bare_dataset(suite: str) -> tuple[str, int]:
+    """(data set, classes) of a model without a run: its -C/-P suite's, else ImageNet's 1000."""
+    dataset = _suite_dataset(suite) or "imagenet"
+    return dataset, _CLASSES[dataset]
 
 
 def _suite_dataset(suite: str) -> str | None:

@@ -28,6 +28,7 @@ from fullscale.evaluation.records import (
     need_root,
     nonempty_count,
 )
+from fullscale.evaluation.robustbench import RES256_CROP224, listed_images, read_image_list
 from fullscale.metrics import (
     aurra,
     expected_calibration_error,
@@ -50,6 +51,13 @@ def _test_data(ctx: Context) -> _TestData:
     """The test split of the run's own dataset: built-in/CIFAR in memory (it is small), ImageNet
     (``dataset: imagenet``) as class folders of the validation set under --data-root."""
     dataset, bs = ctx.config.get("dataset"), ctx.batch_size
+    if dataset == "imagenet" and ctx.options.protocol == "robustbench":  # its 5,000 listed images
+        need_imagenet(ctx)
+        listed = read_image_list(ctx.options.image_list)
+        data = listed_images(need_root(ctx, "the ImageNet validation class folders"), listed, imagenet_wnids(),
+                             RES256_CROP224)
+        return _TestData(lambda: data.batches(bs, ctx.options.workers), len(data), str(data.root),
+                         [file_record(Path(ctx.options.image_list), len(listed)), folder_record(data)])
     if dataset == "imagenet":
         need_imagenet(ctx)
         data = read_val_folder(need_root(ctx, "the ImageNet validation images (class folders, or flat with "

@@ -101,3 +101,20 @@ def test_flat_val_with_solution_csv_gives_the_same_accuracy(bare, tmp_path):
                      "--workers", "0", "--device", "cpu"]) == 0
         accuracies.append(json.loads((out / "eval" / "clean.json").read_text())["summary"]["accuracy"])
     assert accuracies[0] == accuracies[1] >= 0.5
+
+
+def test_a_robustbench_resnet50_file_loads_as_it_is(bare, tmp_path):
+    """RobustBench's layout (its ``normalize_model``: ``normalize.mean``/``std`` buffers, ``model.*``),
+    as its ImageNet ResNet-50 entries (NoisyMix's among them) are distributed: the same accuracy as
+    the same weights in torchvision's layout."""
+    root, model = bare
+    mean, std = torch.tensor([0.485, 0.456, 0.406]), torch.tensor([0.229, 0.224, 0.225])
+    state = {"normalize.mean": mean.view(1, 3, 1, 1), "normalize.std": std.view(1, 3, 1, 1),
+             **{f"model.{k}": v for k, v in model.state_dict().items()}}
+    save_torch(tmp_path / "Erichson2022NoisyMix.pt", state)
+    val = root / "imagenet" / "val"
+    for name, file in (("rb", tmp_path / "Erichson2022NoisyMix.pt"), ("plain", root / "resnet50.pth")):
+        assert main(["evaluate", str(file), "--model", "resnet50", "--out", str(tmp_path / name), "--suite", "clean",
+                     "--data-root", str(val), "--resize", "37", "--crop", "32", "--workers", "0"]) == 0
+    rb, plain = (json.loads((tmp_path / n / "eval" / "clean.json").read_text()) for n in ("rb", "plain"))
+    assert rb["summary"]["accuracy"] == plain["summary"]["accuracy"] >= 0.5
