@@ -6,21 +6,21 @@
 ``fullscale.training.hooks`` unless given).  ``nm.loss(x_u8, y)`` is one step's loss:
 
 1. the views from the uint8 batch on its device: random crop + flip, then clean + two AugMix views
-   (``make_views``: ``fullscale.augment.augmix``);
-2. the partners and lambda (``noisymix.draw_mix``), then the mixing point, uniform over the stages,
-   on a CPU generator (``draw_stage``);
-3. the model's forward with M_{lambda,xi} at that point (``transform_stage`` + ``mix_features``);
-4. CE on the mixed labels + gamma JSD (``method_loss``: ``noisymix.loss.noisymix_loss``).
+   (``fullscale.augment.augmix``), the partners and lambda, and the mixing point, uniform over the
+   stages, on a CPU generator (``fullscale.training.draws.draw_step``);
+2. the model's forward with M_{lambda,xi} at that point, then CE on the mixed labels + gamma JSD
+   (``fullscale.training.step.drawn_step_loss``: ``transform_stage``, ``mix_features``,
+   ``noisymix.loss.noisymix_loss``).
 
-These are the functions ``fullscale.training.step.step_loss`` calls, in its order, on the same
-generators: on our models (whose ``stages`` it reads) a step here equals the trainer's on the same
-seeds (tests/api/test_noisymix_api.py).  Mixings with a batch op (CutMix, Puzzle Mix) run it as the
-trainer does; torchrun's shared lambda is the trainer's alone.
+One implementation with two doors: these are the trainer's own functions (``step.step_loss`` is
+the same two calls), so on our models a step here equals the trainer's on the same seeds
+(tests/api/test_noisymix_api.py).  The trainer makes step 1 for a chunk of steps at once
+(``draws.RunDraws``); here it is one batch at a time.  Mixings with a batch op (CutMix, Puzzle
+Mix) run it as the trainer does; torchrun's shared lambda is the trainer's alone.
 """
 
 from __future__ import annotations
 
-import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,12 +28,12 @@ import torch
 from torch import Tensor, nn
 
 import noisymix
+from fullscale.training.draws import draw_step
 from fullscale.training.generators import stream_seed
-from fullscale.training.hooks import check_stages, default_stages, transform_stage
+from fullscale.training.hooks import check_stages, default_stages
 from fullscale.training.methods import get_method
 from fullscale.training.presets import resolve_config
-from fullscale.training.step import draw_stage, make_views, method_loss, mix_features, step_mix_config
-from noisymix.mixing import draw_mix, mix_targets
+from fullscale.training.step import drawn_step_loss
 
 __all__ = ["NoisyMix"]
 
@@ -75,23 +75,8 @@ class NoisyMix:
 
     def parts(self, x_u8: Tensor, y: Tensor) -> noisymix.LossParts:
         """One step's loss and its parts (CE, JSD) for the uint8 batch ``x_u8`` (N, 3, H, W), labels ``y``."""
-        method, cfg, g = self.method, self.cfg, self.generator
-        x = make_views(x_u8, method, cfg, g)
-        mix_cfg = step_mix_config(method, cfg)
-        draw = draw_mix(y.shape[0], mix_cfg, generator=g)
-        extra = None
-        if method.kind.batch_op is not None:
-            x, draw, extra = method.kind.batch_op(self.model, x, y, draw, cfg, generator=g)
-        stage = (draw_stage(method, types.SimpleNamespace(stages=self.stages), self.stage_generator)
-                 if method.feature_transform else None)
-        if x.is_cuda:
-            x = x.contiguous(memory_format=torch.channels_last)
-        if stage is None:
-            logits = self.model(x)
-        else:
-            with transform_stage(self.model, stage, lambda h: mix_features(h, draw, mix_cfg, g, method.views)):
-                logits = self.model(x)
-        return method_loss(logits, mix_targets(y, draw, self.num_classes), method, cfg, extra)
+        s = draw_step(x_u8, y, self.method, self.cfg, self.stages, self.generator, self.stage_generator)
+        return drawn_step_loss(self.model, self.model, s, y, self.method, self.cfg, self.num_classes, self.generator)
 
     def loss(self, x_u8: Tensor, y: Tensor) -> Tensor:
         """One step's loss (a scalar to ``backward``)."""

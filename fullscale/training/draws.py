@@ -85,9 +85,9 @@ def step_mix_config(method: Method, cfg: TrainConfig) -> noisymix.MixConfig:
     return dataclasses.replace(cfg.mix, alpha=alpha, noise=noise)
 
 
-def stage_choices(method: Method, model: nn.Module) -> tuple[str, ...]:
-    """Where the transform point is drawn: uniformly from ``model.stages`` (the input only for Mixup)."""
-    return tuple(model.stages) if method.any_stage else ("input",)
+def stage_choices(method: Method, stages: Sequence[str]) -> tuple[str, ...]:
+    """Where the transform point is drawn: uniformly from the model's ``stages`` (the input only for Mixup)."""
+    return tuple(stages) if method.any_stage else ("input",)
 
 
 @dataclasses.dataclass
@@ -130,11 +130,12 @@ def chunk_steps(views: int, batch: int, view_shape: Sequence[int], steps_per_epo
     return max(1, min(steps_per_epoch, VIEW_CHUNK_BYTES // max(per_step, 1)))
 
 
-def draw_chunk(batches: Sequence[tuple[Tensor, Tensor]], method: Method, cfg: TrainConfig, core: nn.Module,
+def draw_chunk(batches: Sequence[tuple[Tensor, Tensor]], method: Method, cfg: TrainConfig, stages: Sequence[str],
                gens: ChunkGenerators) -> list[StepDraws]:
     """Steps 1-2, but the mixing's batch op, for consecutive ``batches`` (uint8 images and labels on
     the device): the views of all their images in one call, then each batch's partners, the
-    lambdas and the transform points.  Draw order: crops and flips, AugMix views (``views``
+    lambdas and the transform points (over ``stages``, the model's mixing points).  Draw order:
+    crops and flips, AugMix views (``views``
     generator), each batch's partner keys (``views``), the lambdas (``lam``, or ``views`` per
     sample), the transform points (``stage``)."""
     sizes = [int(y.shape[0]) for _, y in batches]
@@ -152,26 +153,26 @@ def draw_chunk(batches: Sequence[tuple[Tensor, Tensor]], method: Method, cfg: Tr
                 else sample_beta(mix_cfg.alpha, beta, (len(sizes),), generator=gens.lam))
     else:
         lams = torch.ones(n if mix_cfg.lam_per_sample else len(sizes), device=gens.views.device)
-    stages: list[str | None] = [None] * len(sizes)
+    points: list[str | None] = [None] * len(sizes)
     if method.feature_transform:
-        choices = stage_choices(method, core)
-        stages = [choices[k] for k in torch.randint(len(choices), (len(sizes),), generator=gens.stage).tolist()]
+        choices = stage_choices(method, stages)
+        points = [choices[k] for k in torch.randint(len(choices), (len(sizes),), generator=gens.stage).tolist()]
     perm_all = to_device(torch.cat(perms) if len(perms) > 1 else perms[0], device)
     lams = to_device(lams, device)
     out, start = [], 0
     for k, b in enumerate(sizes):
         x = views[:, start:start + b].reshape(-1, *views.shape[2:])
         lam = lams[start:start + b] if mix_cfg.lam_per_sample else lams[k]
-        out.append(StepDraws(x, MixDraw(perm=perm_all[start:start + b], lam=lam), mix_cfg, stages[k]))
+        out.append(StepDraws(x, MixDraw(perm=perm_all[start:start + b], lam=lam), mix_cfg, points[k]))
         start += b
     return out
 
 
-def draw_step(x_u8: Tensor, y: Tensor, method: Method, cfg: TrainConfig, core: nn.Module, g: torch.Generator,
+def draw_step(x_u8: Tensor, y: Tensor, method: Method, cfg: TrainConfig, stages: Sequence[str], g: torch.Generator,
               stage_g: torch.Generator) -> StepDraws:
     """Steps 1-2 for one batch (the mixing's batch op not yet applied): views, partners and lambda
-    from ``g`` in that order, the transform point from ``stage_g``."""
-    return draw_chunk([(x_u8, y)], method, cfg, core, ChunkGenerators(g, g, stage_g))[0]
+    from ``g`` in that order, the transform point from ``stage_g`` over ``stages``."""
+    return draw_chunk([(x_u8, y)], method, cfg, stages, ChunkGenerators(g, g, stage_g))[0]
 
 
 class RunDraws:
@@ -196,8 +197,8 @@ class RunDraws:
             if not part:
                 return
             gens = chunk_generators(self.cfg.seed, epoch, chunk, rank=self.rank, ddp_draws=self.cfg.runtime.ddp_draws)
-            for j, (draws, (_, y)) in enumerate(zip(draw_chunk(part, self.method, self.cfg, core, gens), part,
-                                                    strict=True)):
+            drawn = draw_chunk(part, self.method, self.cfg, core.stages, gens)
+            for j, (draws, (_, y)) in enumerate(zip(drawn, part, strict=True)):
                 step = chunk * self.steps + j
                 if step >= start_step:
                     yield step, draws, y

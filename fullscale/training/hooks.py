@@ -80,6 +80,9 @@ def stage_module(model: nn.Module, stage: str) -> nn.Module:
 
 
 def _missing(model: nn.Module, stage: object) -> nn.Module:
+    declared = _declared_stages(model)
+    if declared is not None:  # ours: its named stages are the candidates
+        raise ValueError(f"{type(model).__name__} has no mixing stage {stage!r}; its stages: {', '.join(declared)}")
     paths = module_paths(model)
     shown = ", ".join(paths[:40]) + (f", ... ({len(paths)})" if len(paths) > 40 else "")
     raise ValueError(f"{type(model).__name__} has no module {stage!r} to mix at; its module paths: {shown}")

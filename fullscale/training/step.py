@@ -97,7 +97,7 @@ def step_loss(model: nn.Module, core: nn.Module, x_u8: Tensor, y: Tensor, method
               num_classes: int, g: torch.Generator, stage_g: torch.Generator) -> noisymix.LossParts:
     """One batch's loss (the one-batch door): views, partners and lambda from ``g``, the transform
     point from ``stage_g`` (``draws.draw_step``), then ``drawn_step_loss``."""
-    return drawn_step_loss(model, core, draw_step(x_u8, y, method, cfg, core, g, stage_g), y, method, cfg,
+    return drawn_step_loss(model, core, draw_step(x_u8, y, method, cfg, core.stages, g, stage_g), y, method, cfg,
                            num_classes, g)
 
 

@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> dict:
         stream.close()
     part = [(x, y)] * chunk
     gens = chunk_generators(0, 0, 0)
-    augment = _seconds_per_call(lambda: draw_chunk(part, method, cfg, core, gens), device, 1, args.repeats,
+    augment = _seconds_per_call(lambda: draw_chunk(part, method, cfg, core.stages, gens), device, 1, args.repeats,
                                 1) / chunk
     single = _seconds_per_call(lambda: make_views(x, method, cfg, g), device, 3, args.repeats, 1)
     rate = batch / ours

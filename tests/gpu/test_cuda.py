@@ -200,7 +200,7 @@ def test_the_noisymix_step_captured_in_a_cuda_graph_replays_the_eager_step():
     data_g = torch.Generator().manual_seed(1)
     x = torch.randint(0, 256, (16, 3, 32, 32), dtype=torch.uint8, generator=data_g).cuda()
     y = torch.randint(0, 10, (16,), generator=data_g).cuda()
-    (drawn,) = draw_chunk([(x, y)], method, cfg, model, chunk_generators(0, 0, 0))
+    (drawn,) = draw_chunk([(x, y)], method, cfg, model.stages, chunk_generators(0, 0, 0))
     stage = "layer2"  # a graph per stage: this one
     static = StepDraws(drawn.x.clone(), MixDraw(drawn.draw.perm.clone(), drawn.draw.lam.clone()), drawn.mix_cfg,
                        stage)

@@ -113,7 +113,7 @@ def test_a_chunk_draws_lambda_from_beta_and_the_stage_uniformly():
     n = 4000
     x = torch.randint(0, 256, (n, 3, 8, 8), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
     batches = [(x[i:i + 1], torch.zeros(1, dtype=torch.long)) for i in range(n)]
-    drawn = draw_chunk(batches, METHODS["noisymix"], cfg, core, chunk_generators(0, 0, 0))
+    drawn = draw_chunk(batches, METHODS["noisymix"], cfg, core.stages, chunk_generators(0, 0, 0))
     lam = torch.stack([d.draw.lam for d in drawn]).double()
     assert abs(lam.mean().item() - 0.5) < 4 * (1 / 12 / n) ** 0.5
     assert abs(lam.var().item() - 1 / 12) < 0.01
