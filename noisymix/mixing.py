@@ -183,19 +183,22 @@ def sample_noise(
         # both magnitudes in one draw (half the sampler's kernels): additive first, as drawn alone
         both = sample_beta(2.0, 5.0, (2, *mag_shape), generator=generator, dtype=dtype)
         add_level, mult_level = config.add * both[0], config.mult * both[1]
+    # each term written in place into its one fresh tensor (fewer full-size passes: on a GPU these are
+    # memory-bound); xi_add, its sparsity mask, xi_mult, its mask: drawn in that order
     if config.add > 0:
         level = _magnitude(config, config.add, mag_shape, generator, dtype) if add_level is None else add_level
-        add_term = (level * add_scale) * torch.randn(shape, generator=generator, device=device, dtype=dtype)
+        add_term = torch.randn(shape, generator=generator, device=device, dtype=dtype).mul_(level * add_scale)
         if config.sparse > 0:
-            keep = torch.rand(shape, generator=generator, device=device, dtype=dtype) >= config.sparse
-            add_term = add_term * keep
+            drop = torch.rand(shape, generator=generator, device=device, dtype=dtype) < config.sparse
+            add_term.masked_fill_(drop, 0.0)
     if config.mult > 0:
         level = _magnitude(config, config.mult, mag_shape, generator, dtype) if mult_level is None else mult_level
-        uniform = 2 * torch.rand(shape, generator=generator, device=device, dtype=dtype) - 1
-        mult_term = level * uniform
+        # U(-1, 1) as 2 U(0, 1) - 1: the same numbers as ``2 * torch.rand(...) - 1``
+        mult_term = torch.empty(shape, device=device, dtype=dtype).uniform_(-1.0, 1.0, generator=generator)
+        mult_term.mul_(level)
         if config.sparse > 0:
-            keep = torch.rand(shape, generator=generator, device=device, dtype=dtype) >= config.sparse
-            mult_term = mult_term * keep
+            drop = torch.rand(shape, generator=generator, device=device, dtype=dtype) < config.sparse
+            mult_term.masked_fill_(drop, 0.0)
     return mult_term, add_term
 
 
@@ -204,8 +207,10 @@ def perturb(x: Tensor, config: NoiseConfig, *, generator: torch.Generator, view_
     """x -> (1 + sigma_mult xi_mult) ⊙ x + sigma_add xi_add, with freshly drawn noise."""
     mult_term, add_term = sample_noise(tuple(x.shape), config, generator=generator, dtype=x.dtype,
                                        view_dims=view_dims, add_scale=add_scale)
+    if mult_term is not None and add_term is not None:  # one fused pass: add + x (1 + mult)
+        return torch.addcmul(add_term, x, mult_term.add_(1.0))
     if mult_term is not None:
-        x = (1 + mult_term) * x
+        x = x * mult_term.add_(1.0)
     if add_term is not None:
         x = x + add_term
     return x
@@ -313,7 +318,8 @@ def noisy_feature_mixup(
     # every view's partners in one gather (one permutation without groups: one index_select)
     partners = (hv.index_select(1, draw.perm) if g == 0
                 else torch.stack([_partners(v, draw.perm) for v in hv]))
-    out = mix(hv, partners, lam.expand(views, *lam.shape))
+    # M_lambda(h, partner) = partner + lambda (h - partner): one kernel (lerp) instead of four
+    out = torch.lerp(partners, hv, _lead(lam.expand(views, *lam.shape).to(hv.dtype), hv))
     noise = config.noise
     if noise.active:
         add_scale: Tensor | float = 1.0

@@ -59,8 +59,10 @@ __all__ = ["VIEW_CHUNK_BYTES", "ChunkGenerators", "RunDraws", "StepDraws", "chun
            "draw_chunk", "draw_step", "make_views", "stage_choices", "step_mix_config"]
 
 #: float32 view bytes one chunk holds at most (PreActResNet-18 on CIFAR, batch 128, three views:
-#: 54 steps, 6,912 images a chunk; ResNet-50 at 224, batch 64, three views: 2 steps)
-VIEW_CHUNK_BYTES = 256 * 2**20
+#: 113 steps, 14,464 images a chunk; ResNet-50 at 224, batch 64, three views: 4 steps).  On an H100
+#: the views of a chunk cost a fixed ~40 ms of kernel launches plus their arithmetic, so longer
+#: chunks amortize better (issue 38: 256 MiB gave 0.8 ms a CIFAR step)
+VIEW_CHUNK_BYTES = 512 * 2**20
 
 
 def make_views(x_u8: Tensor, method: Method, cfg: TrainConfig, g: torch.Generator) -> Tensor:
@@ -143,7 +145,20 @@ def draw_chunk(batches: Sequence[tuple[Tensor, Tensor]], method: Method, cfg: Tr
     device = x_u8.device
     n = x_u8.shape[0]
     views = make_views(x_u8, method, cfg, gens.views)
-    views = views.view(views.shape[0] // n, n, *views.shape[1:])
+    views = views.view(views.shape[0] // n, n, *views.shape[1:])  # (V, N, C, H, W)
+    b0 = sizes[0]
+    if all(b == b0 for b in sizes):
+        # step-major in one copy, so a step's views are a view of the chunk (no copy a step): (K, V, b, ...);
+        # on CUDA channels-last, the layout of the model's weights
+        steps = views.view(views.shape[0], len(sizes), b0, *views.shape[2:]).transpose(0, 1)
+        if device.type == "cuda":
+            steps = steps.permute(0, 1, 2, 4, 5, 3).contiguous().permute(0, 1, 2, 5, 3, 4)
+        else:
+            steps = steps.contiguous()
+        step_views = [steps[k].flatten(0, 1) for k in range(len(sizes))]
+    else:  # a short last batch: each step's slice copied
+        starts = [sum(sizes[:k]) for k in range(len(sizes))]
+        step_views = [views[:, a:a + b].reshape(-1, *views.shape[2:]) for a, b in zip(starts, sizes, strict=True)]
     mix_cfg = step_mix_config(method, cfg)
     # a uniform permutation per batch: argsort of uniform keys (as draw_mix)
     perms = [torch.rand(b, generator=gens.views, device=gens.views.device).argsort() for b in sizes]
@@ -161,9 +176,8 @@ def draw_chunk(batches: Sequence[tuple[Tensor, Tensor]], method: Method, cfg: Tr
     lams = to_device(lams, device)
     out, start = [], 0
     for k, b in enumerate(sizes):
-        x = views[:, start:start + b].reshape(-1, *views.shape[2:])
         lam = lams[start:start + b] if mix_cfg.lam_per_sample else lams[k]
-        out.append(StepDraws(x, MixDraw(perm=perm_all[start:start + b], lam=lam), mix_cfg, points[k]))
+        out.append(StepDraws(step_views[k], MixDraw(perm=perm_all[start:start + b], lam=lam), mix_cfg, points[k]))
         start += b
     return out
 
