@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> dict:
     for r in ours:
         if "steps_per_s" in r:
             r["speedup_over_public"] = {w: round(r["steps_per_s"] / s, 2) for w, s in best_public.items()}
-    if 16 in best_public and "steps_per_s" in ours[0]:
+    if 16 in best_public and ours and "steps_per_s" in ours[0]:
         result["met"] = ours[0]["steps_per_s"] >= 3 * best_public[16]
     return result
 
@@ -151,6 +151,9 @@ def _child(code: str, workers: int, steps: int, warmup: int, images: int, out: s
         pass
 
     torchvision.datasets.CIFAR10 = SyntheticCIFAR10
+    # augmentations.py uses ``np.int``, removed in NumPy 1.24: the builtin it aliased stands in
+    if "int" not in np.__dict__:
+        np.__dict__["int"] = int
     # src/get_data.py (imported by src/__init__.py, used only for ImageNet and -C folders) imports
     # ``robustness.tools.folder.ImageFolder`` from the robustness library; where that is not
     # installed, torchvision's ImageFolder stands in (cifar.py never calls it)
