@@ -113,7 +113,7 @@ def summarize(out: str | Path) -> dict:
             "wall_seconds": total_seconds(log),
             "table": table, "claims": claims,
             "ran_on": _ran_on(log),
-            "machine": {**machine(), "workers": plan.get("workers", 0)},
+            "machine": {**machine(), "workers": log.get("workers", plan.get("workers", 0))},
             "theory": _theory(out / "theory" / "theory.json"), "toy": _toy(out / "toy" / "toy.json")}
 
 
@@ -270,7 +270,7 @@ def _duration(summary: dict) -> str:
         return ""
     steps = f"its steps took {summary['seconds'] / 60:.1f} min, the sum of each step's recorded time"
     workers = summary.get("machine", {}).get("workers", 0)
-    if workers:
+    if workers and workers > 1:
         return f" ({steps}; {workers} worker processes ran them side by side, so the wall time was less)"
     return f" ({steps})"
 
