@@ -86,7 +86,9 @@ def test_our_value_beside_the_papers_with_the_difference(results, tmp_path):
     assert a_cells[5] == "—" and a_cells[6] == "—"  # missing -C evaluation
     assert "not implemented" in table  # AugMax*
     report = (out / "REPORT.md").read_text()
-    assert "NoisyMix (ours) vs Baseline" in report and "sign agrees" in report
+    # one vocabulary with the summary (issue 40): the paper's sign holds / is within noise / fails on our seeds
+    assert "NoisyMix (ours) vs Baseline" in report and "the paper's sign **" in report
+    assert "DISAGREES" not in report and "sign agrees" not in report
 
 
 def test_corruption_examples_figure_on_a_bundled_photograph(tmp_path):
@@ -105,7 +107,7 @@ def test_paper_wrn_rows_are_filled_from_wrn28_4_runs_and_say_so():
     seen = set()
     for comp in COMPARISONS:
         models = {model for _, model, _ in comp.columns}
-        if comp.label in wrn:
+        if comp.label in wrn and not comp.analogue:  # a digits analogue (issue 40) names its own model
             seen.add(comp.label)
             assert models == {"wrn28_4"} and "wrn28_4" in comp.title and "WRN-28-4" in comp.title
         else:
