@@ -59,7 +59,7 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
             if results.theory else None,
     }
     if examples:
-        jobs["The 15 corruptions at severity 5 (fig:cimages)"] = lambda: plots.corruption_examples(
+        jobs["Digits-C: the 15 corruptions on a test digit (fig:cimages)"] = lambda: plots.corruption_examples(
             out / "corruption_examples.png")
     figures = {}
     for title in progress(list(jobs), desc="figures", unit="figure"):

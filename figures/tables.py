@@ -134,6 +134,8 @@ class Comparison:
     # an analogue's own column names, each beside the paper's column it stands for (None: the digits
     # clean / -C pair after the paper's columns)
     ours_names: tuple[str, ...] | None = None
+    # or each paper column's own name followed by this ("(ours, Digits-C)"): the tables' names, not ours
+    ours_suffix: str = ""
     # tab:ablation's third column, the -C accuracy gain over the "----" row (Baseline): the paper's as
     # printed, ours as each row's -C mean minus the Baseline row's (issue 40: it was dropped)
     gain: bool = False
@@ -236,10 +238,10 @@ COMPARISONS: tuple[Comparison, ...] = (
     # the ablation plan's rows (`noisymix reproduce --plan ablation`), each column beside the paper's
     Comparison("tab:results_cifar10_c", "Small-scale analogue: Digits-C per corruption (ours: preactresnet18, "
                "reduced) vs the paper's CIFAR-10-C", _c_columns("digits", "preactresnet18"), METHOD_ROWS,
-               analogue=True, ours_names=tuple(f"{c} (ours, Digits-C)" for c in CORRUPTIONS)),
+               analogue=True, ours_suffix="(ours, Digits-C)"),
     Comparison("tab:results_cifar_p", "Small-scale analogue: Digits-P flip probabilities (ours: preactresnet18, "
                "reduced) vs the paper's CIFAR-10-P", _p_columns("digits", "preactresnet18"), METHOD_ROWS,
-               analogue=True, ours_names=(*(f"{n} (ours, Digits-P)" for n in P_COLUMNS), "mean (ours, Digits-P)")),
+               analogue=True, ours_suffix="(ours, Digits-P)"),
     Comparison("tab:ablation", "Small-scale analogue: ablation on Digits / Digits-C (ours: preactresnet18, reduced; "
                "`--plan ablation`) vs the paper's Wide-ResNet-28 on CIFAR-100",
                (("digits", "preactresnet18", _summary("clean", "accuracy")),
@@ -349,12 +351,13 @@ def compare_table(comp: Comparison, paper: dict, groups: dict) -> Table:
     table = paper[comp.label]
     names = [*table["columns"], *(f"{name} (computed)" for name, _ in comp.extra)]
     header = ["Method"]
+    interleaved = bool(comp.ours_names or comp.ours_suffix)
     for i, col in enumerate(names[:len(comp.columns)]):
-        if comp.ours_names:
-            header += [f"{col} (paper)", comp.ours_names[i]]
+        if interleaved:
+            header += [f"{col} (paper)", comp.ours_names[i] if comp.ours_names else f"{col} {comp.ours_suffix}"]
         else:
             header += [f"{col} paper", "ours", "Δ"] if not comp.analogue else [f"{col} (paper)"]
-    if comp.analogue and not comp.ours_names:
+    if comp.analogue and not interleaved:
         header += ["Digits (ours)", "Digits-C (ours)"]
     marks, notes = _footnotes(comp.label, paper)
     rows, numbers = [], {}
@@ -378,11 +381,11 @@ def compare_table(comp: Comparison, paper: dict, groups: dict) -> Table:
             else:  # a column the paper does not print: computed from its row
                 paper_cell = comp.extra[i - n_paper][1](cells)
             p = _paper_number(paper_cell)
-            key = header[1 + (2 * i if comp.ours_names else i if comp.analogue else 3 * i)]
+            key = header[1 + (2 * i if interleaved else i if comp.analogue else 3 * i)]
             numbers[name][key] = {"paper": p, "ours": stats}
             if paren_metric is not None:
                 numbers[name][header[1 + 3 * i]].update(paper_paren=_paren_of(paper_cell), ours_paren=paren)
-            if comp.ours_names:
+            if interleaved:
                 row += [_paper_text(paper_cell), _fmt(stats)]
             elif comp.analogue:
                 row.append(_paper_text(paper_cell))
