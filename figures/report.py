@@ -68,10 +68,10 @@ def _agreement(tables: list[Table]) -> list[str]:
                     if r == base:
                         continue
                     sp = np.sign(paper[r] - paper[base])
-                    verdict = ("the paper shows no difference" if sp == 0 else
-                               _sign_verdict(pairs[r]["ours"], pairs[base]["ours"], sp))
+                    verdict = ("the paper shows no difference" if sp == 0 else "the paper's sign on our seeds: "
+                               f"**{_sign_verdict(pairs[r]['ours'], pairs[base]['ours'], sp)}**")
                     lines.append(f"- {r} vs {base}: paper {paper[r] - paper[base]:+.1f}, ours "
-                                 f"{ours[r] - ours[base]:+.1f} — the paper's sign **{verdict}**")
+                                 f"{ours[r] - ours[base]:+.1f} — {verdict}")
             lines.append("")
     if not found:
         lines += ["No paper table has at least two methods with our runs yet; nothing to compare.", ""]
