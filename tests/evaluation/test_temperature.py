@@ -45,3 +45,18 @@ def test_scaling_keeps_the_prediction_and_refuses_bad_input():
         fit_temperature(logits[:, :, None], labels)
     with pytest.raises(ValueError):
         fit_temperature(np.full((2, 3), np.nan), np.zeros(2, int))
+
+
+def test_the_calibration_suite_records_the_temperature_and_the_scaled_error():
+    """The calibration suite's summary (``own_split.calibration_summary``, what its eval JSON holds)."""
+    import torch
+
+    from fullscale.evaluation.own_split import calibration_summary
+
+    logits, labels = _synthetic(0.5, n=2000)  # under-confident as given: the labels are sharper than the logits
+    summary = calibration_summary(torch.from_numpy(logits).float(), torch.from_numpy(labels), "exact", scaled=True)
+    scaled = summary["temperature_scaled"]
+    assert scaled["temperature"] == pytest.approx(0.5, rel=0.1) and len(scaled["fold_temperatures"]) == 2
+    assert summary["confidence_gap"] < 0 and scaled["rms_calibration_error"] < summary["rms_calibration_error"]
+    assert "temperature_scaled" not in calibration_summary(torch.from_numpy(logits).float(),
+                                                           torch.from_numpy(labels), "exact")

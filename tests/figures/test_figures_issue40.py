@@ -77,3 +77,19 @@ def test_one_vocabulary_with_the_summary(ours, base, sign, verdict):
         d = paired(dict(zip(seeds, [sign * v for v in ours], strict=True)),
                    dict(zip(seeds, [sign * v for v in base], strict=True)))
         assert _verdict(d, 0.0) == verdict
+
+
+def test_digits_c_per_corruption_analogue_reads_our_runs():
+    from fullscale.vocabulary import CORRUPTIONS
+
+    class Run:
+        def __init__(self, seed, acc):
+            self.config = {"seed": seed}
+            self.evals = {"digits-c": {"summary": {"per_corruption": {c: acc for c in CORRUPTIONS}}}}
+
+    comp = next(c for c in COMPARISONS if c.label == "tab:results_cifar10_c" and c.analogue)
+    groups = {("digits", "preactresnet18", "noisymix"): [Run(0, 0.9), Run(1, 0.92)]}
+    table = compare_table(comp, paper_values(), groups)
+    row = next(r for r in table.rows if r[0].startswith("NoisyMix"))
+    assert table.header[1:3] == ["White (paper)", "White (ours, Digits-C)"]
+    assert row[2].startswith("91.0") and len(row) == len(table.header)
