@@ -246,10 +246,10 @@ def calibration_section(summary: dict) -> list[str]:
         ours = next((v for name, v in rows if name.startswith("NoisyMix")), None)
         others = [(name, v) for name, v in rows if not name.startswith("NoisyMix")]
         best = min(others, key=lambda r: r[1]) if others else None
-        lines.append(f"The paper's claim ({paper['source']}): \"{paper['claim']}\" — on ImageNet-R, against every "
-                     f"other method of its table: NoisyMix's RMS calibration error {ours:g} % against "
-                     + ", ".join(f"{name} {v:g}" for name, v in others)
-                     + (f" (the best other, {best[0]}, {best[1]:g})" if best else "") + " (the paper's numbers).")
+        lines += ["", f"The paper's claim ({paper['source']}): \"{paper['claim']}\" — on ImageNet-R, against every "
+                  f"other method of its table: NoisyMix's RMS calibration error {ours:.1f} % against "
+                  + ", ".join(f"{name} {v:.1f}" for name, v in others)
+                  + (f" (the best other, {best[0]}, {best[1]:.1f})" if best else "") + " (the paper's numbers)."]
     lines += ["", "Ours (digits, mean over seeds, points): RMS calibration error on the clean test images as "
               "evaluated and after temperature scaling (T fitted by NLL on held-out clean test images: two "
               "interleaved halves, each scaled by the T of the other), and on the corrupted sets:", "",

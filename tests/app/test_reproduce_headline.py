@@ -185,7 +185,7 @@ def test_calibration_section_quotes_the_paper_and_scales_every_method():
     text = render(_summary())
     assert "The paper's claim (App., tab:results_imagenet_r_calibration, ImageNet-R" in text
     assert "considerably improves the calibration" in text and "NoisyMix's RMS calibration error 3.9 %" in text
-    assert "Manifold Mixup 5" in text  # every other method of its table, with its value
+    assert "Manifold Mixup 5.0" in text  # every other method of its table, with its value as printed
     row = next(line for line in text.splitlines() if line.startswith("| NoisyMix | 18.6 |"))
     assert "under-confident (mean confidence 17.9 points below accuracy)" in row and "| 0.41 | 2.1 |" in row
     assert "before scaling, NoisyMix's clean-image RMS error ranks 3 of 3" in text
