@@ -113,7 +113,8 @@ def robust_c_bars(groups: dict, out: Path) -> Path:
         for xi, v in zip(x, per_seed or [], strict=False):
             ax.scatter([xi] * len(v), v, s=8, color="black", zorder=3)
         ax.set_xticks(x, labels, rotation=40, ha="right", fontsize=9)
-        _zoomed(ax, [*means, *(v for seeds in per_seed or [] for v in seeds)])
+        ends = [m + sign * e for m, e in zip(means, errors or [], strict=False) for sign in (-1, 1)]
+        _zoomed(ax, [*means, *ends, *(v for seeds in per_seed or [] for v in seeds)])
         ax.set_title(title, fontsize=10)
         ax.set_ylabel("robust accuracy (%)", fontsize=9)
     fig.suptitle("Robust accuracy on corrupted test sets (paper's panels hatched; colour: method)", fontsize=11)

@@ -53,7 +53,7 @@ def gap_words(gap: float | None) -> str:
     if gap is None:
         return "confidence gap not recorded"
     if abs(gap) < 0.5:
-        return f"about as confident as accurate (confidence {_signed(gap)} points from accuracy)"
+        return "about as confident as accurate (mean confidence within 0.5 points of accuracy)"
     side = "over-confident" if gap > 0 else "under-confident"
     return f"{side} (mean confidence {abs(gap):.1f} points {'above' if gap > 0 else 'below'} accuracy)"
 
