@@ -10,6 +10,7 @@ from infra.io import write_text
 from infra.progress import progress
 from infra.provenance import provenance
 from noisymix_figures import plots
+from noisymix_figures.registry import portable
 from noisymix_figures.report import write_report_text
 from noisymix_figures.results import collect
 from noisymix_figures.tables import build_tables
@@ -32,15 +33,15 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
     groups = results.groups()
     tables = build_tables(groups)
     for table in tables:
-        write_text(out / "tables" / f"{table.name}.md", table.markdown())
-        write_text(out / "tables" / f"{table.name}.tex", table.latex())
+        write_text(out / "tables" / f"{portable(table.name)}.md", table.markdown())
+        write_text(out / "tables" / f"{portable(table.name)}.tex", table.latex())
     jobs = {
         "Robust accuracy on corrupted sets (fig:robust10vs100)":
             lambda: plots.robust_c_bars(groups, out / "robust_c.png"),
         "Accuracy per corruption category, every -C set of ours and two of the paper's":
             lambda: plots.category_bars(groups, out / "categories.png"),
         **{f"Accuracy per corruption category ({label})":
-           (lambda label=label: plots.category_figure(groups, label, out / f"{label.replace('fig:', '')}.png"))
+           (lambda label=label: plots.category_figure(groups, label, out / f"{portable(label)}.png"))
            for label in plots.CATEGORY_FIGURES},
         "ImageNet-C vs ImageNet-R (fig:robustCvsR)": lambda: plots.robust_c_vs_r(groups, out / "robust_c_vs_r.png"),
         "Accuracy and calibration per corruption severity (ours; issue 31)":
@@ -58,7 +59,7 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
             if results.theory else None,
     }
     if examples:
-        jobs["The 15 corruptions at severity 5 (fig:cimages)"] = lambda: plots.corruption_examples(
+        jobs["Digits-C: the 15 corruptions on a test digit (fig:cimages)"] = lambda: plots.corruption_examples(
             out / "corruption_examples.png")
     figures = {}
     for title in progress(list(jobs), desc="figures", unit="figure"):

@@ -19,7 +19,7 @@ from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, MET
 from infra.io import write_bytes
 from infra.stats import interval
 from noisymix_figures.registry import NEEDS_IMAGENET, NEEDS_TOY, has_suite, needs_cifar, register
-from noisymix_figures.tables import method_order, paper_values, seed_stats
+from noisymix_figures.tables import method_order, paper_values
 
 __all__ = ["CATEGORY_FIGURES", "calibration_by_severity", "category_bars", "category_figure", "copy_figure",
            "corruption_examples", "imagenet_points", "robust_c_bars", "robust_c_vs_r", "toy_bars", "write_points"]
@@ -63,44 +63,62 @@ def _mean_of(cell) -> float:
     return cell["mean"] if isinstance(cell, dict) else cell
 
 
+def _zoomed(ax, values: list[float], *, floor: float = 0.0, ceiling: float = 100.0) -> None:
+    """A y-axis over the data's range (a 0-100 axis hid an 84-91 spread; issue 40), saying where it starts."""
+    finite = [v for v in values if v is not None and np.isfinite(v)]
+    if not finite:
+        return
+    lo, hi = min(finite), max(finite)
+    pad = max(1.0, 0.15 * (hi - lo))
+    lo, hi = max(floor, np.floor(lo - pad)), min(ceiling, np.ceil(hi + pad))
+    ax.set_ylim(lo, hi)
+    if lo > floor:
+        ax.text(0.0, -0.02, f"axis from {lo:g}", transform=ax.transAxes, fontsize=7, va="top", ha="right",
+                color="dimgray")
+
+
 def robust_c_bars(groups: dict, out: Path) -> Path:
-    """fig:robust10vs100: mean -C accuracy per method — the paper's CIFAR-10-C / CIFAR-100-C
-    (PreActResNet-18) and every -C set of ours."""
+    """fig:robust10vs100: mean -C accuracy per method, one panel per data set — the paper's CIFAR-10-C
+    and CIFAR-100-C (PreActResNet-18, tab:results_cifar10) and every -C set of ours — each bar coloured
+    by its method as in every other figure, each axis over its panel's range (issue 40)."""
     paper = _paper_rows("tab:results_cifar10")
     methods = [m for m in _PAPER_TO_OURS if m in paper]
-    series = {"paper CIFAR-10-C": [_mean_of(paper[m][1]) for m in methods],
-              "paper CIFAR-100-C": [_mean_of(paper[m][3]) for m in methods]}
-    seeds: dict[str, list[list[float]]] = {}
-    for (dataset, model, _), _runs in groups.items():
-        label = f"ours {dataset}-C ({model})"
-        if label in series:
-            continue
-        values, per_seed = [], []
+    panels: dict[str, tuple[list[str], list[float], list[list[float]] | None]] = {
+        f"paper: {name}-C, PreActResNet-18\n(tab:results_cifar10)":
+            (methods, [_mean_of(paper[m][col]) for m in methods], None)
+        for name, col in (("CIFAR-10", 1), ("CIFAR-100", 3))}
+    for dataset, model in sorted({(d, m) for d, m, _ in groups}):
+        names, means, per_seed = [], [], []
         for m in methods:
             runs = groups.get((dataset, model, _PAPER_TO_OURS[m]), [])
             accs = [100 * r.evals[f"{dataset}-c"]["summary"]["mean_accuracy"] for r in runs
-                    if f"{dataset}-c" in r.evals]
-            stats = seed_stats(accs)
-            values.append(np.nan if stats is None else stats["mean"])
-            per_seed.append(accs)
-        if not all(np.isnan(values)):
-            series[label], seeds[label] = values, per_seed
-    fig, ax = plt.subplots(figsize=(10, 4.6))
-    width = 0.8 / len(series)
-    for i, (label, values) in enumerate(series.items()):
-        x = np.arange(len(methods)) + i * width
-        errors = None
-        if label in seeds:  # our spread: 95 % t-interval of the mean, and every seed as a dot
-            errors = [interval(v)["half_width"] or 0.0 if len(v) > 1 else 0.0 for v in seeds[label]]
-        ax.bar(x, values, width, label=label + (" (mean, 95 % CI, dots: seeds)" if label in seeds else ""),
-               hatch="//" if label.startswith("paper") else None, alpha=0.85, yerr=errors, capsize=3)
-        for xi, v in zip(x, seeds.get(label, []), strict=False):
+                    if "mean_accuracy" in r.evals.get(f"{dataset}-c", {}).get("summary", {})]
+            if accs:
+                names.append(m)
+                means.append(float(np.mean(accs)))
+                per_seed.append(accs)
+        if names:
+            width = {r.config.get("model_kwargs", {}).get("width") for m in names
+                     for r in groups.get((dataset, model, _PAPER_TO_OURS[m]), [])} - {None}
+            what = f"{model}" + (f" width {', '.join(map(str, sorted(width)))}" if width else "")
+            panels[f"ours: {dataset}-C, {what}\n(mean, 95 % CI; dots: seeds)"] = (names, means, per_seed)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2), squeeze=False)
+    for ax, (title, (names, means, per_seed)) in zip(axes[0], panels.items(), strict=True):
+        x = np.arange(len(names))
+        labels = [method_label(m) for m in names]
+        errors = None if per_seed is None else [
+            (interval(v)["half_width"] or 0.0) if len(v) > 1 else 0.0 for v in per_seed]
+        ax.bar(x, means, 0.7, color=[METHOD_COLORS.get(n, "tab:blue") for n in labels], yerr=errors, capsize=3,
+               hatch="//" if per_seed is None else None, edgecolor="white" if per_seed is None else None)
+        for xi, v in zip(x, per_seed or [], strict=False):
             ax.scatter([xi] * len(v), v, s=8, color="black", zorder=3)
-    ax.set_xticks(np.arange(len(methods)) + 0.4 - width / 2, [method_label(m) for m in methods])
-    ax.set_ylim(0, 100)
-    ax.set_ylabel("robust accuracy (%)")
-    ax.set_title("Robust accuracy on corrupted test sets (paper: hatched)")
-    _legend_outside(ax, fontsize=8, ncol=2)
+        ax.set_xticks(x, labels, rotation=40, ha="right", fontsize=9)
+        ends = [m + sign * e for m, e in zip(means, errors or [], strict=False) for sign in (-1, 1)]
+        _zoomed(ax, [*means, *ends, *(v for seeds in per_seed or [] for v in seeds)])
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel("robust accuracy (%)", fontsize=9)
+    fig.suptitle("Robust accuracy on corrupted test sets (paper's panels hatched; colour: method)", fontsize=11)
+    fig.tight_layout()
     return _save(fig, out)
 
 
@@ -184,7 +202,8 @@ def category_bars(groups: dict, out: Path) -> Path:
                 for cat in CATEGORIES}
         if any(accs.values()):  # each category's seeds: the bar is their mean, the error bar their 95 % t-interval
             ours.setdefault(f"ours {dataset}-C ({model})", {})[method] = {c: v for c, v in accs.items() if v}
-    fig, axes = plt.subplots(1, len(panels) + len(ours), figsize=(5 * (len(panels) + len(ours)), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels) + len(ours), figsize=(6 * (len(panels) + len(ours)), 3.8), squeeze=False,
+                             layout="constrained")
     for ax, (title, (label, _)) in zip(axes[0], panels.items(), strict=False):
         rows = _paper_rows(label)
         shown = [m for m in rows if m in ("Baseline", "AugMix", "NoisyMix (ours)")]
@@ -217,10 +236,13 @@ def _category_panel(ax, title: str, data: dict, seeds: bool = False) -> None:
         ax.bar(np.arange(len(cats)) + i * width, heights, width, label=name, color=METHOD_COLORS.get(name),
                yerr=errors, capsize=2 if seeds else 0)
     ax.set_xticks(np.arange(len(cats)) + 0.4 - width / 2, cats)
-    ax.set_ylim(0, 100)
-    ax.set_title(title, fontsize=9)
+    heights = [float(np.mean(v)) if seeds else v for values in data.values()
+               for v in (values.values() if isinstance(values, dict) else [])]
+    _zoomed(ax, heights)
+    ax.set_title(textwrap.fill(title, 60), fontsize=9, pad=8)
     ax.set_ylabel("accuracy (%), mean over seeds ± 95 % t-interval" if seeds else "accuracy (%)", fontsize=8)
-    _legend_outside(ax, fontsize=7, ncol=2)
+    # at the right, one column: below the axes two columns of eleven names were clipped (issue 40)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=7)
 
 
 def write_points(out: Path, points: list[dict]) -> Path:
@@ -315,7 +337,8 @@ def category_figure(groups: dict, label: str, out: Path) -> Path:
                 for cat in CATEGORIES}
         if any(accs.values()):
             ours[method] = {c: v for c, v in accs.items() if v}
-    fig, axes = plt.subplots(1, 2 if ours else 1, figsize=(12 if ours else 7, 4), squeeze=False)
+    fig, axes = plt.subplots(1, 2 if ours else 1, figsize=(13 if ours else 7, 4.4), squeeze=False,
+                             layout="constrained")
     _category_panel(axes[0][0], f"paper: {what} ({source})", paper)
     flagged = sorted({row for f in findings_for(source, paper_values()) for row in f.rows[source]})
     points = [{"source": "paper", "method": method_label(name), "category": cat, "accuracy": round(v, 3), "seeds": ""}
@@ -331,45 +354,52 @@ def category_figure(groups: dict, label: str, out: Path) -> Path:
     if flagged:
         title += (f"\npaper rows with a note in {source} (the paper contradicts itself or renames them): "
                   + ", ".join(flagged))
-    fig.suptitle(title, fontsize=9, y=1.04 if flagged else 0.98)
+    fig.suptitle("\n".join(textwrap.fill(part, 100) for part in title.split("\n")), fontsize=9)
     write_points(out, points)
     return _save(fig, out)
 
 
-def corruption_examples(out: Path) -> Path:
-    """fig:cimages: the 15 corruptions at severity 5 on a bundled photograph (scikit-learn's
-    china.jpg, centre crop 224), made by our own ``fullscale.corruptions`` (ImageNet-C parameters)."""
+def corruption_examples(out: Path, severities: tuple[int, ...] = (3, 5)) -> Path:
+    """fig:cimages for the data set our tables report: the 15 corruptions of Digits-C on one test digit
+    (scikit-learn's digits upscaled to 32 x 32, as ``noisymix corrupt --dataset digits`` makes them:
+    our own ``fullscale.corruptions`` with the CIFAR-10-C parameters), at ``severities``, each column
+    named as the tables name it (tab:results_cifar10_c's headers), not by our code's names (issue 40)."""
     import torch
-    from sklearn.datasets import load_sample_image
 
     from fullscale.corruptions import corrupt
+    from fullscale.data import load_dataset
 
-    photo = load_sample_image("china.jpg")
-    h, w = photo.shape[:2]
-    crop = photo[(h - 400) // 2:(h + 400) // 2, (w - 400) // 2:(w + 400) // 2]
-    x = torch.nn.functional.interpolate(torch.from_numpy(crop.copy()).permute(2, 0, 1)[None].float(), size=(224, 224),
-                                        mode="area").round().to(torch.uint8)
-    fig, axes = plt.subplots(3, 6, figsize=(13, 7))
-    axes = axes.ravel()
-    axes[0].imshow(x[0].permute(1, 2, 0).numpy())
-    axes[0].set_title("clean", fontsize=8)
-    for ax, name in zip(axes[1:], CORRUPTIONS, strict=False):
-        try:
-            y = corrupt(x, name, 5, generator=torch.Generator().manual_seed(0), params="imagenet")
-            ax.imshow(y[0].permute(1, 2, 0).numpy())
-            ax.set_title(name, fontsize=8)
-        except Exception as error:  # a panel that cannot be drawn is labelled, not fatal
-            ax.text(0.5, 0.5, f"{name}:\n{type(error).__name__}", ha="center", va="center", fontsize=7)
-    for ax in axes:
-        ax.axis("off")
-    fig.suptitle("The 15 corruptions at severity 5 (ours, ImageNet-C parameters, 224 x 224 photograph)")
+    test = load_dataset("digits", "test")
+    x = test.images[:1]
+    names = dict(zip(CORRUPTIONS, paper_values()["tab:results_cifar10_c"]["columns"], strict=True))
+    fig, axes = plt.subplots(len(severities), 16, figsize=(16 * 1.05, 1.35 * len(severities) + 0.6), squeeze=False)
+    for row, severity in enumerate(severities):
+        panels = [("clean", x), *((names[c], c) for c in CORRUPTIONS)]
+        for ax, (title, what) in zip(axes[row], panels, strict=True):
+            try:
+                image = what if isinstance(what, torch.Tensor) else corrupt(
+                    x, what, severity, generator=torch.Generator().manual_seed(0), params="cifar")
+                ax.imshow(image[0].permute(1, 2, 0).numpy(), interpolation="nearest")
+            except Exception as error:  # a panel that cannot be drawn is labelled, not fatal
+                ax.text(0.5, 0.5, type(error).__name__, ha="center", va="center", fontsize=7)
+            if row == 0:
+                ax.set_title(title, fontsize=9)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        axes[row][0].set_ylabel(f"severity {severity}", fontsize=9)
+    fig.suptitle("Digits-C: the 15 corruptions on a test digit (ours: fullscale.corruptions with CIFAR-10-C "
+                 "parameters, 32 x 32; columns named as in the tables)", fontsize=10)
+    fig.tight_layout()
     return _save(fig, out)
 
 
 def toy_bars(toy: dict, out: Path) -> Path:
     """fig:toy_example accuracies: ours (mean and 95% CI over seeds) beside the paper's single run."""
+    from toy.schemes import PAPER_SCHEMES
+
     schemes = toy["schemes"]
-    names = list(schemes)
+    # the paper's order (its panels, by rising accuracy), not toy.json's alphabetical one (issue 40)
+    names = sorted(schemes, key=lambda n: (PAPER_SCHEMES.index(n) if n in PAPER_SCHEMES else len(PAPER_SCHEMES), n))
     ours = [100 * schemes[n]["accuracy"]["mean"] for n in names]
     ci = np.array([[100 * schemes[n]["accuracy"]["mean"] - 100 * schemes[n]["accuracy"]["ci95"][0],
                     100 * schemes[n]["accuracy"]["ci95"][1] - 100 * schemes[n]["accuracy"]["mean"]] for n in names]).T
@@ -380,7 +410,10 @@ def toy_bars(toy: dict, out: Path) -> Path:
     ax.bar(x + 0.2, ours, 0.4, yerr=ci, capsize=3, label=f"ours (mean, 95% CI, {toy['experiment']['seeds']} seeds)")
     # level labels, long ones on two lines, so that no two touch
     ax.set_xticks(x, [textwrap.fill(schemes[n]["label"], 15) for n in names], fontsize=8)
-    ax.set_ylim(0, 100)
+    lows = [o - c for o, c in zip(ours, ci[0], strict=True)]
+    highs = [o + c for o, c in zip(ours, ci[1], strict=True)]
+    _zoomed(ax, [*paper, *lows, *highs])
+    ax.set_title("Toy test accuracy in the paper's order (its panels); paper: one run, hatched", fontsize=9)
     ax.set_ylabel("test accuracy (%)")
     _legend_outside(ax, fontsize=8, ncol=2)
     return _save(fig, out)
@@ -425,7 +458,7 @@ def _toy_example(results, out: Path) -> Path | None:
 
 
 register("fig:cimages", position=9, files=("corruption_examples.png",),
-         ours="our own corruptions (fullscale.corruptions, ImageNet-C parameters) on a bundled photograph; no runs "
+         ours="Digits-C: our own corruptions (fullscale.corruptions, CIFAR-10-C parameters) on a test digit; no runs "
               "needed", needs="`noisymix figures` without --no-examples",
          found=lambda results, drawn: ["our corruption code"] if drawn else [])(
     lambda results, out: corruption_examples(out / "corruption_examples.png"))

@@ -17,13 +17,14 @@ A generator is ``generate(results, out)``: a table's returns its ``Table``s (wri
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["NEEDS_IMAGENET", "NEEDS_TOY", "REGISTRY", "Coverage", "has_suite", "labels", "needs_cifar",
-           "needs_cifar_p", "register", "table_files"]
+__all__ = ["NEEDS_IMAGENET", "NEEDS_TOY", "REGISTRY", "UNPORTABLE", "Coverage", "has_suite", "labels", "needs_cifar",
+           "needs_cifar_p", "portable", "register", "table_files"]
 
 NEEDS_IMAGENET = ("ImageNet-1k (data: licensed, about 150 GB, not downloadable by this toolkit) with ImageNet-C, -R "
                   "and -P (data), and ResNet-50s trained 200 epochs (hardware: one run on 8 GPUs each; "
@@ -43,9 +44,20 @@ def needs_cifar_p(sweep: str) -> str:
             f"runs (hardware: GPUs; `noisymix sweep {sweep}` with `--suite-root cifar10-p=DIR`)")
 
 
+#: characters no generated file name holds (issue 40: ``tables/fig:toy_example.md`` cannot be checked out
+#: on Windows, and ``*``, ``?``, ``"`` are shell or file-system specials)
+UNPORTABLE = re.compile(r'[:*?"<>|\\]')
+
+
+def portable(name: str) -> str:
+    """A label as a file name: the paper's prefixes dropped (``tab:``, ``fig:``), any other character
+    a file system refuses replaced by ``_``."""
+    return UNPORTABLE.sub("_", re.sub(r"^(tab|fig):", "", name))
+
+
 def table_files(label: str, *suffixes: str) -> tuple[str, ...]:
     """The Markdown files ``noisymix figures`` writes for a table label (one per suffix)."""
-    return tuple(f"tables/{label.replace('tab:', '')}{s}.md" for s in suffixes or ("",))
+    return tuple(f"tables/{portable(label)}{s}.md" for s in suffixes or ("",))
 
 
 def has_suite(results: Any, datasets: tuple[str, ...], suite: str, model: str | None = None) -> list[str]:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from noisymix_figures.coverage import coverage_section
+from noisymix_figures.registry import portable
 from noisymix_figures.results import Results
 from noisymix_figures.tables import Table
 from theory.results import checks_of, tally, tally_sentence
@@ -66,16 +67,44 @@ def _agreement(tables: list[Table]) -> list[str]:
                 for r in pairs:
                     if r == base:
                         continue
-                    sp, so = np.sign(paper[r] - paper[base]), np.sign(ours[r] - ours[base])
-                    verdict = "sign agrees" if sp == so else "sign DISAGREES"
-                    if sp == 0:
-                        verdict = "the paper shows no difference"
+                    sp = np.sign(paper[r] - paper[base])
+                    verdict = ("the paper shows no difference" if sp == 0 else "the paper's sign on our seeds: "
+                               f"**{_sign_verdict(pairs[r]['ours'], pairs[base]['ours'], sp)}**")
                     lines.append(f"- {r} vs {base}: paper {paper[r] - paper[base]:+.1f}, ours "
                                  f"{ours[r] - ours[base]:+.1f} — {verdict}")
             lines.append("")
     if not found:
         lines += ["No paper table has at least two methods with our runs yet; nothing to compare.", ""]
     return lines
+
+
+def _sign_verdict(ours: dict, base: dict, sign: float) -> str:
+    """The paper's sign of a difference checked on our seeds, in the summary's words (one vocabulary
+    in every file, issue 40): *holds* when the 95 % t-interval of our difference (paired over the seeds
+    both rows ran, as the summary's claims; Welch otherwise) lies on the paper's side of 0, *fails*
+    when on the other, *within noise* when it covers
+    0; *not enough seeds* with one seed on either side."""
+    from infra.stats import paired, t_quantile
+
+    a, b = ours.get("values"), base.get("values")
+    if not a or not b or len(a) < 2 or len(b) < 2:
+        return "not enough seeds"
+    sa, sb = ours.get("seeds"), base.get("seeds")
+    if sa and sb and None not in sa and None not in sb and len(set(sa) & set(sb)) >= 2:
+        # the same seeds on both rows: the paired interval, as the reproduce summary computes it
+        d = paired(dict(zip(sa, a, strict=True)), dict(zip(sb, b, strict=True)))
+        if d is not None and d.get("half_width") is not None:
+            lo, hi = sign * d["mean"] - d["half_width"], sign * d["mean"] + d["half_width"]
+            return "holds" if lo > 0 else "fails" if hi < 0 else "within noise"
+    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
+    diff = sign * (np.mean(a) - np.mean(b))
+    se = float(np.sqrt(va + vb))
+    if se == 0:
+        return "holds" if diff > 0 else "fails" if diff < 0 else "within noise"
+    df = ((va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)) if va and vb
+          else len(a) + len(b) - 2)
+    half = t_quantile(0.975, df) * se
+    return "holds" if diff - half > 0 else "fails" if diff + half < 0 else "within noise"
 
 
 def _lower_is_better(table: Table, column: str) -> bool:
@@ -111,8 +140,11 @@ def _toy_section(results: Results) -> list[str]:
     _, toy = results.toy
     lines = ["## Toy experiment (`noisymix toy`)", "",
              f"{toy['experiment']['seeds']} seeds per scheme (the paper shows one run).", "",
-             "| scheme | paper | ours (mean ± std) |", "|---|---:|---:|"]
-    for s in toy["schemes"].values():
+             "| scheme | paper (its one run) | ours (mean ± std over seeds) |", "|---|---:|---:|"]
+    from toy.schemes import PAPER_SCHEMES
+
+    order = sorted(toy["schemes"], key=lambda n: (PAPER_SCHEMES.index(n) if n in PAPER_SCHEMES else 99, n))
+    for s in (toy["schemes"][n] for n in order):  # the paper's order, not toy.json's alphabetical one
         lines.append(f"| {s['label']} | {100 * s.get('paper_accuracy', float('nan')):.1f} | "
                      f"{100 * s['accuracy']['mean']:.1f} ± {100 * s['accuracy']['std']:.1f} |")
     lines += ["", "Claims of the paper about the toy figure:", ""]
@@ -143,7 +175,8 @@ def write_report_text(results: Results, tables: list[Table], figures: dict[str, 
             lines += ["", f"![{title}]({path.relative_to(out)})", ""]
     lines += ["## Tables", ""]
     for table in tables:
-        lines += [table.markdown(), f"LaTeX: [tables/{table.name}.tex](tables/{table.name}.tex)", ""]
+        tex = f"tables/{portable(table.name)}.tex"
+        lines += [table.markdown(), f"LaTeX: [{tex}]({tex})", ""]
     if results.problems:
         lines += ["## Warnings", ""] + [f"- {p}" for p in results.problems] + [""]
     return "\n".join(lines)

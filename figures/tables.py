@@ -13,6 +13,7 @@ calibration table reads the ``imagenet-r`` suite (ImageNet-R, as the paper), not
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,6 +131,16 @@ class Comparison:
     # the file name when it is not the label's (a second analogue of one table); such a table is
     # written only when runs of its own exist
     name: str | None = None
+    # an analogue's own column names, each beside the paper's column it stands for (None: the digits
+    # clean / -C pair after the paper's columns)
+    ours_names: tuple[str, ...] | None = None
+    # or each paper column's own name followed by this ("(ours, Digits-C)"): the tables' names, not ours
+    ours_suffix: str = ""
+    # tab:ablation's third column, the -C accuracy gain over the "----" row (Baseline): the paper's as
+    # printed, ours as each row's -C mean minus the Baseline row's (issue 40: it was dropped)
+    gain: bool = False
+    # a legend printed under the table (the ablation's row codes)
+    legend: str = ""
 
 
 def _c_columns(dataset: str, model: str) -> tuple:
@@ -185,6 +196,12 @@ _IMAGENET_COMPARISONS: tuple[Comparison, ...] = (
                _IMAGENET_ROWS, unimplemented=_PUBLIC),
 )
 
+#: tab:ablation's row codes (the paper's table names its switches in its caption only)
+ABLATION_LEGEND = ("Row codes: A = AugMix views, F = feature (manifold) mixing, N = noise injection, J = the "
+                   "Jensen-Shannon stability loss; a dash: that component off (`----`: the Baseline, `AFNJ`: "
+                   "NoisyMix).  Robustness gain: -C accuracy minus the Baseline row's.")
+
+
 COMPARISONS: tuple[Comparison, ...] = (
     Comparison("tab:results_cifar10", "PreActResNet-18 on CIFAR-10/100 (-C); ours: preactresnet18",
                _clean_c("preactresnet18"), METHOD_ROWS),
@@ -192,7 +209,8 @@ COMPARISONS: tuple[Comparison, ...] = (
                METHOD_ROWS),
     Comparison("tab:ablation", f"Ablation, Wide-ResNet-28 on CIFAR-100 ({_WRN_NOTE})",
                (("cifar100", _WRN, _summary("clean", "accuracy")),
-                ("cifar100", _WRN, _summary("cifar100-c", "mean_accuracy"))), ABLATION_ROWS),
+                ("cifar100", _WRN, _summary("cifar100-c", "mean_accuracy"))), ABLATION_ROWS,
+               gain=True, legend=ABLATION_LEGEND),
     Comparison("tab:results_cifar10_c", "PreActResNet-18, CIFAR-10-C per corruption; ours: preactresnet18",
                _c_columns("cifar10", "preactresnet18"), METHOD_ROWS),
     Comparison("tab:results_cifar100_c", "PreActResNet-18, CIFAR-100-C per corruption; ours: preactresnet18",
@@ -215,6 +233,20 @@ COMPARISONS: tuple[Comparison, ...] = (
                (("digits16", "preactresnet18", _summary("clean", "accuracy")),
                 ("digits16", "preactresnet18", _summary("digits16-c", "mean_accuracy"))),
                METHOD_ROWS, analogue=True, name="results_cifar10_digits16_analogue"),
+    # the digits analogues of the per-corruption, -P and ablation tables (issue 40): our Digits-C
+    # per corruption, Digits-P flip probabilities (the laptop plan evaluates every method on it) and
+    # the ablation plan's rows (`noisymix reproduce --plan ablation`), each column beside the paper's
+    Comparison("tab:results_cifar10_c", "Small-scale analogue: Digits-C per corruption (ours: preactresnet18, "
+               "reduced) vs the paper's CIFAR-10-C", _c_columns("digits", "preactresnet18"), METHOD_ROWS,
+               analogue=True, ours_suffix="(ours, Digits-C)"),
+    Comparison("tab:results_cifar_p", "Small-scale analogue: Digits-P flip probabilities (ours: preactresnet18, "
+               "reduced) vs the paper's CIFAR-10-P", _p_columns("digits", "preactresnet18"), METHOD_ROWS,
+               analogue=True, ours_suffix="(ours, Digits-P)"),
+    Comparison("tab:ablation", "Small-scale analogue: ablation on Digits / Digits-C (ours: preactresnet18, reduced; "
+               "`--plan ablation`) vs the paper's Wide-ResNet-28 on CIFAR-100",
+               (("digits", "preactresnet18", _summary("clean", "accuracy")),
+                ("digits", "preactresnet18", _summary("digits-c", "mean_accuracy"))), ABLATION_ROWS,
+               analogue=True, ours_names=("Digits (ours)", "Digits-C (ours)"), gain=True, legend=ABLATION_LEGEND),
     *_IMAGENET_COMPARISONS,
 )
 
@@ -225,7 +257,7 @@ def seed_stats(values: list[float], *, std: bool = False) -> dict | None:
     if not values:
         return None
     stats = {"mean": float(np.mean(values)), "min": float(np.min(values)), "max": float(np.max(values)),
-             "n": len(values)}
+             "n": len(values), "values": [float(v) for v in values]}
     if std:
         stats["std"] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
     return stats
@@ -256,7 +288,7 @@ def _paper_text(cell) -> str:
         return f"{cell['value']:.1f} ({cell['paren']:.1f})"
     if isinstance(cell, list):
         return " / ".join(f"{v:.1f}" for v in cell)
-    return f"{cell:g}"
+    return f"{cell:.1f}" if round(cell, 1) == cell else f"{cell:g}"  # 79.0 as the paper prints it, not 79
 
 
 @dataclass
@@ -280,7 +312,10 @@ class Table:
 
     def latex(self) -> str:
         def esc(t: str) -> str:
-            return t.replace("%", "\\%").replace("_", "\\_").replace("—", "--").replace("Δ", "$\\Delta$")
+            # a row code's dashes stay dashes (TeX turns -- and --- into en and em dashes), the arrows math
+            t = re.sub(r"-(?=-)", "-{}", t)
+            return (t.replace("%", "\\%").replace("_", "\\_").replace("—", "--").replace("Δ", "$\\Delta$")
+                    .replace("↑", "$\\uparrow$").replace("↓", "$\\downarrow$").replace("`", ""))
         cols = "l" + "c" * (len(self.header) - 1)
         body = [" & ".join(esc(c) for c in self.header) + " \\\\", "\\midrule"]
         body += [" & ".join(esc(c) for c in r) + " \\\\" for r in self.rows]
@@ -316,9 +351,13 @@ def compare_table(comp: Comparison, paper: dict, groups: dict) -> Table:
     table = paper[comp.label]
     names = [*table["columns"], *(f"{name} (computed)" for name, _ in comp.extra)]
     header = ["Method"]
-    for col in names[:len(comp.columns)]:
-        header += [f"{col} paper", "ours", "Δ"] if not comp.analogue else [f"{col} (paper)"]
-    if comp.analogue:
+    interleaved = bool(comp.ours_names or comp.ours_suffix)
+    for i, col in enumerate(names[:len(comp.columns)]):
+        if interleaved:
+            header += [f"{col} (paper)", comp.ours_names[i] if comp.ours_names else f"{col} {comp.ours_suffix}"]
+        else:
+            header += [f"{col} paper", "ours", "Δ"] if not comp.analogue else [f"{col} (paper)"]
+    if comp.analogue and not interleaved:
         header += ["Digits (ours)", "Digits-C (ours)"]
     marks, notes = _footnotes(comp.label, paper)
     rows, numbers = [], {}
@@ -329,7 +368,10 @@ def compare_table(comp: Comparison, paper: dict, groups: dict) -> Table:
         ours_cells = []
         for i, (dataset, model, metric) in enumerate(comp.columns):
             runs = groups.get((dataset, model, method), []) if method else []
-            stats = seed_stats([v for v in (metric(r) for r in runs) if v is not None])
+            measured = [(r.config.get("seed"), v) for r in runs if (v := metric(r)) is not None]
+            stats = seed_stats([v for _, v in measured])
+            if stats is not None:  # the seeds, so that two rows' differences pair as the summary's do
+                stats["seeds"] = [seed for seed, _ in measured]
             paren_metric = getattr(metric, "paren", None)
             paren = None if paren_metric is None else seed_stats(
                 [v for v in (paren_metric(r) for r in runs) if v is not None])
@@ -339,10 +381,13 @@ def compare_table(comp: Comparison, paper: dict, groups: dict) -> Table:
             else:  # a column the paper does not print: computed from its row
                 paper_cell = comp.extra[i - n_paper][1](cells)
             p = _paper_number(paper_cell)
-            numbers[name][header[1 + (i if comp.analogue else 3 * i)]] = {"paper": p, "ours": stats}
+            key = header[1 + (2 * i if interleaved else i if comp.analogue else 3 * i)]
+            numbers[name][key] = {"paper": p, "ours": stats}
             if paren_metric is not None:
                 numbers[name][header[1 + 3 * i]].update(paper_paren=_paren_of(paper_cell), ours_paren=paren)
-            if comp.analogue:
+            if interleaved:
+                row += [_paper_text(paper_cell), _fmt(stats)]
+            elif comp.analogue:
                 row.append(_paper_text(paper_cell))
                 ours_cells.append(_fmt(stats))
             else:
@@ -350,8 +395,31 @@ def compare_table(comp: Comparison, paper: dict, groups: dict) -> Table:
                 paper_text = _paper_text(paper_cell) if i < n_paper or p is None else f"{p:.1f}"
                 row += [paper_text, _ours_text(stats, paren, paren_metric is not None), delta]
         rows.append(row + ours_cells)
+    if comp.gain:
+        _gain_column(comp, table, header, rows, numbers, groups)
     name = comp.name or comp.label.replace("tab:", "") + ("_digits_analogue" if comp.analogue else "")
+    notes = [*notes, comp.legend] if comp.legend else notes
     return Table(name, f"{comp.title} ({comp.label})", header, rows, numbers, notes)
+
+
+def _gain_column(comp: Comparison, table: dict, header: list, rows: list, numbers: dict, groups: dict) -> None:
+    """tab:ablation's Robustness Gain: the paper's printed value and ours, each row's -C accuracy over
+    its seeds minus the Baseline row's mean (None without Baseline runs: the ablation plan has none)."""
+    dataset, model, c_metric = comp.columns[1]
+    base_runs = groups.get((dataset, model, comp.rows.get("----")), [])
+    base = seed_stats([v for v in (c_metric(r) for r in base_runs) if v is not None])
+    column = table["columns"][2] if len(table["columns"]) > 2 else "Robustness Gain (%)"
+    header += [f"{column} (paper)", "ours"] if comp.analogue else [f"{column} paper", "ours", "Δ"]
+    for (name, cells), row in zip(table["rows"], rows, strict=True):
+        p = _paper_number(cells[2]) if len(cells) > 2 else None
+        method = comp.rows.get(name)
+        runs = groups.get((dataset, model, method), []) if method else []
+        values = [v - base["mean"] for v in (c_metric(r) for r in runs) if v is not None] if base else []
+        stats = seed_stats(values)
+        row += [_paper_text(p), _fmt(stats)]
+        if not comp.analogue:
+            row.append("—" if stats is None or p is None else f"{stats['mean'] - p:+.1f}")
+        numbers[name][header[-2 if comp.analogue else -3]] = {"paper": p, "ours": stats}
 
 
 def _paren_of(cell) -> float | None:
@@ -520,11 +588,14 @@ register_comparison("tab:results_cifar10", 3, "cifar10 / cifar100 preactresnet18
                     "fill an analogue table", needs_cifar("results_cifar10"), "", "_digits_analogue")
 register_comparison("tab:results_cifar100", 4, "cifar10 / cifar100 wrn28_4 runs (clean, -C)",
                     needs_cifar("results_cifar100"))
-register_comparison("tab:ablation", 5, "cifar100 / wrn28_4 runs of the ten switch rows", needs_cifar("ablation"))
+register_comparison("tab:ablation", 5, "cifar100 / wrn28_4 runs of the ten switch rows; the digits runs of "
+                    "`reproduce --plan ablation` fill an analogue table", needs_cifar("ablation"), "",
+                    "_digits_analogue")
 register_comparison("tab:results_imagenet_c", 10, "imagenet / resnet50 runs: imagenet-c per corruption, mean and mCE "
                     "(AlexNet's errors)", NEEDS_IMAGENET)
-register_comparison("tab:results_cifar10_c", 11, "cifar10 / preactresnet18 runs: cifar10-c per corruption",
-                    needs_cifar("results_cifar10"))
+register_comparison("tab:results_cifar10_c", 11, "cifar10 / preactresnet18 runs: cifar10-c per corruption; the "
+                    "digits runs fill an analogue table (Digits-C)", needs_cifar("results_cifar10"), "",
+                    "_digits_analogue")
 register_comparison("tab:results_cifar100_c", 12, "cifar100 / preactresnet18 runs: cifar100-c per corruption",
                     needs_cifar("results_cifar10"))
 register_comparison("tab:results_wrs_cifar10_c", 13, "cifar10 / wrn28_4 runs: cifar10-c per corruption",
@@ -535,8 +606,9 @@ register_comparison("tab:results_imagenet_r_calibration", 15, "imagenet / resnet
                     "calibration error and AURRA (on ImageNet-R)", NEEDS_IMAGENET)
 register_comparison("tab:results_imagenet_p", 16, "imagenet / resnet50 runs: imagenet-p flip probabilities over "
                     "AlexNet's", NEEDS_IMAGENET)
-register_comparison("tab:results_cifar_p", 17, "cifar10 / preactresnet18 runs: cifar10-p flip probabilities",
-                    needs_cifar_p("results_cifar10"))
+register_comparison("tab:results_cifar_p", 17, "cifar10 / preactresnet18 runs: cifar10-p flip probabilities; "
+                    "the digits runs fill an analogue table (Digits-P)", needs_cifar_p("results_cifar10"), "",
+                    "_digits_analogue")
 register_comparison("tab:results_cifar_p_wrs", 18, "cifar10 / wrn28_4 runs: cifar10-p flip probabilities",
                     needs_cifar_p("results_cifar100"))
 

@@ -4,7 +4,7 @@ Accuracies, errors and rates are fractions in [0, 1].  References: Hendrycks & D
 for mCE, flip probability and mFR (the paper's "Datasets" paragraph); the AugMix code
 (``imagenet.py``: ``ALEXNET_ERR``, ``compute_mce``); the ImageNet-R authors' ``utils.py``
 (``calib_err``, ``aurra``) for the RMS calibration error and AURRA; the NoisyMix code's
-``_ECELoss`` (15 bins) for the ECE.
+``_ECELoss`` (15 bins) for the ECE; Guo et al. (2017) for temperature scaling.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import numpy as np
 from fullscale.vocabulary import ALEXNET_CLEAN_ERR, ALEXNET_ERR, CATEGORIES, CORRUPTIONS, NOISE_CORRUPTIONS
 
 __all__ = ["ALEXNET_CLEAN_ERR", "ALEXNET_ERR", "accuracy", "aurra", "corruption_summary",
-           "expected_calibration_error", "flip_probability", "flip_summary", "is_noise_sequence",
-           "mean_corruption_error", "read_alexnet_flip_table", "rms_calibration_error", "transfer_summary"]
+           "expected_calibration_error", "fit_temperature", "flip_probability", "flip_summary",
+           "is_noise_sequence", "mean_corruption_error", "read_alexnet_flip_table", "rms_calibration_error",
+           "scaled_confidence", "temperature_scaled", "transfer_summary"]
 
 
 def accuracy(predictions: np.ndarray, labels: np.ndarray) -> float:
@@ -206,3 +207,68 @@ def _sorted(confidence: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np
         raise ValueError(f"confidence {conf.shape} and correct {corr.shape} must be equal non-empty vectors")
     order = np.argsort(conf, kind="stable")
     return conf[order], corr[order]
+
+
+#: the temperatures ``fit_temperature`` searches (log-uniform bounds of the 1-D search)
+TEMPERATURE_BOUNDS = (0.01, 100.0)
+
+
+def _nll(logits: np.ndarray, labels: np.ndarray, temperature: float) -> float:
+    z = logits / temperature
+    z = z - z.max(1, keepdims=True)
+    log_norm = np.log(np.exp(z).sum(1))
+    return float((log_norm - z[np.arange(len(labels)), labels]).mean())
+
+
+def fit_temperature(logits: np.ndarray, labels: np.ndarray, bounds: tuple[float, float] = TEMPERATURE_BOUNDS) -> float:
+    """Temperature scaling (Guo et al., 2017): the T > 0 minimising the mean negative log-likelihood
+    of ``softmax(logits / T)`` on ``labels`` -- a 1-D bounded search over log T (Brent's method,
+    ``scipy.optimize.minimize_scalar``; the NLL is convex in 1/T).  T > 1 softens the predictions
+    (an over-confident model), T < 1 sharpens them (an under-confident one)."""
+    from scipy.optimize import minimize_scalar
+
+    z, y = np.asarray(logits, float), np.asarray(labels)
+    if z.ndim != 2 or y.shape != (len(z),) or len(z) == 0:
+        raise ValueError(f"logits {z.shape} must be (N, K) and labels {y.shape} (N,), N > 0")
+    if not np.isfinite(z).all():
+        raise ValueError("logits must be finite")
+    lo, hi = np.log(bounds[0]), np.log(bounds[1])
+    found = minimize_scalar(lambda t: _nll(z, y, float(np.exp(t))), bounds=(lo, hi), method="bounded",
+                            options={"xatol": 1e-6})
+    return float(np.exp(found.x))
+
+
+def scaled_confidence(logits: np.ndarray, temperature: float) -> tuple[np.ndarray, np.ndarray]:
+    """(max softmax probability, predicted class) of ``logits / temperature`` (the prediction is T's
+    argmax too: scaling never changes the accuracy)."""
+    z = np.asarray(logits, float) / temperature
+    z = z - z.max(1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(1, keepdims=True)
+    return p.max(1), p.argmax(1)
+
+
+def temperature_scaled(logits: np.ndarray, labels: np.ndarray, *, folds: int = 2, bin_size: int = 100,
+                       estimator: str = "exact") -> dict:
+    """RMS calibration error after temperature scaling, each image's temperature fitted on held-out
+    images: the images are split into ``folds`` interleaved folds (image i in fold i mod folds), the
+    temperature of each fold fitted on the others and applied to it, and the RMS error taken over
+    every image so scaled (cross-fitting: no image is scored by a T fitted on itself).  Returns the
+    temperature fitted on all images (``temperature``: what the model's confidence is off by), the
+    folds' temperatures, the scaled RMS error and the scaled confidence gap (mean confidence minus
+    accuracy, > 0: over-confident)."""
+    z, y = np.asarray(logits, float), np.asarray(labels)
+    n = len(z)
+    if folds < 2 or n < folds:
+        raise ValueError(f"need at least {max(folds, 2)} images and 2 folds, got {n} images and {folds} folds")
+    fold = np.arange(n) % folds
+    confidence, predicted, temps = np.empty(n), np.empty(n, dtype=int), []
+    for k in range(folds):
+        t = fit_temperature(z[fold != k], y[fold != k])
+        temps.append(t)
+        confidence[fold == k], predicted[fold == k] = scaled_confidence(z[fold == k], t)
+    correct = (predicted == y).astype(float)
+    return {"temperature": fit_temperature(z, y), "fold_temperatures": temps,
+            "rms_calibration_error": rms_calibration_error(confidence, correct, bin_size=bin_size,
+                                                           estimator=estimator if n >= bin_size else "exact"),
+            "confidence_gap": float(confidence.mean() - correct.mean())}

@@ -37,9 +37,10 @@ class ReproducePlan:
     toy_epochs: int = 100
     train_overrides: tuple[str, ...] = ()
     needs_data_root: bool = False
-    # training/evaluation processes of one torch thread each (0: one after another in this process
-    # with torch's threads; on the 2-core VM two workers were no faster in the main job:
-    # benchmarks/RESULTS.md, "Choosing the laptop protocol (issue 22)")
+    # training/evaluation runs side by side, each of ONE torch thread whatever the load (issue 40: a
+    # run's thread count decided by the load changed its trajectory, and 3 of 12 verdicts with it):
+    # 0: as many as the cores free when the runs start (at least 1); N: N.  One: one after another
+    # in this process; more: one process each (``noisymix_app.sweep.local``).  Load changes the time only.
     workers: int = 0
     # seeds of one method trained as one stacked model (fullscale.training.members; 1: one seed at a time)
     members: int = 1
@@ -53,17 +54,17 @@ PLANS: dict[str, ReproducePlan] = {
     # batch 32: every method's clean-accuracy seed sd <= 1.01, paired NoisyMix - Baseline Digits-C
     # sd 2.13, the other claims' paired sd <= 2.81, at 58 s of one process per seed (4 methods,
     # training and evaluation).  Its power per minute (sd^2 x seconds per seed: 261) beats the
-    # public stem at 16 x 6 (590) and the stride-2 stem at 6 (474) and 14 epochs (385).  Two
-    # one-thread worker processes bought nothing in the main job (each run took twice as long beside
-    # the other: measured), so the runs go one after another in this process.  9 seeds fit about 10
-    # minutes on the idle 2-core VM, so a machine 1.5x slower stays under 15.  The stability claims
+    # public stem at 16 x 6 (590) and the stride-2 stem at 6 (474) and 14 epochs (385).  Each run
+    # computes with one torch thread, the free cores running runs side by side (issue 40: two threads
+    # idle and one beside a busy core gave diverging trajectories).  The time it takes is measured,
+    # never promised: the summary states each run's recorded minutes (issue 40).  The stability claims
     # (issue 31) read Digits-P: the paper's ten CIFAR-10-P perturbations of the first 60 test
-    # digits, evaluated for Baseline, AugMix and NoisyMix only (60 x 31 frames x 10 per run).
+    # digits, evaluated for every method (60 x 31 frames x 10 per run; NFM too: tab:results_cifar_p).
     "laptop": ReproducePlan(
-        description="small-scale run of the full pipeline on scikit-learn's digits (CPU, < 15 min)",
+        description="small-scale run of the full pipeline on scikit-learn's digits (CPU)",
         width=16, epochs=10, seeds=tuple(range(9)), train_overrides=("batch_size=32", "stem_stride=2"),
         perturbed_suite="digits-p", perturbations=P_COLUMNS, perturbed_limit=60,
-        perturbed_methods=("baseline", "augmix_jsd", "noisymix"),
+        perturbed_methods=("baseline", "augmix_jsd", "nfm", "noisymix"),
     ),
     # tab:ablation's claim at this scale, "all components are needed": full NoisyMix against the
     # rows that drop one of its parts (AugMix views with noise and JSD: no feature mixing; with
@@ -97,7 +98,7 @@ PLANS: dict[str, ReproducePlan] = {
         perturbed_suite="digits16-p", perturbations=("gaussian_noise", "rotate"), perturbed_limit=10,
         perturbed_methods=("baseline", "noisymix"),
         theory_points=5, theory_sympy=False, toy_seeds=2, toy_epochs=5,
-        train_overrides=("train_subset=128", "batch_size=64"),
+        train_overrides=("train_subset=128", "batch_size=64"), workers=1,
     ),
     "full": ReproducePlan(
         description="the paper's CIFAR-10 PreActResNet-18 rows (200 epochs; GPU and the CIFAR "

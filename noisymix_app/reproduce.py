@@ -35,7 +35,7 @@ from pathlib import Path
 from infra.io import directory_lock, read_json, write_json, write_text
 from noisymix_app.plans import PLANS, ReproducePlan
 
-__all__ = ["PLANS", "ReproducePlan", "add_arguments", "reproduce", "run"]  # the plans live in app.plans
+__all__ = ["PLANS", "ReproducePlan", "add_arguments", "reproduce", "run", "run_workers"]  # the plans live in app.plans
 
 
 @dataclass(frozen=True)
@@ -208,12 +208,12 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
               fresh: bool = False, command: Callable[[list[str]], int] | None = None, threads: int = 0) -> dict:
     """Run every step of ``plan`` into ``out``; return (and write ``out/reproduce.json``) the log.
 
-    ``threads``: torch threads of each training run and its evaluations (0: decided as each run
-    starts, ``NOISYMIX_THREADS`` or the free cores; ``infra.threads``).
+    ``threads``: torch threads of each training run and its evaluations (0: one, whatever the load;
+    the free cores run runs side by side instead, ``run_workers``).
 
     ``command`` runs one ``noisymix`` command line (verify, toy, corrupt, figures) and returns
     its exit status (default: the CLI front door in this process).  The training runs and their
-    evaluations are a sweep (``noisymix_app.sweep.local.run_local``, in this process, one after another):
+    evaluations are a sweep (``noisymix_app.sweep.local.run_local``, ``run_workers`` at a time, one thread each):
     typed calls of ``fullscale.training.loop.train`` and ``fullscale.evaluation.evaluate``; a finished
     run is kept, a killed one resumes from its checkpoint, and a run whose config differs from
     this plan's (another plan in the same folder) is trained anew.  A failing step stops the
@@ -265,8 +265,11 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
             (run_dir / "eval" / f"{plan.perturbed_suite}.json").unlink(missing_ok=True)
     ran: list[str] = []
     pending = [spec.name for spec in runs.runs if run_state(out, spec) != "done"]
+    workers = run_workers(plan, len(pending))
+    if pending:  # the count the runs that made the numbers ran beside each other (a resume keeps it)
+        log["workers"] = workers
     print(f"reproduce: {len(runs.runs) - len(pending)} of {len(runs.runs)} runs already done; training and "
-          f"evaluating {len(pending)} in {max(plan.workers, 1)} process(es)", flush=True)
+          f"evaluating {len(pending)}, {workers} at a time, one torch thread each", flush=True)
     line = _progress_line(out, pending, time.perf_counter())
 
     def after_run(name: str, state: str) -> None:
@@ -274,9 +277,11 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
         print(line(name, state, len(ran)), flush=True)
 
     try:
-        states = run_local(runs, out, workers=plan.workers, retries=0, tabulate=False, retry_failed=True,
-                           threads=1 if plan.workers else threads, after_run=after_run,
-                           members=plan.members if not plan.workers else 1)
+        # one run at a time: in this process; more: a process each.  Either way one thread per run
+        # (``threads`` when the caller fixes another count): the numbers do not depend on the load
+        states = run_local(runs, out, workers=0 if workers == 1 else workers, retries=0, tabulate=False,
+                           retry_failed=True, threads=threads or 1, after_run=after_run,
+                           members=plan.members if workers == 1 else 1)
     finally:
         for spec in runs.runs:
             if spec.name in ran or run_record(out, spec.name).get("state") in ("failed", "interrupted"):
@@ -301,6 +306,18 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     write_summary(out, name)
     _write_index(out, plan, log)
     return log
+
+
+def run_workers(plan: ReproducePlan, pending: int) -> int:
+    """How many runs go side by side: the plan's ``workers``, or for 0 the cores free as the runs
+    start (``infra.threads.auto_threads``), at least 1 and at most the runs to do.  Each run computes
+    with one torch thread whatever this count is, so a busy machine takes longer and computes the
+    same numbers (issue 40)."""
+    if plan.workers:
+        return max(1, min(plan.workers, max(pending, 1)))
+    from infra.threads import auto_threads
+
+    return max(1, min(auto_threads(), max(pending, 1)))
 
 
 def _claim(out: Path) -> None:
@@ -388,7 +405,8 @@ def _write_index(out: Path, plan: ReproducePlan, log: dict) -> None:
                      f"{machine} | {where.get('finished', '?')} |")
     from noisymix_app.reproduce_summary import total_seconds  # the summary's module: no import loop
     lines += ["", f"Total: {total_seconds(log):.0f} s, the sum of the steps' recorded times"
-              + (" (worker processes ran steps side by side, so the wall time was less)" if plan.workers else "")
+              + (" (worker processes ran steps side by side, so the wall time was less)"
+                 if log.get("workers", 1) > 1 else "")
               + "."]
     if "invocation_seconds" in log:
         lines.append(f"This invocation: {log['invocation_seconds']:.0f} s.")

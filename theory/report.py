@@ -277,6 +277,21 @@ def convergence_figure(checks: list[Check]) -> bytes:
     return buffer.getvalue()
 
 
+def _claimed_slope(group: list[Check]) -> tuple[float, float, float, list[float]] | None:
+    """For a panel with a failing as-printed expansion: (the slope its printed remainder claims, the
+    slowest measured slope, the failing residual's largest magnitude, its eps) — so that a claim like
+    Proposition 1's o(eps^3), whose residual falls as eps^3 only, does not look like a pass next to
+    the generic slope lines (issue 40)."""
+    failing = [c for c in group if c.form == "as_printed" and c.verdict == "fails" and c.expected_slope is not None
+               and c.residual_slope is not None and c.eps and c.residuals
+               and c.residual_slope < c.expected_slope - 0.25]  # failing on its slope, not on a term
+    if not failing:
+        return None
+    worst = min(failing, key=lambda c: c.residual_slope)
+    top = max(abs(r) for r in worst.residuals if r is not None)
+    return float(worst.expected_slope), float(worst.residual_slope), top, list(worst.eps)
+
+
 def convergence_fig(checks: list[Check]):
     """The matplotlib figure of ``convergence_figure`` (the caller closes it)."""
     import matplotlib
@@ -287,7 +302,7 @@ def convergence_fig(checks: list[Check]):
     ids = list(dict.fromkeys(c.id for c in checks))
     cols = 4
     rows = (len(ids) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.2 * rows), squeeze=False)
     colors = {
         ("as_printed", "holds"): "tab:green",
         ("as_printed", "fails"): "tab:red",
@@ -329,11 +344,18 @@ def convergence_fig(checks: list[Check]):
             for order, style in ((1, ":"), (2, "--"), (3, "-.")):
                 ref = top * (e / e[0]) ** order
                 ax.loglog(e, ref, style, color="gray", lw=0.9)  # named by its style in the legend
+        claimed = _claimed_slope(group)
         n_p = sum(c.form == "as_printed" and c.verdict == "fails" for c in checks if c.id == key)
-        ax.set_title(f"{TITLES.get(key, key)}\n{n_p} as-printed failing", fontsize=9)
-        ax.set_xlabel("eps", fontsize=8)
-        ax.set_ylabel("|L(eps) - expansion(eps)|" if key != "thm3" else "|gap| (x: gap < 0)", fontsize=8)
-        ax.tick_params(labelsize=7)
+        subtitle = f"{n_p} as-printed failing"
+        if claimed is not None:  # the slope the printed remainder needs, drawn from the failing residual's top
+            slope, measured, start, e0 = claimed
+            e = np.asarray(e0, dtype=float)
+            ax.loglog(e, start * (e / e[0]) ** slope, color="black", lw=2.2, ls=(0, (1, 1.5)), zorder=4)
+            subtitle += f"\nclaimed slope {slope:g} (black dots), measured {measured:.1f}"
+        ax.set_title(f"{TITLES.get(key, key)}\n{subtitle}", fontsize=10)
+        ax.set_xlabel("eps", fontsize=10)
+        ax.set_ylabel("|L(eps) - expansion(eps)|" if key != "thm3" else "|gap| (x: gap < 0)", fontsize=10)
+        ax.tick_params(labelsize=9)
     for ax in list(axes.flat)[len(ids) :]:
         ax.axis("off")
     handles = [  # only the kinds of line drawn
@@ -346,8 +368,11 @@ def convergence_fig(checks: list[Check]):
         plt.Line2D([], [], color="gray", ls=s, label=f"slope {o}")
         for o, s in ((1, ":"), (2, "--"), (3, "-."))
     ]
-    fig.legend(handles=handles, loc="lower right", fontsize=8, frameon=False, ncol=2)
-    fig.suptitle("NoisyMix theory: residual of each expansion against the exact loss", fontsize=11)
+    handles.append(plt.Line2D([], [], color="black", lw=2.2, ls=(0, (1, 1.5)),
+                              label="the slope a failing as-printed remainder claims\n(its residual must fall at least "
+                                    "this fast)"))
+    fig.legend(handles=handles, loc="lower right", fontsize=10, frameon=False, ncol=1)
+    fig.suptitle("NoisyMix theory: residual of each expansion against the exact loss", fontsize=13)
     fig.tight_layout(rect=(0, 0.03, 1, 0.96))
     return fig
 

@@ -176,8 +176,8 @@ def markdown(report: dict[str, Any]) -> str:
                   "\"smooth\" by every measure, but degenerate): " + "; ".join(flat) + "."]
     lines += ["", "## The paper's claims", "",
               "Verdict per comparison: *holds* if the paired 95% CI of the difference lies on the "
-              "claimed side of 0, *does not hold* if it lies on the other side, *within noise* if "
-              "it contains 0. A claim holds if all its comparisons hold, does not hold if any is "
+              "claimed side of 0, *fails* if it lies on the other side, *within noise* if "
+              "it contains 0. A claim holds if all its comparisons hold, fails if any is "
               "contradicted, and is within noise otherwise. Each CI is a 95% interval on its "
               "own (no multiple-comparison correction).", ""]
     labels = {name: entry["label"] for name, entry in schemes.items()}

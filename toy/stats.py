@@ -8,7 +8,7 @@
   replacement, percentile interval, ``BOOTSTRAP_RESAMPLES`` draws from a NumPy generator
   seeded with ``BOOTSTRAP_SEED`` — the same numbers every run).
 * ``verdict``: "holds" when the CI of a claimed difference lies on the claimed side of 0,
-  "does not hold" when it lies on the other side, "within noise" when it contains 0.
+  "fails" when it lies on the other side, "within noise" when it contains 0.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ __all__ = [
 
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20220315
-HOLDS, NOT_HOLDS, WITHIN_NOISE = "holds", "does not hold", "within noise"
+# the reproduce summary's words (one vocabulary in every generated file, issue 40)
+HOLDS, NOT_HOLDS, WITHIN_NOISE = "holds", "fails", "within noise"
 
 
 def summarize(values: Sequence[float]) -> dict[str, Any]:
@@ -83,7 +84,7 @@ def verdict(comparison: dict[str, Any], claimed: Literal["greater", "less"]) -> 
 
 
 def combine(verdicts: Sequence[str]) -> str:
-    """A claim made of parts: holds if every part holds, does not hold if any part is
+    """A claim made of parts: holds if every part holds, fails if any part is
     contradicted, within noise otherwise."""
     if verdicts and all(v == HOLDS for v in verdicts):
         return HOLDS

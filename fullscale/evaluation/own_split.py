@@ -33,6 +33,7 @@ from fullscale.metrics import (
     aurra,
     expected_calibration_error,
     rms_calibration_error,
+    temperature_scaled,
 )
 from infra.progress import progress
 
@@ -95,11 +96,18 @@ def clean(ctx: Context) -> Results:
     return {"clean": {"accuracy": acc, "n": data.n}}, {"accuracy": acc}, data.files
 
 
-def calibration_summary(logits: Tensor, labels: Tensor, estimator: str) -> dict:
+def calibration_summary(logits: Tensor, labels: Tensor, estimator: str, *, scaled: bool = False) -> dict:
+    """Accuracy, RMS calibration error, ECE, AURRA and the signed confidence gap of ``logits``; with
+    ``scaled``, also after temperature scaling fitted on held-out images of the same set
+    (``fullscale.metrics.temperature_scaled``: two interleaved folds, each scaled by the other's T)
+    under ``temperature_scaled`` (issue 40)."""
     conf, pred = logits.softmax(1).max(1)
     correct = (pred == labels).numpy().astype(float)
     conf = conf.numpy().astype(float)
-    return {"accuracy": float(correct.mean()),
+    extra = {}
+    if scaled and len(labels) >= 2:
+        extra["temperature_scaled"] = temperature_scaled(logits.double().numpy(), labels.numpy(), estimator=estimator)
+    return {**extra, "accuracy": float(correct.mean()),
             "rms_calibration_error": rms_calibration_error(conf, correct, estimator=estimator),
             "ece": expected_calibration_error(conf, correct), "aurra": aurra(conf, correct),
             "rms_estimator": estimator,
@@ -114,7 +122,7 @@ def calibration(ctx: Context) -> Results:
     for x, y in progress(data.batches(), desc="calibration", total=-(-data.n // ctx.batch_size)):
         logits.append(batch_logits(ctx.model, x, ctx.device))
         labels.append(y)
-    summary = calibration_summary(torch.cat(logits), torch.cat(labels), ctx.options.rms_estimator)
+    summary = calibration_summary(torch.cat(logits), torch.cat(labels), ctx.options.rms_estimator, scaled=True)
     return {"calibration": {"accuracy": summary["accuracy"], "n": data.n}}, summary, data.files
 
 

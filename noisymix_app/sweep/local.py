@@ -2,10 +2,11 @@
 
 A queue over the visible GPUs (``--runs-per-gpu`` runs share one) or, without a GPU, ``--workers``
 CPU processes (``--workers 0``: one run after another in this process, what ``noisymix reproduce``
-does, where ``--members`` may train several seeds as one stacked model); a multi-GPU run gets one
-process per GPU with the ``torch.distributed`` env:// variables (as torchrun would set them; gloo on
-the CPU); a run that crashes is retried ``--retries`` times, one that fails deterministically (a
-non-finite loss, ``fullscale.training.checks.NonFiniteLoss``; a config error) is reported and never retried.
+does with one free core (more: as many one-thread workers), where ``--members`` may train several
+seeds as one stacked model); a multi-GPU run gets one process per GPU with the ``torch.distributed``
+env:// variables (as torchrun would set them; gloo on the CPU); a run that crashes is retried
+``--retries`` times, one that fails deterministically (a non-finite loss,
+``fullscale.training.checks.NonFiniteLoss``; a config error) is reported and never retried.
 Each worker's output goes to ``DIR/sweep/logs/<run>.log``.
 """
 
@@ -82,7 +83,7 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
               members: int = 1) -> dict[str, str]:
     """Run every unfinished run of ``plan``; return {run: final state}.
 
-    ``workers=0``: in this process, one after another (what ``noisymix reproduce`` does); there
+    ``workers=0``: in this process, one after another (``noisymix reproduce`` with one free core); there
     ``members > 1`` trains up to that many seeds of one config as one stacked model
     (``fullscale.training.members``) before each is evaluated as usual.
     ``after_run(name, state)`` is called when a run ends (tests inject interruptions there);

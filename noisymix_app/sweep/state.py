@@ -109,6 +109,8 @@ def eval_done(run_dir: Path, ev) -> bool:
             return False
         if not Path(ev.data_root).is_dir() or record.get("data_fingerprint") != data_fingerprint(ev.data_root):
             return False
+    if ev.suite == "calibration" and "temperature_scaled" not in (record.get("summary") or {}):
+        return False  # written before temperature scaling was recorded (issue 40): evaluated again
     return bool(record.get("complete")) and record.get("checkpoint", {}).get("sha256") == sha256_file(
         run_dir / "final.pt")
 

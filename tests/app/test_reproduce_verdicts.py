@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from noisymix_app.reproduce_summary import CROSS_MACHINE_MARGIN, _verdict, render, robustness
+from noisymix_app.reproduce_summary import (
+    CROSS_MACHINE_MARGIN,
+    _verdict,
+    claim_metric,
+    cross_machine_margins,
+    read_margins,
+    render,
+    robustness,
+)
 
 
 def _claim(mean, half_width, threshold=0.0, statement="X is more robust than Baseline"):
@@ -64,8 +72,9 @@ def test_each_claim_line_carries_its_mark_and_the_note_promises_only_what_holds(
     assert lines["B"].endswith("— **holds** (fragile)")
     assert lines["C"].endswith("— **not enough seeds**")
     assert "should not" not in text and "any CPU" not in text
-    assert (f"Verdicts marked (fragile) have a 95 % interval within {CROSS_MACHINE_MARGIN:g} points of their "
-            "boundary") in text and "may change on another CPU" in text
+    # issue 40: each metric's own margin, named with its value (accuracy: at least issue 32's shift)
+    assert "Verdicts marked (fragile) have a 95 % interval within their metric's cross-machine margin" in text
+    assert "may change on another CPU" in text and f"corrupted accuracy {read_margins()['corrupted']:g} points" in text
 
 
 def test_a_summary_without_machine_records_still_explains_the_marks():
@@ -81,3 +90,30 @@ def test_a_summary_from_before_the_step_records_still_renders():
     committed.pop("ran_on", None)
     text = render(committed)
     assert "**holds** (firm)" in text and "(fragile)" in text and "Made on: not recorded" in text
+
+
+def test_each_metric_has_its_own_margin():
+    """Issue 40, item 6: a flip-probability claim is judged against the shift measured on flip
+    probabilities, not the 1.45 points measured on accuracy."""
+    margins = read_margins()
+    assert margins["corrupted"] >= CROSS_MACHINE_MARGIN and margins["clean"] >= CROSS_MACHINE_MARGIN
+    assert margins["flip_probability"] < 0.5  # measured on flip probabilities near 1 %
+    flip = {**_claim(0.36, 0.17), "id": "stable_noisymix_vs_baseline"}  # [+0.19, +0.53]
+    assert claim_metric(flip) == "flip_probability"
+    assert robustness(flip) is (0.19 > margins["flip_probability"])
+    assert robustness({**flip, "id": "robust_noisymix"}) is False  # the same interval on accuracy: fragile
+    # a metric never measured across machines: no mark either way
+    assert robustness({**_claim(5.0, 1.0), "id": "calibrated_scaled_noisymix"}) is None
+
+
+def test_margins_are_the_largest_shift_per_metric_between_cpus():
+    def summary(cpu, robust, flip):
+        return {"plan": {"seeds": [0, 1]}, "machine": {"cpu_model": cpu}, "git": {"commit": cpu},
+                "claims": [{"id": "robust_nfm", "difference": {"mean": robust}},
+                           {"id": "noisymix_beats_nfm", "difference": {"mean": robust + 1}},
+                           {"id": "stable_noisymix_vs_baseline", "difference": {"mean": flip}}]}
+
+    record = cross_machine_margins([summary("A", 1.0, 0.30), summary("B", 1.5, 0.32), summary("A", 9.0, 0.0)])
+    # the two runs on CPU "A" are not a cross-machine pair: A-B pairs only
+    assert record["margins"] == {"corrupted": 7.5, "flip_probability": 0.32}
+    assert len(record["pairs"]) == 2
