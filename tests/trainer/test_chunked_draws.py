@@ -56,27 +56,13 @@ def test_same_seed_runs_with_several_chunks_an_epoch_are_identical(tmp_path, mon
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
-def test_a_run_resumed_in_the_middle_of_a_chunk_equals_the_uninterrupted_run(tmp_path, monkeypatch):
-    # chunks of 3 steps, 8 steps an epoch; the run dies after the checkpoint of epoch 1, step 4: the
-    # middle of its second chunk (steps 3-5), which the resume makes again from its key and its batches
+def test_a_run_resumed_in_the_middle_of_a_chunk_equals_the_uninterrupted_run(tmp_path, monkeypatch,
+                                                                             crash_then_resume):
+    # chunks of 3 steps, 8 steps an epoch; the run dies after its first checkpoint (epoch 1, step 4):
+    # the middle of its second chunk (steps 3-5), which the resume makes again from its key and batches
     _small_chunks(monkeypatch, 3, 3, 16)
     cfg = resolve_config("noisymix", [*SMALL, "epochs=2", "checkpoint_every=4"])
-    train(cfg, tmp_path / "straight")
-    straight = load_state_dict(tmp_path / "straight" / "final.pt")
-
-    import fullscale.training.checkpoint as checkpoint_module
-    original = checkpoint_module.save_torch
-
-    def save_then_crash(path, obj):
-        original(path, obj)
-        if path.name == "checkpoint.pt" and (obj["epoch"], obj["step"]) == (0, 4):
-            raise KeyboardInterrupt
-    monkeypatch.setattr(checkpoint_module, "save_torch", save_then_crash)
-    with pytest.raises(KeyboardInterrupt):
-        train(cfg, tmp_path / "resumed")
-    monkeypatch.setattr(checkpoint_module, "save_torch", original)
-    train(cfg, tmp_path / "resumed", resume=True)
-    resumed = load_state_dict(tmp_path / "resumed" / "final.pt")
+    straight, resumed = crash_then_resume(cfg, tmp_path / "straight", tmp_path / "resumed")
     assert all(torch.equal(straight[k], resumed[k]) for k in straight)
 
 
