@@ -42,7 +42,7 @@ from fullscale.training.data import InMemoryData, data_sha256
 from fullscale.training.generators import Generators
 from fullscale.training.process import Process
 from infra.config import config_to_dict
-from infra.folder_kind import MARKER, require_kind
+from infra.folder_kind import MARKER, check_claim
 from infra.io import load_state_dict, printable, read_json, save_torch, sha256_file
 from infra.provenance import now, provenance
 
@@ -69,9 +69,8 @@ def check_out(out: Path, resume: bool) -> None:
     """What can be said of ``--out`` before anything is read or written: a file, a folder of
     another kind than a run (a -C set, a sweep, ...: ``infra.folder_kind``), a finished
     or started run without ``resume``."""
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"{printable(str(out))} exists and is not a folder: give a new or existing folder")
-    require_kind(out, "run", "--out")
+    # a file, the root, a folder inside a run or a set, one of another kind, or the user's own config.json
+    check_claim(out, "run", "--out")
     if not resume and any((out / name).exists() for name in ("final.pt", "checkpoint.pt")):
         raise ValueError(f"{printable(str(out))} already holds a run; use --resume to continue it, or another --out")
 
