@@ -32,8 +32,9 @@ import torch
 from fullscale.data import DATASETS
 from fullscale.evaluation.context import Context, EvalOptions
 from fullscale.evaluation.suites import RESUMABLE, SUITES, run_suite
-from fullscale.runs import load_bare_model, load_run_model
+from fullscale.runs import load_bare_model, load_run_model, split_run_record
 from fullscale.training.config import check_device_name
+from fullscale.training.keys import config_sha256
 from infra.folder_kind import KINDS, folder_kind, require_kind
 from infra.io import data_fingerprint, directory_lock, printable, read_json, sha256_file, write_json
 from infra.provenance import provenance
@@ -84,9 +85,14 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
         # another model than the run's: its results beside the run's, never over them (issue 32)
         eval_dir = eval_dir / _checkpoint_folder(weights, digest)
     target = eval_dir / f"{suite}.json"
+    if target.exists() and not _is_eval_record(target):  # a file of the user's own, never written over
+        raise ValueError(f"{printable(str(target))} exists and is not an evaluation of noisymix: it is not "
+                         "replaced; move it away")
     record = {"suite": suite, "run": str(run_dir), "checkpoint": {"path": str(weights), "sha256": digest},
               "model": config["model"], "dataset": config.get("dataset", ""), "device": str(dev),
               "options": options.as_dict(), "complete": False, "provenance": provenance()}
+    if model is None:  # the config the weights came from, by content: the report checks it (issue 41)
+        record["config_sha256"] = config_sha256(split_run_record(read_json(run_dir / "config.json"))[0])
     root = data_root or config.get("data_root") or f"built-in {config.get('dataset')}"
     record["data_root"] = str(Path(root).resolve()) if data_root else str(root)
     if data_root and Path(data_root).is_dir():  # the sweep compares it before reusing the result (issue 23)
@@ -101,6 +107,7 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
             # each entry also carries the identity of the files it read (Context.done_identity)
             if (isinstance(previous, dict) and not previous.get("complete", True)
                     and (previous.get("checkpoint") or {}).get("sha256") == digest
+                    and previous.get("config_sha256") == record.get("config_sha256")
                     and previous.get("options") == record["options"]
                     and previous.get("data_root") == record["data_root"]):
                 done = dict(previous.get("results") or {})
@@ -124,6 +131,15 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
                        "seconds": time.perf_counter() - started, "data": {"root": str(root), "files": files}})
         write_json(target, record)
     return {**record, "path": str(target)}
+
+
+def _is_eval_record(path: Path) -> bool:
+    """Whether ``path`` is a result this function wrote (``{"suite", "checkpoint", "provenance", ...}``)."""
+    try:
+        record = read_json(path)
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and {"suite", "checkpoint", "provenance"} <= set(record)
 
 
 def _suite_dataset(suite: str) -> str | None:

@@ -40,6 +40,7 @@ from fullscale.runs import split_run_record
 from fullscale.training.config import TrainConfig
 from fullscale.training.data import InMemoryData, data_sha256
 from fullscale.training.generators import Generators
+from fullscale.training.keys import WHERE_IT_RAN
 from fullscale.training.process import Process
 from infra.config import config_to_dict
 from infra.folder_kind import MARKER, check_claim
@@ -53,8 +54,7 @@ __all__ = ["LATER_KEYS", "RESUMABLE_CHANGES", "check_out", "check_same_config", 
 # Config fields a resumed run may change: where and how fast it runs, not what it computes.  This
 # and LATER_KEYS name keys in the flat layout (``fullscale.training.keys.FLAT_KEYS``): a run's identity
 # is computed from its flat config, so runs made before the config had groups keep theirs.
-RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root", "workers", "decoder", "checkpoint_every",
-                                "max_bad_fraction"})
+RESUMABLE_CHANGES = WHERE_IT_RAN
 # config keys added after runs were made, with the value that computes what those runs did
 LATER_KEYS = {"stem_stride": 1, "ddp_draws": "shared", "sync_bn": False, "image_size": 224, "workers": 8,
                "decoder": "auto", "max_bad_fraction": 0.001, "checkpoint_every": 0, "lr_schedule": "cosine",
