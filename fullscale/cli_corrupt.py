@@ -203,17 +203,17 @@ def run(args: argparse.Namespace) -> int:
         try:
             claim_folder(out, folder)
             manifest = _merge_manifest(out / "manifest.json", manifest)
+            write_json(out / "manifest.json", manifest)  # before the first file: a killed run is checked too
+            if folder_tree:
+                write_imagenet_c(args.dataset, out, names, severities=severities, seed=args.seed,
+                                 chunk=args.chunk, frost_dir=args.frost_dir, device=args.device)
+            else:
+                write_npy_set(images, labels, args.kind, out, names, severities=severities, seed=args.seed,
+                              chunk=args.chunk, params=params, frost_dir=args.frost_dir, device=args.device,
+                              pixel_scale=manifest["pixel_scale"])
         except BaseException:
-            _undo_start(out, found)  # a refused rerun leaves no lock or marker behind (issue 41)
+            _undo_start(out, found)  # a refused or failed run that made no file leaves no lock or marker (issue 41)
             raise
-        write_json(out / "manifest.json", manifest)  # before the first file: a killed run is checked too
-        if folder_tree:
-            write_imagenet_c(args.dataset, out, names, severities=severities, seed=args.seed,
-                             chunk=args.chunk, frost_dir=args.frost_dir, device=args.device)
-        else:
-            write_npy_set(images, labels, args.kind, out, names, severities=severities, seed=args.seed,
-                          chunk=args.chunk, params=params, frost_dir=args.frost_dir, device=args.device,
-                          pixel_scale=manifest["pixel_scale"])
     if skipped:
         print(printable(skipped))
     print(f"wrote {printable(args.out)}")
@@ -221,12 +221,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _undo_start(out: Path, found: set[str] | None) -> None:
-    """Remove what a refused run added before writing anything of the set: the lock and the marker,
-    and the folder when this run made it (``found``: the names the folder held; ``None``: none)."""
+    """Remove what a refused or failed run added when it wrote no file of the set: the lock, the marker
+    and the manifest, and the folder when this run made it (``found``: the names the folder held;
+    ``None``: none).  A run that wrote a file keeps everything: a rerun resumes it."""
     from infra.folder_kind import MARKER
 
     before = found or set()
-    added = {".lock", MARKER} - before
+    added = {".lock", MARKER, "manifest.json"} - before
     if not out.is_dir() or not {p.name for p in out.iterdir()} <= before | added:
         return
     for name in added:

@@ -20,8 +20,8 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["KINDS", "LEAF_KINDS", "MARKER", "check_claim", "check_out_path", "claim_folder", "folder_kind",
-           "mark_folder", "require_kind"]
+__all__ = ["KINDS", "LEAF_KINDS", "MARKER", "check_claim", "check_out_path", "check_plain_out", "claim_folder",
+           "folder_kind", "mark_folder", "require_kind"]
 
 MARKER = "noisymix-folder.json"
 
@@ -140,6 +140,32 @@ def check_out_path(folder: str | os.PathLike[str], what: str = "--out") -> Path:
         if found in LEAF_KINDS:
             raise ValueError(f"{what} {printable(str(folder))} is inside {printable(str(parent))}, which is "
                              f"{KINDS[found]} and holds only its own files; give another {what}")
+    return root
+
+
+def check_plain_out(folder: str | os.PathLike[str], record: str, files: tuple[str, ...],
+                    what: str = "--out") -> Path:
+    """The ``--out`` of a command that makes no folder kind of its own (``verify``, ``toy``): refused in
+    one line when ``check_out_path`` refuses it, when it is a folder of ours of any kind (a run, a set,
+    a sweep, a report), or when it holds one of ``files`` (the names it writes) beside a ``record``
+    (its JSON) that is not one this toolkit wrote (a JSON object with ``"provenance"``).  Writes nothing."""
+    from infra.io import printable, read_json
+
+    root = check_out_path(folder, what)
+    found = folder_kind(root)
+    if found is not None:
+        raise ValueError(f"{what}: {_describe(root, found)}; give a folder of its own")
+    present = [name for name in (record, *files) if (root / name).exists() or (root / name).is_symlink()]
+    if present:
+        try:
+            data = read_json(root / record)
+        except (OSError, ValueError):
+            data = None
+        # a JSON object with its provenance; or a list, as theory.json was before it carried one
+        ours = (isinstance(data, dict) and "provenance" in data) or isinstance(data, list)
+        if not ours or (root / record).is_symlink():
+            raise ValueError(f"{printable(str(root))} holds {printable(present[0])}, which noisymix did not write "
+                             f"there; give another {what}")
     return root
 
 
