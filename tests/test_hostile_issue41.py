@@ -297,13 +297,15 @@ def test_resume_reads_the_runs_own_config_and_refuses_flags_that_differ(tmp_path
     assert "differs" in _one_line(capsys)
 
 
-@pytest.mark.parametrize(("command", "out"), [("train", "/"), ("corrupt", "")])
-def test_root_and_empty_out_are_refused(tmp_path, capsys, monkeypatch, command, out):
+@pytest.mark.parametrize(("command", "out", "why"), [("train", "/", "root of the file system"),
+                                                      ("corrupt", "", "empty")])
+def test_root_and_empty_out_are_refused(tmp_path, capsys, monkeypatch, command, out, why):
     monkeypatch.chdir(tmp_path)
-    argv = (["train", "--out", out, *QUICK] if command == "train"
+    # CIFAR without its data: were --out / not refused first, training would stop at the data, not write into /
+    argv = (["train", "--out", out, "--set", "dataset=cifar10"] if command == "train"
             else ["corrupt", "--dataset", "digits", "--out", out, "--corruptions", "gaussian_noise"])
     assert main(argv) == 2
-    _one_line(capsys)
+    assert why in _one_line(capsys)
     assert list(tmp_path.iterdir()) == []
 
 
