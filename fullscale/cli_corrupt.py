@@ -35,7 +35,7 @@ from fullscale.corruptions.writer import check_names, check_tree, default_names,
 from fullscale.data import DATASETS, load_dataset
 from fullscale.training.config import check_device_name, check_seed
 from infra.config import add_set_argument, apply_overrides
-from infra.folder_kind import check_claim, claim_folder
+from infra.folder_kind import check_claim, claim_folder, folder_kind
 from infra.io import directory_lock, printable, read_json, write_json
 
 # The manifest fields that decide the content of every file: a rerun must match them all.
@@ -153,6 +153,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         names, skipped = default_names(args.kind, args.frost_dir)
     check_names(args.kind, names, args.frost_dir)  # before the manifest names them
+    if out.is_dir() and folder_kind(out) is None:  # not a set of ours: its files are the user's (issue 41)
+        theirs = [n for n in names if (out / f"{n}.npy").exists() or (out / n).exists()]
+        if theirs:
+            raise ValueError(f"{printable(str(out))} holds {printable(theirs[0])}, which noisymix did not write there "
+                             "(the folder is no set of ours); give another --out")
     frost = None
     if args.kind == "c" and "frost" in names:
         frost = str(find_frost_dir(args.frost_dir))

@@ -378,3 +378,29 @@ def test_figures_reports_a_sound_results_folder(results, tmp_path):
     report = (out / "REPORT.md").read_text()
     assert "other weights" not in report and "non-finite" not in report
     assert Path(out / MARKER).is_file()
+
+
+# --- the same class of defect in commands the campaign did not try ---------------------------------------------
+
+
+def test_corrupt_never_writes_over_a_users_npy_of_a_corruptions_name(tmp_path, capsys):
+    user = tmp_path / "mine"
+    user.mkdir()
+    np.save(user / "gaussian_noise.npy", np.zeros(3))
+    before = (user / "gaussian_noise.npy").read_bytes()
+    assert main(["corrupt", "--dataset", "digits", "--out", str(user), "--corruptions", "gaussian_noise",
+                 "--limit", "4"]) == 2
+    assert "gaussian_noise" in _one_line(capsys)
+    assert (user / "gaussian_noise.npy").read_bytes() == before
+    assert sorted(p.name for p in user.iterdir()) == ["gaussian_noise.npy"]
+
+
+def test_evaluate_a_bare_checkpoint_into_a_folder_inside_a_run_is_refused(tmp_path, capsys):
+    mark_folder(tmp_path / "run", "run")
+    weights = tmp_path / "w.pt"
+    weights.write_bytes(b"not read")
+    out = tmp_path / "run" / "public"
+    assert main(["evaluate", str(weights), "--model", "resnet50", "--out", str(out), "--suite", "clean",
+                 "--device", "cpu"]) == 2
+    assert "inside" in _one_line(capsys)
+    assert not out.exists()

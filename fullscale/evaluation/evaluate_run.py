@@ -35,7 +35,7 @@ from fullscale.evaluation.suites import RESUMABLE, SUITES, run_suite
 from fullscale.runs import load_bare_model, load_run_model, split_run_record
 from fullscale.training.config import check_device_name
 from fullscale.training.keys import config_sha256
-from infra.folder_kind import KINDS, folder_kind, require_kind
+from infra.folder_kind import KINDS, check_out_path, folder_kind, require_kind
 from infra.io import data_fingerprint, directory_lock, printable, read_json, sha256_file, write_json
 from infra.provenance import provenance
 
@@ -65,6 +65,7 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
     if model is not None:
         if out is None:
             raise ValueError("--model (a bare checkpoint) needs --out DIR for the results")
+        check_out_path(out, "--out")  # the root, a file, a folder inside a run or a set (issue 41)
         require_kind(out, "run", "--out")
         weights = Path(checkpoint) if checkpoint else run_dir
         net, config = load_bare_model(weights, model, device=dev)
