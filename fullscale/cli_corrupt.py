@@ -97,6 +97,11 @@ class CorruptOptions:
 def _apply_set(args: argparse.Namespace) -> None:
     """``--set`` over ``CorruptOptions``: the flags' values, then the overrides, back into ``args``."""
     names = [f.name for f in dataclasses.fields(CorruptOptions)]
+    defaults = CorruptOptions()
+    for item in args.overrides:  # a flag given and the same key by --set: which one was meant? (issue 41)
+        key = item.split("=", 1)[0].strip()
+        if key in names and getattr(args, key) != getattr(defaults, key):
+            raise ValueError(f"{key} is given twice (--{key.replace('_', '-')} and --set {key}): give it once")
     options = apply_overrides(CorruptOptions(**{n: getattr(args, n) for n in names}), args.overrides)
     for name in names:
         setattr(args, name, getattr(options, name))

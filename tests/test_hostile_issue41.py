@@ -404,3 +404,10 @@ def test_evaluate_a_bare_checkpoint_into_a_folder_inside_a_run_is_refused(tmp_pa
                  "--device", "cpu"]) == 2
     assert "inside" in _one_line(capsys)
     assert not out.exists()
+
+
+def test_corrupt_a_flag_and_the_same_key_by_set_is_refused(tmp_path, capsys):
+    assert main(["corrupt", "--dataset", "digits", "--out", str(tmp_path / "set"), "--seed", "1",
+                 "--set", "seed=2"]) == 2
+    assert "given twice" in _one_line(capsys)
+    assert not (tmp_path / "set").exists()
