@@ -135,12 +135,13 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
 
 
 def _is_eval_record(path: Path) -> bool:
-    """Whether ``path`` is a result this function wrote (``{"suite", "checkpoint", "provenance", ...}``)."""
+    """Whether ``path`` is a result this function wrote, of any version (``{"suite", "checkpoint"
+    or "summary", ...}``)."""
     try:
         record = read_json(path)
     except (OSError, ValueError):
         return False
-    return isinstance(record, dict) and {"suite", "checkpoint", "provenance"} <= set(record)
+    return isinstance(record, dict) and "suite" in record and ("checkpoint" in record or "summary" in record)
 
 
 def _suite_dataset(suite: str) -> str | None:
