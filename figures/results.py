@@ -11,7 +11,7 @@ from typing import Any
 
 from fullscale.training.keys import flat_config
 
-__all__ = ["Results", "Run", "collect"]
+__all__ = ["Results", "Run", "collect", "stale_evaluation"]
 
 
 @dataclass
@@ -120,7 +120,7 @@ def _non_finite(value: Any, where: str = "") -> str | None:
     return None
 
 
-def _stale(record: dict, weights_sha256: str | None, config_digest: str) -> str | None:
+def _stale(record: dict, weights_sha256: str | None, config_digest: str | None) -> str | None:
     """Why an evaluation cannot be reported for its run today, or ``None``: a NaN or infinite metric;
     weights other than the run's final.pt (``checkpoint.sha256``); a config.json edited since
     (``config_sha256``: another method or seed would relabel it).  Records made before a field
@@ -133,10 +133,27 @@ def _stale(record: dict, weights_sha256: str | None, config_digest: str) -> str 
         return (f"computed with other weights than the run's final.pt of today (sha256 {recorded[:12]} vs "
                 f"{weights_sha256[:12]})")
     recorded = record.get("config_sha256")
-    if isinstance(recorded, str) and recorded != config_digest:
+    if config_digest is not None and isinstance(recorded, str) and recorded != config_digest:
         return (f"its run's config.json changed since it was computed (config_sha256 {recorded[:12]} vs "
                 f"{config_digest[:12]})")
     return None
+
+
+def stale_evaluation(run_dir: str | Path, record: dict) -> str | None:
+    """Why the evaluation ``record`` of the run ``run_dir`` cannot be reported today (a NaN metric,
+    other weights, an edited or unreadable config.json), or ``None``: ``collect``'s check, for
+    readers of single records (the reproduce summary)."""
+    from infra.io import sha256_file
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.json").exists():  # the weights and metrics alone are checked
+        final = run_dir / "final.pt"
+        return _stale(record, sha256_file(final) if final.is_file() else None, None)
+    problems: list[str] = []
+    bound = _binding(run_dir / "config.json", run_dir, problems)
+    if bound is None:
+        return problems[0] if problems else "no readable config.json"
+    return _stale(record, *bound)
 
 
 def collect(root: str | Path) -> Results:

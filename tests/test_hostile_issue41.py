@@ -411,3 +411,27 @@ def test_corrupt_a_flag_and_the_same_key_by_set_is_refused(tmp_path, capsys):
                  "--set", "seed=2"]) == 2
     assert "given twice" in _one_line(capsys)
     assert not (tmp_path / "set").exists()
+
+
+def test_the_reproduce_summary_leaves_out_a_nan_metric_and_other_weights(tmp_path):
+    import dataclasses
+
+    from noisymix_app.plans import PLANS
+    from noisymix_app.reproduce_summary import summarize
+
+    out = tmp_path / "out"
+    plan = dataclasses.replace(PLANS["laptop"], methods=("baseline", "noisymix"), seeds=(0, 1, 2))
+    out.mkdir()
+    (out / "reproduce.json").write_text(json.dumps({"plan": dataclasses.asdict(plan), "steps": []}))
+    for method in plan.methods:
+        for seed in plan.seeds:
+            run = out / "runs" / f"{method}-seed{seed}"
+            (run / "eval").mkdir(parents=True)
+            (run / "final.pt").write_bytes(f"{method} {seed}".encode())
+            clean = float("nan") if (method, seed) == ("noisymix", 0) else 0.9
+            checkpoint = "0" * 64 if (method, seed) == ("noisymix", 1) else None
+            record = {"summary": {"accuracy": clean}, **({"checkpoint": {"sha256": checkpoint}} if checkpoint else {})}
+            (run / "eval" / "clean.json").write_text(json.dumps(record))
+    summary = summarize(out)
+    assert summary["table"]["noisymix"]["clean"]["n"] == 1  # seed 0 (NaN) and seed 1 (other weights) left out
+    assert "nan" not in json.dumps(summary["claims"]).lower()
