@@ -29,8 +29,10 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
     # folder (issue 32), or the results folder itself (issue 41), before anything is read or written;
     # `reproduce` writes into its OUT/figures
     check_claim(out, "figures")
-    if Path(results_dir).is_dir() and Path(results_dir).resolve() == out.resolve():
-        raise ValueError(f"--out {printable(str(out))} is the --results folder: give the report a folder of its own")
+    if Path(results_dir).is_dir() and Path(results_dir).resolve().is_relative_to(out.resolve()):
+        what = "is" if Path(results_dir).resolve() == out.resolve() else "holds"
+        raise ValueError(f"--out {printable(str(out))} {what} the --results folder: give the report a folder "
+                         "of its own")
     if Path(results_dir).is_dir():
         found = folder_kind(results_dir)
         if found in ("c-set", "p-set", "figures"):

@@ -361,9 +361,10 @@ def test_figures_refuses_an_empty_folder_and_a_corrupted_set(tmp_path, capsys):
 
 
 def test_figures_refuses_its_results_folder_as_out(results, capsys):
-    assert main(["figures", "--results", str(results), "--out", str(results)]) == 2
-    assert "--results folder" in _one_line(capsys)
-    assert folder_kind(results) is None
+    for out in (results, results.parent):  # the folder itself, or one that holds it
+        assert main(["figures", "--results", str(results), "--out", str(out)]) == 2
+        assert "the --results folder" in _one_line(capsys)
+        assert folder_kind(out) is None
 
 
 def test_figures_with_missing_results_creates_nothing(tmp_path, capsys):
