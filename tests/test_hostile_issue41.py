@@ -57,11 +57,14 @@ def test_bench_out_never_replaces_a_file_it_did_not_write(tmp_path, capsys, monk
     import noisymix_app.bench.bench_toy as bench
 
     monkeypatch.setattr(bench, "run", lambda options: pytest.fail("the benchmark ran before --out was checked"))
-    for name, data in (("final.pt", b"weights"), ("labels.npy", b"labels"), ("config.json", b'{"config": {}}')):
+    mark_folder(tmp_path / "run", "run")
+    mark_folder(tmp_path / "cset", "c-set")
+    for name, data in (("run/final.pt", b"weights"), ("cset/labels.npy", b"labels"), ("mine.json", b'{"a": 1}')):
         target = tmp_path / name
         target.write_bytes(data)
         assert main(["bench", "toy", "--out", str(target)]) == 2
-        assert "not a result of noisymix bench" in _one_line(capsys)
+        line = _one_line(capsys)
+        assert "not a result of noisymix bench" in line or "holds only that command's files" in line
         assert target.read_bytes() == data
 
 
@@ -71,6 +74,17 @@ def test_bench_out_a_folder_is_refused_before_the_benchmark_runs(tmp_path, capsy
     monkeypatch.setattr(bench, "run", lambda options: pytest.fail("the benchmark ran before --out was checked"))
     assert main(["bench", "toy", "--out", str(tmp_path)]) == 2
     assert "is a folder" in _one_line(capsys)
+
+
+def test_bench_out_into_a_run_or_a_set_is_refused(tmp_path, capsys, monkeypatch):
+    import noisymix_app.bench.bench_toy as bench
+
+    monkeypatch.setattr(bench, "run", lambda options: pytest.fail("the benchmark ran before --out was checked"))
+    mark_folder(tmp_path / "run", "run")
+    for out in (tmp_path / "run" / "bench.json", tmp_path / "run" / "eval" / "bench.json"):
+        assert main(["bench", "toy", "--out", str(out)]) == 2
+        assert "training run" in _one_line(capsys)
+        assert not out.exists()
 
 
 def test_bench_out_may_replace_its_own_result(tmp_path):

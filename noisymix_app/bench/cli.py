@@ -95,6 +95,11 @@ def check_out(out: str, *, folder: bool = False) -> None:
         raise ValueError("--out is empty: give a file name for the result JSON")
     if path.is_dir():
         raise ValueError(f"--out {printable(out)} is a folder: give a file name for the result JSON")
+    check_out_path(path.parent, "--out's folder")  # not inside a run, a set or a figures report
+    found = folder_kind(path.parent)
+    if found is not None:
+        raise ValueError(f"--out {printable(out)}: its folder is {KINDS[found]}, which holds only that command's "
+                         "files; give another --out")
     if path.exists() or path.is_symlink():
         if path.is_symlink() or not is_bench_result(path):
             raise ValueError(f"--out {printable(out)} exists and is not a result of noisymix bench: it is not "
