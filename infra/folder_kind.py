@@ -9,7 +9,8 @@ landing in a -C set (``train --out data/digits-c``) or ``.npy`` files in a run
 
 Folders made before the marker existed are recognised by what they hold (``config.json`` beside
 ``metrics.jsonl`` or ``final.pt``: a run; ``manifest.json`` of ``noisymix corrupt``: a -C or -P
-set; ``sweep/plan.json``: a sweep; ``reproduce.json``: a reproduce report), so old folders keep
+set; ``sweep/plan.json``: a sweep; ``reproduce.json``: a reproduce report; ``REPORT.md`` beside
+``tables/``: a figures report), so old folders keep
 working and are refused in the same way.  A folder that holds nothing of ours is left alone: it
 may be the user's own (``--out .``).
 """
@@ -74,6 +75,8 @@ def _recognise(folder: Path) -> str | None:
         return "reproduce"
     if (folder / "sweep" / "plan.json").is_file():
         return "sweep"
+    if (folder / "REPORT.md").is_file() and (folder / "tables").is_dir():  # what `figures` writes
+        return "figures"
     return None
 
 

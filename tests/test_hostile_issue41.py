@@ -450,3 +450,11 @@ def test_the_reproduce_summary_leaves_out_a_nan_metric_and_other_weights(tmp_pat
     summary = summarize(out)
     assert summary["table"]["noisymix"]["clean"]["n"] == 1  # seed 0 (NaN) and seed 1 (other weights) left out
     assert "nan" not in json.dumps(summary["claims"]).lower()
+
+
+def test_a_figures_report_made_before_the_marker_is_still_its_own(results, tmp_path):
+    out = tmp_path / "old-report"
+    assert main(["figures", "--results", str(results), "--out", str(out), "--no-examples"]) == 0
+    (out / MARKER).unlink()  # as figures wrote it before folders were marked
+    assert folder_kind(out) == "figures"
+    assert main(["figures", "--results", str(results), "--out", str(out), "--no-examples"]) == 0
