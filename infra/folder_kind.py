@@ -164,8 +164,10 @@ def check_plain_out(folder: str | os.PathLike[str], record: str, files: tuple[st
             data = read_json(root / record)
         except (OSError, ValueError):
             data = None
-        # a JSON object with its provenance; or a list, as theory.json was before it carried one
-        ours = (isinstance(data, dict) and "provenance" in data) or isinstance(data, list)
+        # a JSON object with its provenance, or the checks or schemes of older versions; or a list, as
+        # theory.json was before it carried its provenance
+        ours = (isinstance(data, dict) and bool({"provenance", "checks", "schemes"} & set(data))) \
+            or isinstance(data, list)
         if not ours or (root / record).is_symlink():
             raise ValueError(f"{printable(str(root))} holds {printable(present[0])}, which noisymix did not write "
                              f"there; give another {what}")
