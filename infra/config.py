@@ -262,7 +262,9 @@ def check_distinct(overrides: Iterable[str], aliases: Mapping[str, str] | None =
         key = item.split("=", 1)[0].strip().removeprefix("--")
         full = (aliases or {}).get(key, key)
         if full in seen:
-            raise ValueError(f"--set {key} is given twice (as {seen[full]!r} and {key!r}): give each key once")
+            if seen[full] == key:
+                raise ValueError(f"--set {key} is given twice: give each key once (the last one would win unseen)")
+            raise ValueError(f"--set {seen[full]} and --set {key} are the same key ({full}), given twice: give it once")
         seen[full] = key
 
 
