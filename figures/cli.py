@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from infra.folder_kind import claim_folder
-from infra.io import write_text
+from infra.folder_kind import KINDS, check_claim, claim_folder, folder_kind
+from infra.io import printable, write_text
 from infra.progress import progress
 from infra.provenance import provenance
 from noisymix_figures import plots
@@ -27,11 +27,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = True) -> Path:
     out = Path(out)
     # a report folder of its own, refused in one line when it is a run, a -C/-P set, a sweep or a reproduce
-    # folder (issue 32), before anything is read or written; `reproduce` writes into its OUT/figures
-    claim_folder(out, "figures")
-    results = collect(results_dir)
+    # folder (issue 32), or the results folder itself (issue 41), before anything is read or written;
+    # `reproduce` writes into its OUT/figures
+    check_claim(out, "figures")
+    if Path(results_dir).is_dir() and Path(results_dir).resolve().is_relative_to(out.resolve()):
+        what = "is" if Path(results_dir).resolve() == out.resolve() else "holds"
+        raise ValueError(f"--out {printable(str(out))} {what} the --results folder: give the report a folder "
+                         "of its own")
+    if Path(results_dir).is_dir():
+        found = folder_kind(results_dir)
+        if found in ("c-set", "p-set", "figures"):
+            raise ValueError(f"--results {printable(str(results_dir))} is {KINDS[found]}, not a folder of results")
+    results = collect(results_dir)  # inputs first: a missing --results creates no --out (issue 41)
+    if not (results.runs or results.theory or results.toy):
+        raise ValueError(f"--results {printable(str(results_dir))} holds no results (no run's config.json, "
+                         "theory.json or toy.json): nothing to report")
     groups = results.groups()
     tables = build_tables(groups)
+    claim_folder(out, "figures")
     for table in tables:
         write_text(out / "tables" / f"{portable(table.name)}.md", table.markdown())
         write_text(out / "tables" / f"{portable(table.name)}.tex", table.latex())

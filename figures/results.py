@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 
 from fullscale.training.keys import flat_config
 
-__all__ = ["Results", "Run", "collect"]
+__all__ = ["Results", "Run", "collect", "stale_evaluation"]
 
 
 @dataclass
@@ -20,6 +21,7 @@ class Run:
     evals: dict[str, dict]
     metrics: list[dict]
     computed: dict = field(default_factory=dict)  # the config part alone (what the run computes)
+    weights_sha256: str | None = None  # of final.pt: seeds are counted by their weights (issue 41)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -60,7 +62,13 @@ NOT_THE_EXPERIMENT = frozenset({"seed", "preset", "data_root", "device", "worker
 def _check_one_experiment(runs: list[Run]) -> None:
     first = runs[0]
     seeds: dict = {}
+    weights: dict = {}
     for run in runs:
+        if run.weights_sha256 is not None and run.weights_sha256 in weights:
+            raise ValueError(f"{weights[run.weights_sha256].path} and {run.path} hold the same weights (final.pt "
+                             f"sha256 {run.weights_sha256[:12]}): one run copied, not two seeds of "
+                             f"{'/'.join(run.key)}; remove the copy")
+        weights[run.weights_sha256] = run
         if run.config.get("seed") in seeds:
             raise ValueError(f"{seeds[run.config.get('seed')].path} and {run.path} are both seed "
                              f"{run.config.get('seed')} of {'/'.join(run.key)}: one experiment's runs differ in their "
@@ -82,6 +90,72 @@ def _read(path: Path, problems: list[str]) -> Any | None:
         return None
 
 
+def _binding(config_path: Path, run_dir: Path, problems: list[str]) -> tuple[str | None, str] | None:
+    """(the sha256 of the run's final.pt, ``None`` when it has none; the ``config_sha256`` of its
+    config.json) or ``None`` with a problem noted: a config.json that is not a training config (a
+    group given as a number, a value of the wrong type) is left out, not tabulated (issue 41)."""
+    from fullscale.runs import check_run_config, split_run_record
+    from fullscale.training.keys import config_sha256
+    from infra.io import read_json, sha256_file
+
+    try:
+        config, _ = split_run_record(read_json(config_path), config_path)
+        check_run_config(config, config_path)
+    except (OSError, ValueError) as error:
+        problems.append(f"`{config_path}`: left out: {str(error).splitlines()[0][:200]}")
+        return None
+    final = run_dir / "final.pt"
+    return (sha256_file(final) if final.is_file() else None), config_sha256(config)
+
+
+def _non_finite(value: Any, where: str = "") -> str | None:
+    """The key of the first NaN or infinity in ``value`` (JSON read back), or ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "value"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, inner in items:
+        found = _non_finite(inner, f"{where}.{key}" if where else str(key))
+        if found:
+            return found
+    return None
+
+
+def _stale(record: dict, weights_sha256: str | None, config_digest: str | None) -> str | None:
+    """Why an evaluation cannot be reported for its run today, or ``None``: a NaN or infinite metric;
+    weights other than the run's final.pt (``checkpoint.sha256``); a config.json edited since
+    (``config_sha256``: another method or seed would relabel it).  Records made before a field
+    existed are not checked on it."""
+    bad = _non_finite(record.get("summary")) or _non_finite(record.get("results"))
+    if bad:
+        return f"a non-finite metric ({bad} is NaN or infinite)"
+    recorded = (record.get("checkpoint") or {}).get("sha256") if isinstance(record.get("checkpoint"), dict) else None
+    if weights_sha256 is not None and isinstance(recorded, str) and recorded != weights_sha256:
+        return (f"computed with other weights than the run's final.pt of today (sha256 {recorded[:12]} vs "
+                f"{weights_sha256[:12]})")
+    recorded = record.get("config_sha256")
+    if config_digest is not None and isinstance(recorded, str) and recorded != config_digest:
+        return (f"its run's config.json changed since it was computed (config_sha256 {recorded[:12]} vs "
+                f"{config_digest[:12]})")
+    return None
+
+
+def stale_evaluation(run_dir: str | Path, record: dict) -> str | None:
+    """Why the evaluation ``record`` of the run ``run_dir`` cannot be reported today (a NaN metric,
+    other weights, an edited or unreadable config.json), or ``None``: ``collect``'s check, for
+    readers of single records (the reproduce summary)."""
+    from infra.io import sha256_file
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.json").exists():  # the weights and metrics alone are checked
+        final = run_dir / "final.pt"
+        return _stale(record, sha256_file(final) if final.is_file() else None, None)
+    problems: list[str] = []
+    bound = _binding(run_dir / "config.json", run_dir, problems)
+    if bound is None:
+        return problems[0] if problems else "no readable config.json"
+    return _stale(record, *bound)
+
+
 def collect(root: str | Path) -> Results:
     root = Path(root)
     if not root.is_dir():
@@ -99,10 +173,18 @@ def collect(root: str | Path) -> Results:
                 results.problems.append(f"`{config_path}`: not a training run config (no 'method')")
             continue
         run_dir = config_path.parent
+        bound = _binding(config_path, run_dir, results.problems)
+        if bound is None:
+            continue
+        weights_sha256, config_digest = bound
         evals = {}
         for eval_path in sorted((run_dir / "eval").glob("*.json")):
             record = _read(eval_path, results.problems)
             if isinstance(record, dict) and record.get("complete", True) and "summary" in record:
+                stale = _stale(record, weights_sha256, config_digest)
+                if stale:
+                    results.problems.append(f"`{eval_path}`: left out: {stale}; rerun `noisymix evaluate`")
+                    continue
                 evals[eval_path.stem] = record
             elif record is not None:
                 results.problems.append(f"`{eval_path}`: incomplete evaluation (rerun `noisymix evaluate`)")
@@ -121,7 +203,7 @@ def collect(root: str | Path) -> Results:
                     results.problems.append(f"`{metrics_path}`: a malformed line")
         if not (run_dir / "final.pt").exists():
             results.problems.append(f"`{run_dir}`: no final.pt (unfinished run; its evaluations are still used)")
-        results.runs.append(Run(run_dir, config, evals, metrics, dict(computed)))
+        results.runs.append(Run(run_dir, config, evals, metrics, dict(computed), weights_sha256))
     for name, attr in (("theory.json", "theory"), ("toy.json", "toy")):
         for path in sorted(root.rglob(name)):
             data = _read(path, results.problems)

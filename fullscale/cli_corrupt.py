@@ -21,6 +21,7 @@ test images of a named data set (0, the default: all; a negative N is refused).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 from pathlib import Path
@@ -34,7 +35,7 @@ from fullscale.corruptions.writer import check_names, check_tree, default_names,
 from fullscale.data import DATASETS, load_dataset
 from fullscale.training.config import check_device_name, check_seed
 from infra.config import add_set_argument, apply_overrides
-from infra.folder_kind import claim_folder, folder_kind
+from infra.folder_kind import check_claim, claim_folder, folder_kind
 from infra.io import directory_lock, printable, read_json, write_json
 
 # The manifest fields that decide the content of every file: a rerun must match them all.
@@ -43,7 +44,7 @@ _IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities"
 # identity fields that older manifests lack, with the value they were made with
 _IDENTITY_DEFAULTS = {"pixel_scale": 1.0}
 
-__all__ = ["THREADS", "CorruptOptions", "add_arguments", "pixel_scale_for", "resize_u8", "run"]
+__all__ = ["MIN_SIDE", "THREADS", "CorruptOptions", "add_arguments", "pixel_scale_for", "resize_u8", "run"]
 
 
 def pixel_scale_for(side: int, params: str) -> float:
@@ -59,6 +60,9 @@ def resize_u8(images: torch.Tensor, side: int) -> torch.Tensor:
     x = torch.nn.functional.interpolate(images.float(), size=(side, side), mode="bilinear", align_corners=False,
                                         antialias=side < images.shape[-1])
     return x.round_().clamp_(0, 255).to(torch.uint8)
+
+#: the least ``--size``: at 1 or 2 pixels elastic_transform's solve fails, pixelate and spatter too
+MIN_SIDE = 8
 
 THREADS = 1
 """``--threads`` default: the work is many small tensor ops, and spinning OpenMP threads crawl
@@ -83,8 +87,8 @@ class CorruptOptions:
     def __post_init__(self) -> None:
         check_device_name(self.device)
         check_seed(self.seed)
-        if not 0 <= self.size <= 4096:
-            raise ValueError(f"--size must be 0 (the data set's own side) or a side in pixels up to 4096, "
+        if not (self.size == 0 or MIN_SIDE <= self.size <= 4096):  # elastic_transform fails below 3 pixels
+            raise ValueError(f"--size must be 0 (the data set's own side) or a side in pixels from {MIN_SIDE} to 4096, "
                              f"got {self.size}")
         if self.limit < 0:  # images[:-5] would be every image but the last five, without a word
             raise ValueError(f"--limit must be 0 (every test image) or a positive count, got {self.limit}")
@@ -93,6 +97,11 @@ class CorruptOptions:
 def _apply_set(args: argparse.Namespace) -> None:
     """``--set`` over ``CorruptOptions``: the flags' values, then the overrides, back into ``args``."""
     names = [f.name for f in dataclasses.fields(CorruptOptions)]
+    defaults = CorruptOptions()
+    for item in args.overrides:  # a flag given and the same key by --set: which one was meant? (issue 41)
+        key = item.split("=", 1)[0].strip()
+        if key in names and getattr(args, key) != getattr(defaults, key):
+            raise ValueError(f"{key} is given twice (--{key.replace('_', '-')} and --set {key}): give it once")
     options = apply_overrides(CorruptOptions(**{n: getattr(args, n) for n in names}), args.overrides)
     for name in names:
         setattr(args, name, getattr(options, name))
@@ -126,8 +135,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     _apply_set(args)
     out, folder = Path(args.out), f"{args.kind}-set"
-    if folder_kind(out) not in (None, folder):
-        claim_folder(out, folder)  # refuses a run, a sweep, a report, ... in one line, before any work
+    # "" (the current folder), the root, a file, a folder inside a run or a set, a run, a sweep, a report,
+    # the user's own labels.npy: refused in one line, before any work
+    check_claim(args.out, folder)
     severities = tuple(int(s) for s in args.severities.split(","))
     if not severities or any(not 1 <= s <= 5 for s in severities):
         raise ValueError(f"--severities must be numbers in 1..5, got {args.severities!r}")
@@ -140,10 +150,19 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--device {args.device!r} is not usable here ({detail[:160]}); use cpu or cuda[:N]") from None
     skipped = None
     if args.corruptions:
-        names = [n.strip() for n in args.corruptions.split(",") if n.strip()]
+        names = list(dict.fromkeys(n.strip() for n in args.corruptions.split(",") if n.strip()))
+        if not names:
+            raise ValueError(f"--corruptions {args.corruptions!r} names no corruption: give names separated by commas")
+    elif args.corruptions is not None:
+        raise ValueError("--corruptions is empty: give names separated by commas, or leave it out for every one")
     else:
         names, skipped = default_names(args.kind, args.frost_dir)
     check_names(args.kind, names, args.frost_dir)  # before the manifest names them
+    if out.is_dir() and folder_kind(out) is None:  # not a set of ours: its files are the user's (issue 41)
+        theirs = [n for n in names if (out / f"{n}.npy").exists() or (out / n).exists()]
+        if theirs:
+            raise ValueError(f"{printable(str(out))} holds {printable(theirs[0])}, which noisymix did not write there "
+                             "(the folder is no set of ours); give another --out")
     frost = None
     if args.kind == "c" and "frost" in names:
         frost = str(find_frost_dir(args.frost_dir))
@@ -189,21 +208,43 @@ def run(args: argparse.Namespace) -> int:
         "pixel_scale": 1.0 if folder_tree else pixel_scale_for(int(images.shape[-1]), params),
         "generator": "per chunk: crc32(f'{seed}:{name}:{severity}:{chunk index}')",
     }
+    found = {p.name for p in out.iterdir()} if out.is_dir() else None  # None: this call makes the folder
     with directory_lock(out, "corrupting"):
-        claim_folder(out, folder)
-        manifest = _merge_manifest(out / "manifest.json", manifest)
-        write_json(out / "manifest.json", manifest)  # before the first file: a killed run is checked too
-        if folder_tree:
-            write_imagenet_c(args.dataset, out, names, severities=severities, seed=args.seed,
-                             chunk=args.chunk, frost_dir=args.frost_dir, device=args.device)
-        else:
-            write_npy_set(images, labels, args.kind, out, names, severities=severities, seed=args.seed,
-                          chunk=args.chunk, params=params, frost_dir=args.frost_dir, device=args.device,
-                          pixel_scale=manifest["pixel_scale"])
+        try:
+            claim_folder(out, folder)
+            manifest = _merge_manifest(out / "manifest.json", manifest)
+            write_json(out / "manifest.json", manifest)  # before the first file: a killed run is checked too
+            if folder_tree:
+                write_imagenet_c(args.dataset, out, names, severities=severities, seed=args.seed,
+                                 chunk=args.chunk, frost_dir=args.frost_dir, device=args.device)
+            else:
+                write_npy_set(images, labels, args.kind, out, names, severities=severities, seed=args.seed,
+                              chunk=args.chunk, params=params, frost_dir=args.frost_dir, device=args.device,
+                              pixel_scale=manifest["pixel_scale"])
+        except BaseException:
+            _undo_start(out, found)  # a refused or failed run that made no file leaves no lock or marker (issue 41)
+            raise
     if skipped:
         print(printable(skipped))
     print(f"wrote {printable(args.out)}")
     return 0
+
+
+def _undo_start(out: Path, found: set[str] | None) -> None:
+    """Remove what a refused or failed run added when it wrote no file of the set: the lock, the marker
+    and the manifest, and the folder when this run made it (``found``: the names the folder held;
+    ``None``: none).  A run that wrote a file keeps everything: a rerun resumes it."""
+    from infra.folder_kind import MARKER
+
+    before = found or set()
+    added = {".lock", MARKER, "manifest.json"} - before
+    if not out.is_dir() or not {p.name for p in out.iterdir()} <= before | added:
+        return
+    for name in added:
+        (out / name).unlink(missing_ok=True)
+    if found is None:
+        with contextlib.suppress(OSError):
+            out.rmdir()
 
 
 def _merge_manifest(path: Path, new: dict) -> dict:

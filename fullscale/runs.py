@@ -13,7 +13,8 @@ from fullscale.models.external import build_model, load_weights
 from fullscale.training.keys import flat_config
 from infra.io import load_state_dict, printable, read_json, read_state_dict
 
-__all__ = ["append_metrics", "load_bare_model", "load_run_model", "read_metrics", "split_run_record"]
+__all__ = ["append_metrics", "check_run_config", "load_bare_model", "load_run_model", "read_metrics",
+           "split_run_record"]
 
 #: keys of the run part, in the flat ``config.json`` of runs made before ``{config, run}``
 _FLAT_RUN_KEYS = ("num_classes", "model_kwargs", "versions", "device", "train_images", "data_source", "world_size")
@@ -35,6 +36,20 @@ def split_run_record(record: object, where: str | Path = "config.json") -> tuple
             {k: record[k] for k in _FLAT_RUN_KEYS if k in record})
 
 
+def check_run_config(config: dict, where: str | Path) -> None:
+    """Refuse (one line naming the file) a run's config part that is not a training config: a group
+    given as a number (``"optim": 3``), a value of the wrong type, an unknown key (issue 41: such a
+    ``config.json`` was read, and the tables showed epochs ``None``)."""
+    from fullscale.training.config import train_config_from_dict
+    from fullscale.training.keys import grouped_config
+
+    try:
+        train_config_from_dict(grouped_config(config))
+    except (TypeError, ValueError) as error:
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"{printable(str(where))}: not a training config noisymix reads ({detail[:200]})") from None
+
+
 def load_run_model(run_dir: str | Path, checkpoint: str | Path | None = None,
                    device: str | torch.device = "cpu") -> tuple[nn.Module, dict]:
     """The model of ``RUN/config.json`` with the weights of ``RUN/final.pt`` (or ``checkpoint``),
@@ -47,6 +62,7 @@ def load_run_model(run_dir: str | Path, checkpoint: str | Path | None = None,
     for key, part in (("model", config), ("num_classes", run)):
         if key not in part:
             raise ValueError(f"{config_path} has no {key!r} field")
+    check_run_config(config, config_path)
     weights = Path(checkpoint) if checkpoint is not None else run_dir / "final.pt"
     if not weights.is_absolute() and not weights.exists() and (run_dir / weights).exists():
         weights = run_dir / weights  # a file of the run named relative to it: "checkpoint.pt"

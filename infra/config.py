@@ -9,6 +9,7 @@ spellings of its keys (``KEY_ALIASES``: old name -> dotted key), which ``--set``
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 import types
@@ -16,7 +17,8 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
-__all__ = ["add_set_argument", "apply_overrides", "config_from_dict", "config_keys", "config_to_dict", "parse_value"]
+__all__ = ["add_set_argument", "apply_overrides", "check_distinct", "check_types", "config_from_dict", "config_keys",
+           "config_to_dict", "parse_value"]
 
 C = TypeVar("C")
 
@@ -195,6 +197,45 @@ def config_to_dict(cfg: Any) -> dict[str, Any]:
     return plain(dataclasses.asdict(cfg))
 
 
+def _conforms(value: Any, annotation: Any) -> bool:
+    """Whether ``value`` (as read from JSON) is of ``annotation`` (the types ``parse_value`` knows;
+    any other annotation is not checked)."""
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        return any(_conforms(value, option) for option in get_args(annotation))
+    if annotation is type(None):
+        return value is None
+    if origin is Literal:
+        return any(value == choice and type(value) is type(choice) for choice in get_args(annotation))
+    if origin is tuple:
+        items = [a for a in get_args(annotation) if a is not Ellipsis]
+        return isinstance(value, tuple | list) and all(_conforms(v, items[0]) for v in value) if items else True
+    if annotation is bool:
+        return isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if annotation is float:
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if annotation is str:
+        return isinstance(value, str)
+    return True
+
+
+def check_types(cfg: Any, where: str = "config", prefix: str = "") -> None:
+    """Refuse (one line naming the key) a field of a config rebuilt from a file whose value is not of
+    the field's type: ``"optim": 3`` for a group, ``"epochs": "many"``, a NaN (issue 41: such a
+    ``config.json`` was read, and the tables showed epochs ``None``)."""
+    hints = _hints(type(cfg))
+    for item in dataclasses.fields(cfg):
+        value, annotation, key = getattr(cfg, item.name), hints[item.name], f"{prefix}{item.name}"
+        if dataclasses.is_dataclass(annotation):
+            if not isinstance(value, annotation):
+                raise ValueError(f"{where}: {key} must be a group of settings (a JSON object), got {value!r:.60}")
+            check_types(value, where, f"{key}.")
+        elif not _conforms(value, annotation):
+            raise ValueError(f"{where}: {key} must be of type {annotation}, got {value!r:.60}")
+
+
 def config_from_dict(cls: type[C], data: Mapping[str, Any]) -> C:
     """Rebuild a (nested) config dataclass from ``config_to_dict`` output; unknown keys fail."""
     hints = _hints(cls)
@@ -213,9 +254,38 @@ def config_from_dict(cls: type[C], data: Mapping[str, Any]) -> C:
     return cls(**kwargs)
 
 
-def add_set_argument(parser: Any, example: str, what: str = "the config") -> None:
+def check_distinct(overrides: Iterable[str], aliases: Mapping[str, str] | None = None) -> None:
+    """Refuse (one line) two ``--set`` of one key: the same key twice, or an alias and its full key
+    (``lr=0.2`` and ``optim.lr=0.1``); the last one would win without a word (issue 41)."""
+    seen: dict[str, str] = {}
+    for item in overrides:
+        key = item.split("=", 1)[0].strip().removeprefix("--")
+        full = (aliases or {}).get(key, key)
+        if full in seen:
+            if seen[full] == key:
+                raise ValueError(f"--set {key} is given twice: give each key once (the last one would win unseen)")
+            raise ValueError(f"--set {seen[full]} and --set {key} are the same key ({full}), given twice: give it once")
+        seen[full] = key
+
+
+class _SetAction(argparse.Action):
+    """``--set`` appended to ``overrides``; a key given twice is refused as argparse refuses."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        items = [*(getattr(namespace, self.dest, None) or []), values]
+        try:
+            check_distinct(items, self.const)
+        except ValueError as error:
+            parser.error(str(error))
+        setattr(namespace, self.dest, items)
+
+
+def add_set_argument(parser: Any, example: str, what: str = "the config",
+                     aliases: Mapping[str, str] | None = None) -> None:
     """The one ``--set key=value`` option (repeatable; dotted keys reach nested fields), stored in
-    ``args.overrides`` for ``apply_overrides``: every command that takes overrides adds it here."""
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+    ``args.overrides`` for ``apply_overrides``: every command that takes overrides adds it here.
+    ``aliases`` (old name -> dotted key): a key given twice, under either name, is refused."""
+    parser.add_argument("--set", dest="overrides", action=_SetAction, const=dict(aliases or {}), default=[],
+                        metavar="KEY=VALUE",
                         help=f"override a field of {what} (repeatable; dotted keys for nested fields), e.g. {example}")
 

@@ -9,7 +9,8 @@ landing in a -C set (``train --out data/digits-c``) or ``.npy`` files in a run
 
 Folders made before the marker existed are recognised by what they hold (``config.json`` beside
 ``metrics.jsonl`` or ``final.pt``: a run; ``manifest.json`` of ``noisymix corrupt``: a -C or -P
-set; ``sweep/plan.json``: a sweep; ``reproduce.json``: a reproduce report), so old folders keep
+set; ``sweep/plan.json``: a sweep; ``reproduce.json``: a reproduce report; ``REPORT.md`` beside
+``tables/``: a figures report), so old folders keep
 working and are refused in the same way.  A folder that holds nothing of ours is left alone: it
 may be the user's own (``--out .``).
 """
@@ -20,7 +21,8 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["KINDS", "MARKER", "claim_folder", "folder_kind", "mark_folder", "require_kind"]
+__all__ = ["KINDS", "LEAF_KINDS", "MARKER", "check_claim", "check_out_path", "check_plain_out", "claim_folder",
+           "folder_kind", "mark_folder", "require_kind"]
 
 MARKER = "noisymix-folder.json"
 
@@ -32,6 +34,21 @@ KINDS: dict[str, str] = {
     "sweep": "a sweep (noisymix sweep)",
     "reproduce": "a reproduce report (noisymix reproduce)",
     "figures": "a figures report (noisymix figures)",
+}
+
+#: kinds that hold no folder of another command: nothing is written inside them but their own files
+#: (a reproduce report and a sweep hold runs, sets and a figures report)
+LEAF_KINDS = frozenset({"run", "c-set", "p-set", "figures"})
+
+#: the files of a kind that a folder without our marker may hold as the user's own: a command does
+#: not write over them (issue 41: ``train --out U`` replaced the user's config.json)
+_OWN_FILES: dict[str, tuple[str, ...]] = {
+    "run": ("config.json", "metrics.jsonl", "checkpoint.pt", "final.pt"),
+    "c-set": ("manifest.json", "labels.npy"),
+    "p-set": ("manifest.json", "labels.npy"),
+    "sweep": ("sweep",),
+    "reproduce": ("reproduce.json", "REPORT.md", "SUMMARY.md"),
+    "figures": ("REPORT.md", "tables"),
 }
 
 
@@ -58,6 +75,8 @@ def _recognise(folder: Path) -> str | None:
         return "reproduce"
     if (folder / "sweep" / "plan.json").is_file():
         return "sweep"
+    if (folder / "REPORT.md").is_file() and (folder / "tables").is_dir():  # what `figures` writes
+        return "figures"
     return None
 
 
@@ -68,6 +87,11 @@ def folder_kind(folder: str | os.PathLike[str]) -> str | None:
     if not root.is_dir():
         return None
     marker = root / MARKER
+    if marker.is_symlink():  # a link can point at any folder's marker: the content would not be checked
+        from infra.io import printable
+
+        raise ValueError(f"{printable(str(marker))} is a symbolic link, not a marker noisymix wrote: "
+                         "remove it (noisymix trusts no linked marker)")
     if marker.is_file():
         try:
             record = json.loads(marker.read_text(encoding="utf-8"))
@@ -96,13 +120,84 @@ def _describe(folder: Path, kind: str) -> str:
     return f"{printable(str(folder))} is {KINDS[kind]}"
 
 
-def claim_folder(folder: str | os.PathLike[str], kind: str) -> Path:
-    """Make sure ``folder`` may hold a ``kind`` folder's files and mark it so: a folder of another
-    kind is refused with a one-line ``ValueError`` before anything is written."""
+def check_out_path(folder: str | os.PathLike[str], what: str = "--out") -> Path:
+    """Refuse (one line) an output path no command may write into: an empty name (the current
+    folder by accident), a file system's root, an existing file, and a folder inside a run, a -C/-P
+    set or a figures report (``RUN/eval``, ``CSET/sub``: ``LEAF_KINDS``), which hold only their
+    own files.  Writes nothing."""
+    from infra.io import printable
+
+    if not str(folder).strip():
+        raise ValueError(f"{what} is empty: give a folder")
     root = Path(folder)
+    resolved = root.resolve()
+    if resolved == Path(resolved.anchor):
+        raise ValueError(f"{what} {printable(str(folder))} is the root of the file system: give a folder of its own")
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"{what} {printable(str(folder))} exists and is not a folder: give a new or existing folder")
+    for parent in resolved.parents:
+        try:
+            found = folder_kind(parent)
+        except ValueError:  # an unreadable marker above: that folder's own commands say so
+            continue
+        if found in LEAF_KINDS:
+            raise ValueError(f"{what} {printable(str(folder))} is inside {printable(str(parent))}, which is "
+                             f"{KINDS[found]} and holds only its own files; give another {what}")
+    return root
+
+
+def check_plain_out(folder: str | os.PathLike[str], record: str, files: tuple[str, ...],
+                    what: str = "--out") -> Path:
+    """The ``--out`` of a command that makes no folder kind of its own (``verify``, ``toy``): refused in
+    one line when ``check_out_path`` refuses it, when it is a folder of ours of any kind (a run, a set,
+    a sweep, a report), or when it holds one of ``files`` (the names it writes) beside a ``record``
+    (its JSON) that is not one this toolkit wrote (a JSON object with ``"provenance"``).  Writes nothing."""
+    from infra.io import printable, read_json
+
+    root = check_out_path(folder, what)
+    found = folder_kind(root)
+    if found is not None:
+        raise ValueError(f"{what}: {_describe(root, found)}; give a folder of its own")
+    present = [name for name in (record, *files) if (root / name).exists() or (root / name).is_symlink()]
+    if present:
+        try:
+            data = read_json(root / record)
+        except (OSError, ValueError):
+            data = None
+        # a JSON object with its provenance, or the checks or schemes of older versions; or a list, as
+        # theory.json was before it carried its provenance
+        ours = (isinstance(data, dict) and bool({"provenance", "checks", "schemes"} & set(data))) \
+            or isinstance(data, list)
+        if not ours or (root / record).is_symlink():
+            raise ValueError(f"{printable(str(root))} holds {printable(present[0])}, which noisymix did not write "
+                             f"there; give another {what}")
+    return root
+
+
+def check_claim(folder: str | os.PathLike[str], kind: str, what: str = "--out") -> str | None:
+    """What ``claim_folder`` checks, writing nothing: ``check_out_path``, a folder of another kind,
+    and a folder without our marker that holds files of the kind's names it did not write (the
+    user's own ``config.json``, ``REPORT.md``).  Returns the kind found."""
+    root = check_out_path(folder, what)
     found = folder_kind(root)
     if found is not None and found != _check_kind(kind):
-        raise ValueError(f"{_describe(root, found)}, not {KINDS[kind]}; give another --out")
+        raise ValueError(f"{_describe(root, found)}, not {KINDS[kind]}; give another {what}")
+    if found is None and root.is_dir():
+        from infra.io import printable
+
+        theirs = [name for name in _OWN_FILES[kind] if (root / name).exists() or (root / name).is_symlink()]
+        if theirs:
+            raise ValueError(f"{printable(str(root))} holds {printable(theirs[0])}, which noisymix did not write "
+                             f"there (the folder is not {KINDS[kind]}); give another {what}")
+    return found
+
+
+def claim_folder(folder: str | os.PathLike[str], kind: str) -> Path:
+    """Make sure ``folder`` may hold a ``kind`` folder's files and mark it so: a folder of another
+    kind, or one that is no folder of ours but holds files of this kind's names, is refused with a
+    one-line ``ValueError`` before anything is written (``check_claim``)."""
+    root = Path(folder)
+    found = check_claim(root, kind)
     if found is None or not (root / MARKER).is_file():  # a marker of this kind is there already
         mark_folder(root, kind)
     return root

@@ -199,10 +199,18 @@ def load_state_dict(path: str | os.PathLike[str], map_location: str | torch.devi
     except IsADirectoryError:
         raise IsADirectoryError(f"checkpoint {path} is a folder, not a file") from None
     except Exception as error:  # pickle of arbitrary objects, truncated file, random bytes, ...
-        # torch's message runs over many lines (how to allow the global): keep the first, cut
+        # torch's message runs over many lines and advises re-running with weights_only=False, which
+        # would run whatever the file holds: keep the line that says what is wrong, never the advice
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-        detail = lines[0][:200] if lines else type(error).__name__
-        raise ValueError(f"cannot load checkpoint {path} with weights_only=True ({detail})") from None
+        reasons = [line for line in lines if not _TORCH_ADVICE.search(line)]
+        detail = (reasons[0] if reasons else type(error).__name__)[:200]
+        raise ValueError(f"cannot load checkpoint {printable(str(path))}: not a checkpoint of tensors that "
+                         f"loads with weights_only=True ({printable(detail)})") from None
+
+
+#: lines of torch's load errors that give advice rather than the reason (issue 41)
+_TORCH_ADVICE = re.compile(r"weights_only|Re-running|Please file|Check the documentation|WeightsUnpickler error:?$"
+                           r"|In PyTorch 2\.6|trusted source", re.IGNORECASE)
 
 
 def read_state_dict(path: str | os.PathLike[str], what: str = "a state_dict (names -> tensors)", *,

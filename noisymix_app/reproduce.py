@@ -35,7 +35,8 @@ from pathlib import Path
 from infra.io import directory_lock, read_json, write_json, write_text
 from noisymix_app.plans import PLANS, ReproducePlan
 
-__all__ = ["PLANS", "ReproducePlan", "add_arguments", "reproduce", "run", "run_workers"]  # the plans live in app.plans
+__all__ = ["PLANS", "ReproducePlan", "add_arguments", "check_git_checkout", "reproduce",  # plans: app.plans
+           "run", "run_workers"]
 
 
 @dataclass(frozen=True)
@@ -233,8 +234,16 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     # steps are kept in run order (a list: JSON objects are written with sorted keys)
     name = next((n for n, known in PLANS.items() if known == plan), "custom")
     log: dict = {"plan": dataclasses.asdict(plan), "plan_name": name, "steps": []}
-    if log_path.exists() and not fresh:
-        log["steps"] = read_json(log_path).get("steps", [])
+    old = read_json(log_path) if log_path.exists() else None
+    old = old if isinstance(old, dict) else {}
+    other = _other_plan(old, log)
+    if other and not fresh:  # finished work of another plan is deleted only when told to (issue 41)
+        from infra.io import printable
+
+        raise ValueError(f"{printable(str(out))} holds the work of plan {other} (reproduce.json); plan {name} there "
+                         "would replace its runs: give --fresh to do so, or another --out")
+    if old and not fresh:
+        log["steps"] = old.get("steps", [])
     # a command step counts as done only when it ran with the same command line: a folder of a
     # ``--plan quick`` run must not pass its 1-epoch models off as the laptop plan's (issue 10, 8d);
     # a training run is done only when its config.json is this plan's (``noisymix_app.sweep.state.check_config``)
@@ -243,6 +252,14 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     before, figures = _steps(plan, out, data_root)
     runs = _runs(plan, out, data_root)
     _drop_other_plans_runs(log, {spec.name for spec in runs.runs}, out)
+    if other:  # --fresh over another plan: its runs and its report go, so none is reported as this plan's
+        import shutil
+
+        for run_dir in sorted(p for p in (out / "runs").glob("*") if p.is_dir()):
+            if run_dir.name not in {spec.name for spec in runs.runs}:
+                _clear_run(out, run_dir.name, f"--fresh: a run of plan {other}, not of plan {name}")
+        if (out / "figures").is_dir():
+            shutil.rmtree(out / "figures")
     rerun: list[Path] = []  # output folders of command steps run in this invocation
     for step in before:  # none of them reads another's output: only their own arguments count
         if _command_step(step, finished, [], command, log, log_path, started):
@@ -318,6 +335,35 @@ def run_workers(plan: ReproducePlan, pending: int) -> int:
     from infra.threads import auto_threads
 
     return max(1, min(auto_threads(), max(pending, 1)))
+
+
+def _other_plan(old: dict, log: dict) -> str | None:
+    """The name of the plan whose work ``reproduce.json`` (``old``) records, when it is not this one
+    (``log``): another named plan, or a custom plan of other values; ``None`` for the same plan or
+    a log that does not say."""
+    was = old.get("plan_name")
+    if not isinstance(was, str) or not old.get("steps"):
+        return None
+    if was != log["plan_name"]:
+        return repr(was)
+    if was == "custom" and isinstance(old.get("plan"), dict):
+        mine = json.loads(json.dumps(log["plan"]))  # tuples as the JSON holds them
+        differ = sorted(k for k in set(mine) & set(old["plan"]) if mine[k] != old["plan"][k])
+        if differ:
+            return f"'custom' (another {', '.join(differ[:3])})"
+    return None
+
+
+def check_git_checkout(root: Path | None = None) -> None:
+    """``--update-readme`` writes the summary into the README of a git checkout, naming its commit:
+    refused (one line) where ``root`` (this code's tree) is not a checkout with a known commit,
+    which would print commit ``unknown`` over the committed summary (issue 41)."""
+    from infra import provenance
+
+    root = provenance.ROOT if root is None else root
+    if not (root / ".git").exists() or provenance.git_state().get("commit") is None:
+        raise ValueError(f"--update-readme: {root} is not a git checkout with a known commit (no .git): the summary "
+                         "would name commit 'unknown'; run it from a clone of the repository")
 
 
 def _claim(out: Path) -> None:
@@ -427,6 +473,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.update_readme:
+        check_git_checkout()  # before hours of work, not after
     # one job per folder: a second `reproduce` on it is one line at once, not "failed: None" later
     _claim(Path(args.out))  # before the lock writes into it: not a run's or a -C set's folder
     with directory_lock(args.out, "reproducing"):

@@ -29,6 +29,7 @@ from fullscale.training.methods import METHODS
 from infra.io import read_json, write_bytes, write_json, write_text
 from infra.provenance import git_state, machine
 from infra.stats import interval, paired
+from noisymix_figures.results import stale_evaluation
 from theory.results import checks_of, tally, tally_sentence
 
 __all__ = ["BEGIN", "CODE_PATHS", "CROSS_MACHINE_MARGIN", "END", "claim_metric", "cross_machine_margins", "main",
@@ -113,6 +114,8 @@ def summarize(out: str | Path) -> dict:
                     record = read_json(path)
                     value = _lookup(record.get("summary", {}), key)
                     if value is None:  # an incomplete or foreign record: no number
+                        continue
+                    if stale_evaluation(run.parent, record):  # NaN, other weights, edited config (issue 41)
                         continue
                     values[method][name][seed] = value if name in NOT_PERCENT else 100 * value
                     if file is None and name == "corrupted":

@@ -125,7 +125,8 @@ def test_resume_from_another_runs_checkpoint_is_refused(tmp_path, capsys, cifar)
 
     root, _ = cifar
     mine, other = tmp_path / "mine", tmp_path / "other"
-    base = ["train", "--preset", "baseline", "--data-root", str(root), *QUICK, "--set", "epochs=2"]
+    quick = [*QUICK[:2], *QUICK[4:]]  # QUICK without its epochs=1: a key is given once
+    base = ["train", "--preset", "baseline", "--data-root", str(root), *quick, "--set", "epochs=2"]
     assert main([*base, "--out", str(other), "--set", "seed=1", "--set", "lr=0.3",
                  "--set", "weight_decay=0.01"]) == 0
     assert main([*base, "--out", str(mine)]) == 0

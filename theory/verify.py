@@ -125,6 +125,10 @@ def verify(out: str | Path, config: VerifyConfig | None = None, *, threads: int 
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out must be a directory, got the file {out}")
+    from infra.folder_kind import check_plain_out
+
+    # the root, a run's or a set's folder, a user's own theory.md: refused before the checks (issue 41)
+    check_plain_out(out, "theory.json", ("theory.md", "convergence.png"))
     start = time.perf_counter()
     checks, timings = run_checks(config, threads=threads)
     seconds = time.perf_counter() - start

@@ -139,6 +139,10 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out {out} exists and is not a directory")
+    from infra.folder_kind import check_plain_out
+
+    # the root, a run's or a set's folder, a user's own toy.md: refused before the experiment (issue 41)
+    check_plain_out(out, "toy.json", ("toy.md", "decision_boundaries.png", "toy_data.png", "tuned.json"))
     train = TrainConfig(epochs=args.epochs)
     data = ToyDataConfig()
     config = ExperimentConfig(schemes=schemes, seeds=args.seeds, train=train, data=data)

@@ -34,7 +34,7 @@ from PIL import Image
 from fullscale.corruptions.frost import check_frost_photographs, find_frost_dir
 from fullscale.corruptions.perturbations import FRAMES, PERTURBATIONS, perturbation_sequence
 from fullscale.corruptions.registry import CORRUPTIONS, SPECS, corrupt
-from fullscale.data.image_files import file_sha256, list_images, open_image, report_skipped
+from fullscale.data.image_files import file_sha256, list_images, open_image, report_skipped, to_rgb
 from infra.io import atomic_write, printable, save_npy, write_bytes, write_json
 from infra.progress import progress
 from noisymix.random import generator_for
@@ -172,7 +172,7 @@ def _load_224(path: Path) -> np.ndarray:
     """torchvision Resize(256) + CenterCrop(224) on the PIL image, as make_imagenet_c.py; a
     ``ValueError`` naming the file when it cannot be used (``open_image``)."""
     with open_image(path) as img:
-        img = img.convert("RGB")
+        img = to_rgb(img, path)  # 16-bit pixels scaled, not clipped (issue 41)
         w, h = img.size
         short, long = (w, h) if w <= h else (h, w)
         size_long = int(256 * long / short)

@@ -27,7 +27,7 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset, default_collate
 
-from fullscale.data.image_files import list_images, open_image, report_skipped
+from fullscale.data.image_files import list_images, open_image, report_skipped, to_rgb
 from infra.io import printable
 from infra.workers import worker_init_exiting_with_this_process
 
@@ -55,7 +55,7 @@ def decode(path: Path, preprocess: Preprocess) -> torch.Tensor:
     """One image file -> uint8 (3, crop, crop); a ``ValueError`` naming the file when it cannot be
     used (``fullscale.data.image_files.open_image``)."""
     with open_image(path) as image:
-        image = image.convert("RGB")
+        image = to_rgb(image, path)  # 16-bit pixels scaled, not clipped
         if preprocess.resize and preprocess.exact:
             image = image.resize((preprocess.resize, preprocess.resize), Image.Resampling.BILINEAR)
         elif preprocess.resize:

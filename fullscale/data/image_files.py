@@ -27,12 +27,22 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from infra.io import printable
 
-__all__ = ["MAX_IMAGE_PIXELS", "BadImage", "check_pixels", "file_sha256", "list_images", "open_image", "read_regular",
-           "report_skipped"]
+__all__ = [
+    "MAX_IMAGE_PIXELS",
+    "BadImage",
+    "check_pixels",
+    "file_sha256",
+    "list_images",
+    "open_image",
+    "read_regular",
+    "report_skipped",
+    "to_rgb",
+]
 
 MAX_IMAGE_PIXELS = 89_478_485
 """Width x height above which a file is a bad file, read from its header before decoding: PIL's
@@ -117,6 +127,20 @@ def check_pixels(path: Path, width: int, height: int) -> None:
         raise BadImage(f"{printable(path)}: {width} x {height} = {width * height} pixels, over the limit of "
                        f"{MAX_IMAGE_PIXELS} (MAX_IMAGE_PIXELS in fullscale.data.image_files): a decompression "
                        "bomb, or far larger than any photograph of the data sets")
+
+
+def to_rgb(image: Image.Image, path: Path) -> Image.Image:
+    """``image.convert("RGB")`` with 16-bit pixels scaled to 8 bits: PIL's convert clips a 16-bit
+    greyscale PNG (mode ``I;16``) at 255, so every pixel above 255 of 65535 became white (issue 41).
+    32-bit integer and float images (modes ``I``, ``F``) have no scale to assume: a ``BadImage``."""
+    mode = image.mode
+    if mode.startswith("I;16"):
+        wide = np.asarray(image, dtype=np.uint16).astype(np.uint32)
+        return Image.fromarray(((wide * 255 + 32767) // 65535).astype(np.uint8), "L").convert("RGB")
+    if mode in ("I", "F"):
+        raise BadImage(f"{printable(path)}: a {mode} image ({'32-bit integer' if mode == 'I' else 'float'} pixels) "
+                       "has no 8-bit scale to assume; save it as an 8- or 16-bit image")
+    return image.convert("RGB")
 
 
 @contextlib.contextmanager

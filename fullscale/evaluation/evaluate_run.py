@@ -33,9 +33,10 @@ from fullscale.data import DATASETS
 from fullscale.evaluation.context import Context, EvalOptions
 from fullscale.evaluation.robustbench import check_protocol
 from fullscale.evaluation.suites import RESUMABLE, SUITES, run_suite
-from fullscale.runs import load_bare_model, load_run_model
+from fullscale.runs import load_bare_model, load_run_model, split_run_record
 from fullscale.training.config import check_device_name
-from infra.folder_kind import KINDS, folder_kind, require_kind
+from fullscale.training.keys import config_sha256
+from infra.folder_kind import KINDS, check_out_path, folder_kind, require_kind
 from infra.io import data_fingerprint, directory_lock, printable, read_json, sha256_file, write_json
 from infra.provenance import provenance
 
@@ -67,6 +68,7 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
     if model is not None:
         if out is None:
             raise ValueError("--model (a bare checkpoint) needs --out DIR for the results")
+        check_out_path(out, "--out")  # the root, a file, a folder inside a run or a set (issue 41)
         require_kind(out, "run", "--out")
         weights = Path(checkpoint) if checkpoint else run_dir
         dataset, num_classes = bare_dataset(suite)
@@ -108,9 +110,14 @@ def evaluate_model(net: torch.nn.Module, config: dict, suite: str, run_dir: Path
         # another model than the run's: its results beside the run's, never over them (issue 32)
         eval_dir = eval_dir / _checkpoint_folder(Path(weights), digest)
     target = eval_dir / f"{suite}.json"
-    record = {"suite": suite, "run": str(run_dir), "checkpoint": {"path": weights, "sha256": digest},
+    if target.exists() and not _is_eval_record(target):  # a file of the user's own, never written over
+        raise ValueError(f"{printable(str(target))} exists and is not an evaluation of noisymix: it is not "
+                         "replaced; move it away")
+    record = {"suite": suite, "run": str(run_dir), "checkpoint": {"path": str(weights), "sha256": digest},
               "model": config["model"], "dataset": config.get("dataset", ""), "device": str(dev),
               "options": options.as_dict(), "complete": False, "provenance": provenance()}
+    if folder_kind(run_dir) == "run":  # the config the weights came from, by content: the report checks it (issue 41)
+        record["config_sha256"] = config_sha256(split_run_record(read_json(run_dir / "config.json"))[0])
     root = data_root or config.get("data_root") or f"built-in {config.get('dataset')}"
     record["data_root"] = str(Path(root).resolve()) if data_root else str(root)
     if data_root and Path(data_root).is_dir():  # the sweep compares it before reusing the result (issue 23)
@@ -125,6 +132,7 @@ def evaluate_model(net: torch.nn.Module, config: dict, suite: str, run_dir: Path
             # each entry also carries the identity of the files it read (Context.done_identity)
             if (isinstance(previous, dict) and not previous.get("complete", True)
                     and (previous.get("checkpoint") or {}).get("sha256") == digest
+                    and previous.get("config_sha256") == record.get("config_sha256")
                     and previous.get("options") == record["options"]
                     and previous.get("data_root") == record["data_root"]):
                 done = dict(previous.get("results") or {})
@@ -170,6 +178,16 @@ def bare_dataset(suite: str) -> tuple[str, int]:
     """(data set, classes) of a model without a run: its -C/-P suite's, else ImageNet's 1000."""
     dataset = _suite_dataset(suite) or "imagenet"
     return dataset, _CLASSES[dataset]
+
+
+def _is_eval_record(path: Path) -> bool:
+    """Whether ``path`` is a result this function wrote, of any version (``{"suite", "checkpoint"
+    or "summary", ...}``)."""
+    try:
+        record = read_json(path)
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and "suite" in record and ("checkpoint" in record or "summary" in record)
 
 
 def _suite_dataset(suite: str) -> str | None:

@@ -40,9 +40,10 @@ from fullscale.runs import split_run_record
 from fullscale.training.config import TrainConfig
 from fullscale.training.data import InMemoryData, data_sha256
 from fullscale.training.generators import Generators
+from fullscale.training.keys import WHERE_IT_RAN
 from fullscale.training.process import Process
 from infra.config import config_to_dict
-from infra.folder_kind import MARKER, require_kind
+from infra.folder_kind import MARKER, check_claim
 from infra.io import load_state_dict, printable, read_json, save_torch, sha256_file
 from infra.provenance import now, provenance
 
@@ -53,8 +54,7 @@ __all__ = ["LATER_KEYS", "RESUMABLE_CHANGES", "check_out", "check_same_config", 
 # Config fields a resumed run may change: where and how fast it runs, not what it computes.  This
 # and LATER_KEYS name keys in the flat layout (``fullscale.training.keys.FLAT_KEYS``): a run's identity
 # is computed from its flat config, so runs made before the config had groups keep theirs.
-RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root", "workers", "decoder", "checkpoint_every",
-                                "max_bad_fraction"})
+RESUMABLE_CHANGES = WHERE_IT_RAN
 # config keys added after runs were made, with the value that computes what those runs did
 LATER_KEYS = {"stem_stride": 1, "ddp_draws": "shared", "sync_bn": False, "image_size": 224, "workers": 8,
                "decoder": "auto", "max_bad_fraction": 0.001, "checkpoint_every": 0, "lr_schedule": "cosine",
@@ -69,9 +69,8 @@ def check_out(out: Path, resume: bool) -> None:
     """What can be said of ``--out`` before anything is read or written: a file, a folder of
     another kind than a run (a -C set, a sweep, ...: ``infra.folder_kind``), a finished
     or started run without ``resume``."""
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"{printable(str(out))} exists and is not a folder: give a new or existing folder")
-    require_kind(out, "run", "--out")
+    # a file, the root, a folder inside a run or a set, one of another kind, or the user's own config.json
+    check_claim(out, "run", "--out")
     if not resume and any((out / name).exists() for name in ("final.pt", "checkpoint.pt")):
         raise ValueError(f"{printable(str(out))} already holds a run; use --resume to continue it, or another --out")
 

@@ -17,7 +17,7 @@ from fullscale.augment import AugMixConfig
 from fullscale.models.preact_resnet import check_stem_stride
 from fullscale.puzzlemix import PuzzleMixConfig
 from fullscale.training.keys import FLAT_KEYS, flat_config, grouped_config
-from infra.config import config_from_dict
+from infra.config import check_types, config_from_dict
 from noisymix.loss import PUBLIC_CODE_JSD_WEIGHT
 from noisymix.mixing import MixConfig
 
@@ -195,8 +195,14 @@ class TrainConfig:
 
 def train_config_from_dict(data: dict[str, Any]) -> TrainConfig:
     """The ``TrainConfig`` of the config part of a ``config.json``: grouped, or the flat layout of a
-    run made before the groups (its keys through ``FLAT_KEYS``; keys added since take their defaults)."""
-    return config_from_dict(TrainConfig, grouped_config(data))
+    run made before the groups (its keys through ``FLAT_KEYS``; keys added since take their defaults).
+    A value of the wrong type (``"optim": 3``, ``"epochs": "x"``) is a one-line ``ValueError``."""
+    try:
+        cfg = config_from_dict(TrainConfig, grouped_config(data))
+    except TypeError as error:  # a group given as a number, a seed as a string, ...
+        raise ValueError(f"not a training config ({str(error).splitlines()[0][:160]})") from None
+    check_types(cfg, "the training config")
+    return cfg
 
 
 def check_device_name(name: str, *, allow_auto: bool = False, key: str = "device") -> None:

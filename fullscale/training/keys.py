@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["FLAT_KEYS", "GROUPS", "flat_config", "grouped_config"]
+__all__ = ["FLAT_KEYS", "GROUPS", "WHERE_IT_RAN", "config_sha256", "flat_config", "grouped_config"]
 
 #: old flat key -> its dotted key in the grouped ``TrainConfig`` (the top-level ones keep their name)
 FLAT_KEYS: dict[str, str] = {
@@ -36,6 +36,22 @@ FLAT_KEYS: dict[str, str] = {
 #: the groups (``mix``, ``augmix`` and ``puzzlemix`` were nested before the groups and stay as they were)
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(d.split(".")[0] for d in FLAT_KEYS.values() if "." in d))
 _FLAT_OF = {dotted: flat for flat, dotted in FLAT_KEYS.items()}
+#: flat keys that say where and how fast a run ran, not what it computes (a resumed run may change them:
+#: ``fullscale.training.checkpoint.RESUMABLE_CHANGES``)
+WHERE_IT_RAN = frozenset({"device", "compile", "data_root", "workers", "decoder", "checkpoint_every",
+                          "max_bad_fraction"})
+
+
+def config_sha256(config: Mapping[str, Any]) -> str:
+    """The sha256 of a run's config part (either layout, read in the flat one; ``WHERE_IT_RAN`` aside):
+    every evaluation records it (``config_sha256``) and the report compares it with the run's
+    ``config.json`` of today, so a result whose config was edited since (another method, another seed)
+    is not reported under the edited labels (issue 41)."""
+    import hashlib
+    import json
+
+    flat = {k: v for k, v in flat_config(config).items() if k not in WHERE_IT_RAN}
+    return hashlib.sha256(json.dumps(flat, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def flat_config(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,10 +14,11 @@ import json
 import os
 import platform
 import sys
+from pathlib import Path
 
 import torch
 
-from infra.io import printable, write_json
+from infra.io import printable, read_json, write_json
 from infra.provenance import provenance
 from infra.threads import add_threads_argument, torch_threads
 from noisymix_app.bench._options import check, parser_for
@@ -67,6 +68,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the benchmark's own options (noisymix bench NAME --help)")
 
 
+def is_bench_result(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a result file this command wrote (``{"benchmark", "machine", "provenance", ...}``)."""
+    try:
+        record = read_json(path)
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and {"benchmark", "machine", "provenance"} <= set(record)
+
+
+def check_out(out: str, *, folder: bool = False) -> None:
+    """Refuse (one line) an ``--out`` this command may not write: a file that is not a result of ours
+    (a run's final.pt, a -C set's labels.npy), a folder (for a result file), and for ``bench gpu``
+    (``folder``) a file, a folder of another command, or one whose gpu.json is not ours."""
+    from infra.folder_kind import KINDS, check_out_path, folder_kind
+
+    path = Path(out)
+    if folder:
+        check_out_path(out)
+        found = folder_kind(path)
+        if found is not None:
+            raise ValueError(f"--out {printable(out)} is {KINDS[found]}; give a folder of its own")
+        if (path / "gpu.json").exists() and not is_bench_result(path / "gpu.json"):
+            raise ValueError(f"--out {printable(out)} holds a gpu.json that noisymix bench did not write; "
+                             "give another --out")
+        return
+    if not str(out).strip():
+        raise ValueError("--out is empty: give a file name for the result JSON")
+    if path.is_dir():
+        raise ValueError(f"--out {printable(out)} is a folder: give a file name for the result JSON")
+    check_out_path(path.parent, "--out's folder")  # not inside a run, a set or a figures report
+    found = folder_kind(path.parent)
+    if found is not None:
+        raise ValueError(f"--out {printable(out)}: its folder is {KINDS[found]}, which holds only that command's "
+                         "files; give another --out")
+    if path.exists() or path.is_symlink():
+        if path.is_symlink() or not is_bench_result(path):
+            raise ValueError(f"--out {printable(out)} exists and is not a result of noisymix bench: it is not "
+                             "replaced; give a new file name")
+
+
 def run(args: argparse.Namespace) -> int:
     module = importlib.import_module(BENCHMARKS[args.name])
     own = parser_for(module, prog=f"noisymix bench {args.name}")
@@ -78,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
     add_threads_argument(own, outer if outer is not None else getattr(module, "THREADS", None))
     options = own.parse_args([o for o in args.options if o != "--"])
     check(own, options)  # sizes, repeats and the device: one line before any work
+    if options.out is not None:  # where the result goes, before the benchmark runs (issue 41)
+        check_out(options.out, folder=getattr(module, "WRITES_OUT_DIR", False))
     with torch_threads(options.threads):
         load_before = [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None
         measured = module.run(options)

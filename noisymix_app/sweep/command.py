@@ -33,6 +33,10 @@ __all__ = ["add_arguments", "dry_run_text", "run", "status_text"]
 _LOG_TAIL = 12
 
 
+#: the most seeds per row a sweep plans (the paper trains 5)
+MAX_SEEDS = 1000
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("table", metavar="TABLE|status",
                         help=f"one of {', '.join([*TABLES, ANALOGUE])}; or `status DIR`")
@@ -40,9 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 per row (the paper: 5)")
     parser.add_argument("--out", help="output folder (runs/, table/, sweep/)")
     parser.add_argument("--launcher", choices=("local", "slurm"), default="local")
+    from fullscale.training.keys import FLAT_KEYS
     from infra.config import add_set_argument
 
-    add_set_argument(parser, "--set epochs=100", "every run's training config (part of what the run computes)")
+    add_set_argument(parser, "--set epochs=100", "every run's training config (part of what the run computes)",
+                     aliases=FLAT_KEYS)
     parser.add_argument("--data-root", default=None, help="the training data (CIFAR batches, ImageNet folders)")
     parser.add_argument("--suite-root", action="append", default=[], metavar="SUITE=DIR",
                         help="data of a -C/-P/-R suite, e.g. cifar10-c=/data/CIFAR-10-C (suites without one are "
@@ -151,6 +157,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.seeds < 1 or args.retries < 0 or args.workers < 0 or args.runs_per_gpu < 1:
         raise ValueError("need --seeds >= 1, --retries >= 0, --workers >= 0, --runs-per-gpu >= 1")
+    if args.seeds > MAX_SEEDS:  # before the plan: a million seeds planned for minutes without a word
+        raise ValueError(f"--seeds {args.seeds} is more than {MAX_SEEDS} seeds per row (the paper: 5)")
+    if args.out is not None and not args.dry_run:
+        from infra.folder_kind import check_claim
+
+        check_claim(args.out, "sweep")  # the root, a file, a run's or a set's folder: before any planning
     # with the other arguments, before any plan: a slurm submission or a dry run ignored a bad --members
     if args.members < 1 or (args.members > 1 and (args.workers != 0 or args.launcher != "local")):
         raise ValueError(f"--members {args.members}: give N >= 1, and N > 1 only with --launcher local --workers 0 "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from noisymix_app.cli import main
 from noisymix_app.reproduce import PLANS, reproduce
 
@@ -104,8 +106,10 @@ def _fake_command(calls):
     return command
 
 
-def test_another_plan_in_the_same_folder_reruns_the_steps_whose_arguments_differ(tmp_path, monkeypatch):
-    """Issue 10, 8(d): a step is done only if it ran with the same arguments (a run: the same config)."""
+def test_another_plan_in_the_same_folder_is_refused_and_replaced_only_with_fresh(tmp_path, monkeypatch):
+    """Issue 10, 8(d): a step is done only if it ran with the same arguments (a run: the same config).
+    Issue 41: another plan in the folder deleted the first plan's finished runs without --fresh; it
+    is refused in one line naming the old plan, and --fresh replaces the old plan's runs and report."""
     import dataclasses
 
     out = tmp_path / "out"
@@ -116,10 +120,11 @@ def test_another_plan_in_the_same_folder_reruns_the_steps_whose_arguments_differ
     longer = dataclasses.replace(quick, epochs=2, methods=("baseline",))
     calls = []
     _fake_runs(monkeypatch, calls)
-    reproduce(longer, out, command=_fake_command(calls))
+    with pytest.raises(ValueError, match=r"plan 'quick'.*--fresh"):
+        reproduce(longer, out, command=_fake_command(calls))
+    assert calls == [] and (out / "runs" / "noisymix-seed0" / "final.pt").exists()  # nothing deleted
+    reproduce(longer, out, command=_fake_command(calls), fresh=True)
     ran = [" ".join(argv[:2]) for argv in calls]
-    # theory, toy and the corrupted set have the same arguments: kept
-    assert not any(argv[0] in ("verify", "toy", "corrupt") for argv in calls)
     # the training run has other arguments: rerun, and its evaluations and the figures with it
     assert sum(argv[0] == "train" for argv in calls) == 1
     # the baseline is one of the -P suite's methods: its clean, -C and -P evaluations

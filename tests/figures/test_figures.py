@@ -30,7 +30,7 @@ def _run(root: Path, name: str, method: str, seed: int, clean: float | None, c_a
                                      "dataset": dataset, "seed": seed, "epochs": 200, "device": "cpu",
                                      "model_kwargs": {}})
     (run / "final.pt").parent.mkdir(parents=True, exist_ok=True)
-    (run / "final.pt").write_bytes(b"")
+    (run / "final.pt").write_bytes(f"weights of {name}".encode())  # distinct: seeds are counted by weights
     if clean is not None:
         write_json(run / "eval" / "clean.json", {"suite": "clean", "complete": True, "summary": {"accuracy": clean},
                                                  "results": {"clean": {"accuracy": clean, "n": 10}}})

@@ -31,7 +31,7 @@ def _run(root: Path, name: str, seed: int, c_eval: dict | None, method: str = "b
     run = root / name
     write_json(run / "config.json", {"config": {"method": method, "model": "preactresnet18", "dataset": "digits",
                                                 "seed": seed, "epochs": 3}, "run": {"num_classes": 10}})
-    (run / "final.pt").write_bytes(b"")
+    (run / "final.pt").write_bytes(f"weights of {name}".encode())  # distinct: seeds are counted by weights
     write_json(run / "eval" / "clean.json", {"suite": "clean", "complete": True, "summary": {"accuracy": 0.9},
                                              "results": {"clean": {"accuracy": 0.9, "n": 10}}})
     if c_eval is not None:

@@ -49,7 +49,9 @@ def test_toy_json(tmp_path, head):
 
 
 def test_figures_report(tmp_path, head):
-    (tmp_path / "results").mkdir()
+    (tmp_path / "results").mkdir()  # a toy.json: a folder without results is refused (issue 41)
+    toy = Path(__file__).parents[1] / "figures" / "toy_fixture.json"
+    (tmp_path / "results" / "toy.json").write_text(toy.read_text())
     assert main(["figures", "--results", str(tmp_path / "results"), "--out", str(tmp_path / "out"),
                  "--no-examples"]) == 0
     assert f"commit `{head}`" in (tmp_path / "out" / "REPORT.md").read_text()

@@ -4,7 +4,6 @@ middle of a chunk, the ranks' shared and own draws)."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 import fullscale.training.draws as draws_module

@@ -34,7 +34,9 @@ def setup(tmp_path):
 def _train(tmp_path, preset: str, *extra: str) -> tuple:
     out = tmp_path / preset
     sets = [f"source_weights={tmp_path / 'source.pt'}", f"width={WIDTH}", "image_size=40", "epochs=1",
-            "batch_size=4", "train_subset=4", "device=cpu", *extra]
+            "batch_size=4", "train_subset=4", "device=cpu"]
+    given = {kv.split("=")[0] for kv in extra}  # a key is given once: extra's value in place of ours
+    sets = [kv for kv in sets if kv.split("=")[0] not in given] + list(extra)
     args = ["train", "--preset", preset, "--out", str(out), "--data-root", str(tmp_path / "data")]
     assert main(args + [a for kv in sets for a in ("--set", kv)]) == 0
     return out, load_state_dict(out / "final.pt")
