@@ -19,17 +19,19 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from torch import Tensor
 
+from fullscale.augment import random_crop_flip, random_resized_crop_flip
 from fullscale.data import ImageSet, load_dataset
 from fullscale.data.imagenet import StreamingImageNet, TrainCrop
 from fullscale.training.config import TrainConfig
 from fullscale.training.process import Process
 
-__all__ = ["STREAMED", "InMemoryData", "content_sha256", "data_sha256", "training_data", "view_shape"]
+__all__ = ["STREAMED", "DeviceTransform", "InMemoryData", "content_sha256", "data_sha256", "device_transform",
+           "training_data", "view_shape"]
 
 # data sets streamed from disk, cropped and flipped by the loader (fullscale.data.imagenet)
 STREAMED = ("imagenet",)
@@ -117,3 +119,21 @@ def view_shape(cfg: TrainConfig, data: InMemoryData | StreamingImageNet) -> tupl
     if cfg.is_transfer or not isinstance(data, InMemoryData):
         return (3, cfg.data.image_size, cfg.data.image_size)
     return tuple(data.images.shape[1:])
+
+
+#: a data source's transform of a training batch on the device: ``(uint8 images, generator) ->``
+#: uint8 images (the views are made from them) or float images in [0, 1] (the network's input)
+DeviceTransform = Callable[[Tensor, torch.Generator], Tensor]
+
+
+def device_transform(cfg: TrainConfig) -> DeviceTransform:
+    """What the training data does to a batch on the device before the method's views, so the step
+    never asks where its data came from: the in-memory sets' random crop (``data.crop_padding``) and
+    flip, as torchvision's ``RandomCrop`` + ``RandomHorizontalFlip`` of the public code; a transfer
+    run's RandomResizedCrop + flip upsampled to ``image_size`` (float: transfer runs take no AugMix
+    views); nothing for streamed ImageNet, whose loader crops and flips."""
+    if cfg.is_transfer:
+        return lambda x, g: random_resized_crop_flip(x, cfg.data.image_size, generator=g)
+    if cfg.data.dataset in STREAMED:
+        return lambda x, g: x
+    return lambda x, g: random_crop_flip(x, generator=g, padding=cfg.data.crop_padding)

@@ -47,9 +47,9 @@ import torch
 from torch import Tensor, nn
 
 import noisymix
-from fullscale.augment import augmix, random_crop_flip, random_resized_crop_flip, to_float
+from fullscale.augment import augmix, to_float
 from fullscale.training.config import TrainConfig
-from fullscale.training.data import STREAMED
+from fullscale.training.data import DeviceTransform, device_transform
 from fullscale.training.methods import Method
 from infra.devices import to_device
 from noisymix.mixing import MixDraw
@@ -65,13 +65,15 @@ __all__ = ["VIEW_CHUNK_BYTES", "ChunkGenerators", "RunDraws", "StepDraws", "chun
 VIEW_CHUNK_BYTES = 512 * 2**20
 
 
-def make_views(x_u8: Tensor, method: Method, cfg: TrainConfig, g: torch.Generator) -> Tensor:
+def make_views(x_u8: Tensor, method: Method, cfg: TrainConfig, g: torch.Generator,
+               transform: DeviceTransform | None = None) -> Tensor:
     """Step 1: the views the network sees, (views x N, 3, H, W) float, views concatenated (clean,
-    AugMix, AugMix for JSD methods).  Draws from ``g`` (on any device), pixels on ``x_u8``'s device."""
-    if cfg.is_transfer:  # the public transfer code's training view, upsampled to image_size on the device
-        return random_resized_crop_flip(x_u8, cfg.data.image_size, generator=g)
-    if cfg.data.dataset not in STREAMED:  # streamed batches come cropped and flipped by the loader
-        x_u8 = random_crop_flip(x_u8, generator=g, padding=cfg.data.crop_padding)
+    AugMix, AugMix for JSD methods), made from the data source's own device ``transform`` of the
+    batch (default: ``data.device_transform(cfg)``; a float result is the view itself).  Draws from
+    ``g`` (on any device), pixels on ``x_u8``'s device."""
+    x_u8 = (transform or device_transform(cfg))(x_u8, g)
+    if x_u8.is_floating_point():  # already the network's input (a transfer run's upsampled crop)
+        return x_u8
     if not method.augmentations:
         return to_float(x_u8)
     if not method.jsd:
@@ -133,7 +135,7 @@ def chunk_steps(views: int, batch: int, view_shape: Sequence[int], steps_per_epo
 
 
 def draw_chunk(batches: Sequence[tuple[Tensor, Tensor]], method: Method, cfg: TrainConfig, stages: Sequence[str],
-               gens: ChunkGenerators) -> list[StepDraws]:
+               gens: ChunkGenerators, transform: DeviceTransform | None = None) -> list[StepDraws]:
     """Steps 1-2, but the mixing's batch op, for consecutive ``batches`` (uint8 images and labels on
     the device): the views of all their images in one call, then each batch's partners, the
     lambdas and the transform points (over ``stages``, the model's mixing points).  Draw order:
@@ -144,7 +146,7 @@ def draw_chunk(batches: Sequence[tuple[Tensor, Tensor]], method: Method, cfg: Tr
     x_u8 = batches[0][0] if len(batches) == 1 else torch.cat([x for x, _ in batches])
     device = x_u8.device
     n = x_u8.shape[0]
-    views = make_views(x_u8, method, cfg, gens.views)
+    views = make_views(x_u8, method, cfg, gens.views, transform)
     views = views.view(views.shape[0] // n, n, *views.shape[1:])  # (V, N, C, H, W)
     b0 = sizes[0]
     if all(b == b0 for b in sizes):
@@ -197,8 +199,9 @@ class RunDraws:
     ``InMemoryData.batches`` or the streaming loader)."""
 
     def __init__(self, cfg: TrainConfig, method: Method, steps_per_epoch: int, view_shape: Sequence[int], *,
-                 rank: int = 0, world: int = 1) -> None:
+                 rank: int = 0, world: int = 1, transform: DeviceTransform | None = None) -> None:
         self.cfg, self.method, self.rank = cfg, method, rank
+        self.transform = transform or device_transform(cfg)  # the data source's own (``data.device_transform``)
         self.steps_per_epoch = steps_per_epoch
         self.steps = chunk_steps(method.views, -(-cfg.optim.batch_size // world), view_shape, steps_per_epoch)
 
@@ -211,7 +214,7 @@ class RunDraws:
             if not part:
                 return
             gens = chunk_generators(self.cfg.seed, epoch, chunk, rank=self.rank, ddp_draws=self.cfg.runtime.ddp_draws)
-            drawn = draw_chunk(part, self.method, self.cfg, core.stages, gens)
+            drawn = draw_chunk(part, self.method, self.cfg, core.stages, gens, self.transform)
             for j, (draws, (_, y)) in enumerate(zip(drawn, part, strict=True)):
                 step = chunk * self.steps + j
                 if step >= start_step:

@@ -53,7 +53,7 @@ from fullscale.training.checks import (
     end_accuracy,
 )
 from fullscale.training.config import TrainConfig
-from fullscale.training.data import InMemoryData, training_data, view_shape
+from fullscale.training.data import InMemoryData, device_transform, training_data, view_shape
 from fullscale.training.draws import RunDraws
 from fullscale.training.generators import Generators
 from fullscale.training.methods import Method, get_method
@@ -151,7 +151,8 @@ def _prepare(cfg: TrainConfig) -> _Setup:
         raise ValueError(f"the training data ({where}) holds {len(data)} image(s): not one step of batch "
                          f"{cfg.optim.batch_size}{' per process' if process.world > 1 else ''}")
     scheduler = make_scheduler(optimizer, cfg, steps_per_epoch)
-    draws = RunDraws(cfg, method, steps_per_epoch, view_shape(cfg, data), rank=process.rank, world=process.world)
+    draws = RunDraws(cfg, method, steps_per_epoch, view_shape(cfg, data), rank=process.rank, world=process.world,
+                     transform=device_transform(cfg))
     return _Setup(cfg, method, process, data, heldout, core, model, optimizer, scheduler,
                   Generators.create(cfg, process), run_record(cfg, data, process), steps_per_epoch, draws)
 

@@ -23,9 +23,10 @@ the host, nothing read back from the device); ``drawn_step_loss`` runs steps 2 (
 on one step's share.  ``step_loss`` is the one-batch door: ``draws.draw_step`` then the same.
 The batch op and the noise draw from the run's device generator ``g``, in that order.
 
-Transfer runs (``model=resnet50_transfer``) make their views with RandomResizedCrop + flip
-upsampled on the device (``fullscale.augment.resized_crop``); streamed ImageNet batches come
-cropped and flipped by the loader.  Under torchrun with ``ddp_draws=shared`` every rank uses one
+The step makes only the method's views: what the data needs first (the in-memory sets' crop and
+flip, a transfer run's RandomResizedCrop + flip upsampled on the device, nothing for streamed
+ImageNet, which its loader crops and flips) is the data source's own device transform
+(``data.device_transform``), handed to the views.  Under torchrun with ``ddp_draws=shared`` every rank uses one
 lambda and the same transform point, as one process on the whole batch would (the chunk's keys,
 ``draws.chunk_generators``), while crops, AugMix views, partners and noise stay per rank.
 
