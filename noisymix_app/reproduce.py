@@ -35,7 +35,7 @@ from pathlib import Path
 from infra.io import directory_lock, read_json, write_json, write_text
 from noisymix_app.plans import PLANS, ReproducePlan
 
-__all__ = ["PLANS", "ReproducePlan", "add_arguments", "check_git_checkout", "reproduce",  # plans: app.plans
+__all__ = ["PLANS", "ReproducePlan", "add_arguments", "check_git_checkout", "reproduce",  # plans: noisymix_app.plans
            "run", "run_workers"]
 
 

@@ -1,7 +1,7 @@
 """The findings of a ``noisymix reproduce`` folder: ``SUMMARY.md`` and ``summary.json``.
 
 Every number the README shows for the small-scale run comes from here, never by hand:
-``python -m app.reproduce_summary --out results --update-readme`` (or
+``python -m noisymix_app.reproduce_summary --out results --update-readme`` (or
 ``noisymix reproduce --out results --update-readme``) writes the summary, copies it to
 ``docs/reproduce-summary.md`` / ``.json`` and replaces the README between the markers
 ``<!-- reproduce-summary:begin -->`` and ``<!-- reproduce-summary:end -->``.  The summary names
@@ -568,7 +568,8 @@ def _summary_at(where: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app.reproduce_summary", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m noisymix_app.reproduce_summary",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--out", help="a folder written by `noisymix reproduce`")
     parser.add_argument("--margins", nargs="+", metavar="SUMMARY_JSON",
                         help="write docs/cross-machine-margins.json from these summary.json files or COMMIT:PATH "

@@ -100,7 +100,7 @@ def test_the_readme_shows_the_committed_reproduce_summary():
     committed = (ROOT / "docs" / "reproduce-summary.md").read_text().strip()
     assert _summary_block() == committed, (
         "README's small-scale section differs from docs/reproduce-summary.md: run "
-        "`noisymix reproduce --out results --update-readme` (or `python -m app.reproduce_summary "
+        "`noisymix reproduce --out results --update-readme` (or `python -m noisymix_app.reproduce_summary "
         "--out results --update-readme`)")
     record = json.loads((ROOT / "docs" / "reproduce-summary.json").read_text())
     # the Markdown is the rendering of the JSON committed beside it (an independent re-render)

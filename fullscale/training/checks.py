@@ -57,7 +57,7 @@ _CHANCE_IMAGES = 1000
 class NonFiniteLoss(RuntimeError):
     """The run diverged: the loss or the weights became NaN or infinite (the message names the
     epoch, step and loss parts), or a finite loss ended far above its start (``divergence``).
-    The name stays for the callers that tell it from a crash (``app.sweep`` never retries it)."""
+    The name stays for the callers that tell it from a crash (``noisymix_app.sweep`` never retries it)."""
 
 
 def check_finite(history: Tensor, start: int, stop: int, epoch: int, checkpoint: Path) -> int:

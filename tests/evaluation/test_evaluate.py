@@ -1,4 +1,4 @@
-"""`noisymix evaluate` end to end (via app.cli.main) on tiny generated -C/-P sets and ImageNet-style
+"""`noisymix evaluate` end to end (via noisymix_app.cli.main) on tiny generated -C/-P sets and ImageNet-style
 folders, against predictions computed directly from the model; resume; clear errors."""
 
 from __future__ import annotations
