@@ -49,8 +49,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fullscale.puzzlemix_transport import mask_transport, transport_blocks
-from noisymix.loss import LossParts
-from noisymix.mixing import MixDraw, soft_cross_entropy
+from noisymix.loss import LossParts, soft_cross_entropy
+from noisymix.mixing import MixDraw
 
 __all__ = ["PuzzleMixConfig", "PuzzleMixResult", "adversarial_noise", "adversarial_start", "block_costs",
            "block_saliency", "mask_transport", "puzzle_mix", "puzzlemix_batch", "puzzlemix_loss", "puzzlemix_step",

@@ -18,7 +18,7 @@ from noisymix.jsd import (
     kl_divergence,
     max_js_divergence,
 )
-from noisymix.loss import PUBLIC_CODE_JSD_WEIGHT, LossParts, noisymix_loss
+from noisymix.loss import PUBLIC_CODE_JSD_WEIGHT, LossParts, noisymix_loss, soft_cross_entropy
 from noisymix.mixing import (
     MixConfig,
     MixDraw,
@@ -31,7 +31,6 @@ from noisymix.mixing import (
     noisy_mix,
     perturb,
     sample_noise,
-    soft_cross_entropy,
     vicinal_components,
 )
 from noisymix.random import generator_for, sample_beta, sample_dirichlet

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from noisymix._checks import check_nonnegative
 from noisymix.jsd import jsd_consistency
-from noisymix.mixing import soft_cross_entropy
 
-__all__ = ["PUBLIC_CODE_JSD_WEIGHT", "LossParts", "noisymix_loss"]
+__all__ = ["PUBLIC_CODE_JSD_WEIGHT", "LossParts", "noisymix_loss", "soft_cross_entropy"]
 
 PUBLIC_CODE_JSD_WEIGHT = 12.0
 """gamma of the public AugMix and NoisyMix training scripts (hard-coded there)."""
@@ -30,6 +30,15 @@ class LossParts:
     total: Tensor
     cross_entropy: Tensor
     jsd: Tensor
+
+
+def soft_cross_entropy(logits: Tensor, soft_targets: Tensor) -> Tensor:
+    """Mean over samples of -sum_k y_k log softmax(logits)_k (the loss l of the paper)."""
+    if logits.shape != soft_targets.shape:
+        raise ValueError(
+            f"logits {tuple(logits.shape)} and targets {tuple(soft_targets.shape)} differ in shape"
+        )
+    return -(soft_targets * F.log_softmax(logits, dim=-1)).sum(-1).mean()
 
 
 def noisymix_loss(

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from noisymix._checks import check_nonnegative, check_positive, check_unit_interval
@@ -51,7 +50,6 @@ __all__ = [
     "noisy_mix",
     "perturb",
     "sample_noise",
-    "soft_cross_entropy",
     "vicinal_components",
 ]
 
@@ -352,15 +350,6 @@ def mix_targets(targets: Tensor, draw: MixDraw, num_classes: int | None = None) 
         targets = torch.zeros(*targets.shape, num_classes, dtype=draw.lam.dtype, device=targets.device).scatter_(
             -1, targets.unsqueeze(-1), 1.0)
     return mix(targets, _partners(targets, draw.perm), draw.lam)
-
-
-def soft_cross_entropy(logits: Tensor, soft_targets: Tensor) -> Tensor:
-    """Mean over samples of -sum_k y_k log softmax(logits)_k (the loss l of the paper)."""
-    if logits.shape != soft_targets.shape:
-        raise ValueError(
-            f"logits {tuple(logits.shape)} and targets {tuple(soft_targets.shape)} differ in shape"
-        )
-    return -(soft_targets * F.log_softmax(logits, dim=-1)).sum(-1).mean()
 
 
 # ------------------------------------------------------------------------------- Lemma 1

@@ -23,8 +23,8 @@ from noisymix import (
     noisy_mix,
     perturb,
     sample_noise,
-    soft_cross_entropy,
 )
+from noisymix.loss import soft_cross_entropy
 
 shapes = st.lists(st.integers(1, 5), min_size=1, max_size=4).map(tuple)
 

@@ -17,7 +17,8 @@ from fullscale.training.methods import METHODS
 from fullscale.training.presets import resolve_config
 from fullscale.training.step import make_views, step_loss, step_mix_config
 from fullscale.vocabulary import METHOD_ROWS
-from noisymix.mixing import MixDraw, draw_mix, mix_targets, soft_cross_entropy
+from noisymix.loss import soft_cross_entropy
+from noisymix.mixing import MixDraw, draw_mix, mix_targets
 from noisymix_app.cli import main
 
 
