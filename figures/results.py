@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fullscale.training.keys import flat_config
+from fullscale.run_record import flat_config
 
 __all__ = ["Results", "Run", "collect", "stale_evaluation"]
 
@@ -94,8 +94,8 @@ def _binding(config_path: Path, run_dir: Path, problems: list[str]) -> tuple[str
     """(the sha256 of the run's final.pt, ``None`` when it has none; the ``config_sha256`` of its
     config.json) or ``None`` with a problem noted: a config.json that is not a training config (a
     group given as a number, a value of the wrong type) is left out, not tabulated (issue 41)."""
+    from fullscale.run_record import config_sha256
     from fullscale.runs import check_run_config, split_run_record
-    from fullscale.training.keys import config_sha256
     from infra.io import read_json, sha256_file
 
     try:

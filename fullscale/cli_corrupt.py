@@ -33,10 +33,10 @@ from fullscale.corruptions import PARAMS, find_frost_dir
 from fullscale.corruptions.registry import NATIVE_SIDE
 from fullscale.corruptions.writer import check_names, check_tree, default_names, write_imagenet_c, write_npy_set
 from fullscale.data import DATASETS, load_dataset
-from fullscale.training.config import check_device_name, check_seed
 from infra.config import add_set_argument, apply_overrides
 from infra.folder_kind import check_claim, claim_folder, folder_kind
 from infra.io import directory_lock, printable, read_json, write_json
+from infra.validate import check_device_name, check_seed
 
 # The manifest fields that decide the content of every file: a rerun must match them all.
 _IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_photographs",

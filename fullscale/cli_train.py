@@ -42,9 +42,9 @@ def _resumed_config(args: argparse.Namespace) -> TrainConfig | None:
     out = Path(args.out)
     if not args.resume or args.preset is not None or args.overrides or not (out / "config.json").is_file():
         return None
+    from fullscale.run_record import grouped_config
     from fullscale.runs import split_run_record
     from fullscale.training.config import train_config_from_dict
-    from fullscale.training.keys import grouped_config
     from infra.folder_kind import check_claim
     from infra.io import read_json
 

@@ -10,7 +10,7 @@ from torch import nn
 
 from fullscale.models import create_model
 from fullscale.models.external import build_model, load_weights
-from fullscale.training.keys import flat_config
+from fullscale.run_record import flat_config
 from infra.io import load_state_dict, printable, read_json, read_state_dict
 
 __all__ = ["append_metrics", "check_run_config", "load_bare_model", "load_run_model", "read_metrics",
@@ -23,7 +23,7 @@ _FLAT_RUN_KEYS = ("num_classes", "model_kwargs", "versions", "device", "train_im
 def split_run_record(record: object, where: str | Path = "config.json") -> tuple[dict, dict]:
     """``(config, run)`` of a run's ``config.json``: ``{"config": ..., "run": ...}``, or the flat
     layout of runs made before it (config keys and run facts side by side), split the same way.
-    The config comes in the flat layout (``fullscale.training.keys.flat_config``: ``"lr"``, not
+    The config comes in the flat layout (``fullscale.run_record.flat_config``: ``"lr"``, not
     ``{"optim": {"lr": ...}}``) whether the run wrote its config grouped or flat, so readers,
     a run's identity and the sweep's comparisons see one layout for old and new runs."""
     if not isinstance(record, dict):
@@ -40,8 +40,8 @@ def check_run_config(config: dict, where: str | Path) -> None:
     """Refuse (one line naming the file) a run's config part that is not a training config: a group
     given as a number (``"optim": 3``), a value of the wrong type, an unknown key (issue 41: such a
     ``config.json`` was read, and the tables showed epochs ``None``)."""
+    from fullscale.run_record import grouped_config
     from fullscale.training.config import train_config_from_dict
-    from fullscale.training.keys import grouped_config
 
     try:
         train_config_from_dict(grouped_config(config))

@@ -134,8 +134,8 @@ def test_verify_and_toy_out_refuse_a_folder_of_another_command_or_a_users_files(
 
 
 def test_every_evaluation_records_the_sha256_of_its_weights_and_config(results):
+    from fullscale.run_record import config_sha256
     from fullscale.runs import split_run_record
-    from fullscale.training.keys import config_sha256
     from infra.io import read_json, sha256_file
 
     run = results / "baseline-seed0"

@@ -1,11 +1,12 @@
 """Training: one home for the trainer, its step, its runs and the methods it trains.
 
 - ``config``: ``TrainConfig``, the typed, frozen configuration saved with every run, in groups
-  (``model``, ``data``, ``optim``, ``runtime``, ``transfer``); ``keys``: ``FLAT_KEYS``, the flat names
-  of runs made before the groups, and the two layouts of a config dict;
+  (``model``, ``data``, ``optim``, ``runtime``, ``transfer``); the run record's schema (the flat names
+  of runs made before the groups, keys added since, changes a resume accepts) is ``fullscale.run_record``;
 - ``methods``: the methods of the paper's tables and the kinds of mixing (registries);
 - ``presets``: named configurations (every table row) and ``resolve_config``;
-- ``step``: one training step (views, draws, M_{lambda,xi}, loss), shared by everything below;
+- ``draws``: a run's views and draws, a chunk of steps at a time; ``step``: one training step
+  (M_{lambda,xi}, loss), shared by everything below;
 - ``loop``: ``train(cfg, out)``, the epoch loop; ``members``: several seeds as one stacked model;
 - ``data``, ``process``, ``schedule``, ``generators``, ``checkpoint``, ``checks``: what a run
   trains on, where, at which learning rate, with which random streams, how it resumes, and how it

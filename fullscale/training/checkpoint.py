@@ -10,7 +10,8 @@ run's checkpoint copied into the folder is refused (issue 23).
 
 ``config.json`` is ``{"config": the TrainConfig, "run": the facts of this run}`` (``run_record``);
 a resumed run must compute what it started computing: its config (``RESUMABLE_CHANGES`` aside;
-``LATER_KEYS`` fill in keys added since older runs were made), its data (``data_sha256``), and a
+``later_keys()`` fill in keys added since older runs were made: both in ``fullscale.run_record``, the
+run record's schema), its data (``data_sha256``), and a
 transfer run's source weights (by content).  All of it is compared in the flat layout of the config
 (``split_run_record``): the grouped ``config.json`` of a new run and the flat one of an older run of
 the same computation have the same ``config_identity``.
@@ -35,32 +36,21 @@ import torch
 from torch import Tensor, nn
 
 from fullscale.data.imagenet import StreamingImageNet
-from fullscale.puzzlemix import PuzzleMixConfig
+from fullscale.run_record import RESUMABLE_CHANGES, later_keys
 from fullscale.runs import split_run_record
 from fullscale.training.config import TrainConfig
 from fullscale.training.data import InMemoryData, data_sha256
 from fullscale.training.generators import Generators
-from fullscale.training.keys import WHERE_IT_RAN
 from fullscale.training.process import Process
 from infra.config import config_to_dict
 from infra.folder_kind import MARKER, check_claim
 from infra.io import load_state_dict, printable, read_json, save_torch, sha256_file
 from infra.provenance import now, provenance
 
-__all__ = ["LATER_KEYS", "RESUMABLE_CHANGES", "check_out", "check_same_config", "check_same_data",
+__all__ = ["check_out", "check_same_config", "check_same_data",
            "checkpoint_state", "config_identity", "restore_checkpoint", "run_record", "save_checkpoint",
            "undo_start"]
 
-# Config fields a resumed run may change: where and how fast it runs, not what it computes.  This
-# and LATER_KEYS name keys in the flat layout (``fullscale.training.keys.FLAT_KEYS``): a run's identity
-# is computed from its flat config, so runs made before the config had groups keep theirs.
-RESUMABLE_CHANGES = WHERE_IT_RAN
-# config keys added after runs were made, with the value that computes what those runs did
-LATER_KEYS = {"stem_stride": 1, "ddp_draws": "shared", "sync_bn": False, "image_size": 224, "workers": 8,
-               "decoder": "auto", "max_bad_fraction": 0.001, "checkpoint_every": 0, "lr_schedule": "cosine",
-               "lr_milestones": [],
-               "lr_gamma": 0.1, "source_weights": "", "source_row": "", "freeze_level": -1, "freeze_bn_stats": False,
-               "puzzlemix": config_to_dict(PuzzleMixConfig())}
 # facts of the run part that a resumed run must share (the data it trains on)
 _RUN_FACTS = ("num_classes", "model_kwargs", "train_images", "data_source")
 
@@ -212,4 +202,4 @@ def _computed(record: dict) -> dict:
     """What a run computes, from either layout of ``config.json`` (``{config, run}`` or the flat
     one of runs made before it), with the defaults of keys added since."""
     config, run = split_run_record(record)
-    return {**LATER_KEYS, **config, **{k: run.get(k) for k in _RUN_FACTS}}
+    return {**later_keys(), **config, **{k: run.get(k) for k in _RUN_FACTS}}

@@ -4,7 +4,7 @@
 (which network), ``data`` (what it trains on), ``optim`` (SGD and its schedule), ``runtime`` (where
 and how it runs) and ``transfer`` (fine-tuning a source model).  Each group checks its own fields.
 Keys are dotted (``--set optim.lr=0.05``); the flat names of runs made before the groups
-(``--set lr=0.05``) are aliases (``FLAT_KEYS``, ``fullscale.training.keys``), and an old flat
+(``--set lr=0.05``) are aliases (``FLAT_KEYS``, ``fullscale.run_record``), and an old flat
 ``config.json`` reads back with ``train_config_from_dict``.
 """
 
@@ -16,8 +16,9 @@ from typing import Any, ClassVar, Literal
 from fullscale.augment import AugMixConfig
 from fullscale.models.preact_resnet import check_stem_stride
 from fullscale.puzzlemix import PuzzleMixConfig
-from fullscale.training.keys import FLAT_KEYS, flat_config, grouped_config
+from fullscale.run_record import FLAT_KEYS, flat_config, grouped_config
 from infra.config import check_types, config_from_dict
+from infra.validate import check_device_name, check_seed
 from noisymix.loss import PUBLIC_CODE_JSD_WEIGHT
 from noisymix.mixing import MixConfig
 
@@ -203,22 +204,3 @@ def train_config_from_dict(data: dict[str, Any]) -> TrainConfig:
         raise ValueError(f"not a training config ({str(error).splitlines()[0][:160]})") from None
     check_types(cfg, "the training config")
     return cfg
-
-
-def check_device_name(name: str, *, allow_auto: bool = False, key: str = "device") -> None:
-    """Refuse, in one line, device names the trainer, evaluation and corruptions cannot run on:
-    torch knows ``meta`` (tensors without data: every result would be empty) and ``hpu`` & co.,
-    which fail deep inside a step (issue 23).  Whether a CUDA device exists is checked later."""
-    import re
-
-    allowed = r"(auto|cpu|mps|cuda(:\d+)?)" if allow_auto else r"(cpu|mps|cuda(:\d+)?)"
-    if not isinstance(name, str) or not re.fullmatch(allowed, name):
-        choices = "auto, cpu, cuda, cuda:N or mps" if allow_auto else "cpu, cuda, cuda:N or mps"
-        raise ValueError(f"{key}={name!r} is not a device this toolkit runs on; use {choices}")
-
-
-def check_seed(seed: int, key: str = "seed") -> None:
-    """torch's generators take seeds in 0 .. 2**63 - 1 (a larger one fails deep inside as
-    "Overflow when unpacking long long"): say so in one line naming the key (issue 23)."""
-    if not 0 <= seed < 2**63:
-        raise ValueError(f"{key}={seed} is out of range: seeds are integers in 0 .. 2**63 - 1")

@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 per row (the paper: 5)")
     parser.add_argument("--out", help="output folder (runs/, table/, sweep/)")
     parser.add_argument("--launcher", choices=("local", "slurm"), default="local")
-    from fullscale.training.keys import FLAT_KEYS
+    from fullscale.run_record import FLAT_KEYS
     from infra.config import add_set_argument
 
     add_set_argument(parser, "--set epochs=100", "every run's training config (part of what the run computes)",

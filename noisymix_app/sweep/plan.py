@@ -77,14 +77,13 @@ class Plan:
 
 def config_identity(config: dict) -> dict:
     """The part of a config (as in ``config.json``, grouped or the flat layout of older runs) that
-    decides what a run computes, in the flat layout (``fullscale.training.keys.flat_config``): the
+    decides what a run computes, in the flat layout (``fullscale.run_record.flat_config``): the
     trainer's own rule for a resume (keys added since a run was made take the values that run
     computed with; ``RESUMABLE_CHANGES`` such as the device or the loader's workers do not count),
     and the preset name does not count either (table rows share equal runs)."""
-    from fullscale.training.checkpoint import LATER_KEYS, RESUMABLE_CHANGES
-    from fullscale.training.keys import flat_config
+    from fullscale.run_record import RESUMABLE_CHANGES, flat_config, later_keys
 
-    flat = {**LATER_KEYS, **flat_config(config)}
+    flat = {**later_keys(), **flat_config(config)}
     return {k: v for k, v in flat.items() if k not in RESUMABLE_CHANGES and k != "preset"}
 
 

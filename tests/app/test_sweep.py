@@ -368,7 +368,7 @@ def test_a_malformed_pair_is_one_line_and_nothing_is_written(tmp_path, capsys, o
 
 
 def test_the_sweep_judges_a_stored_run_by_the_trainers_resume_rule():
-    from fullscale.training.checkpoint import LATER_KEYS
+    from fullscale.run_record import later_keys
     from fullscale.training.config import DataConfig, TrainConfig, flat_config
 
     grouped = config_to_dict(TrainConfig(data=DataConfig(dataset="imagenet", workers=8)))
@@ -377,7 +377,7 @@ def test_the_sweep_judges_a_stored_run_by_the_trainers_resume_rule():
     # a loader setting the trainer lets a resume change does not make another run
     assert config_identity(planned) == config_identity({**planned, "workers": 2, "checkpoint_every": 50})
     # a run written before a key existed computed with that key's later default ...
-    older = {k: v for k, v in planned.items() if k not in LATER_KEYS}
+    older = {k: v for k, v in planned.items() if k not in later_keys()}
     assert config_identity(older) == config_identity(planned) == config_identity(grouped)
     # ... and differs from a plan that asks for another value of it
     assert config_identity(older) != config_identity({**planned, "ddp_draws": "per_rank"})

@@ -1,4 +1,5 @@
-"""The old flat names of the training config's keys, and the two layouts of a config dict.
+"""The run record's schema, in one home: the training config's keys in their two layouts, which keys
+were added after runs were made, and which changes a resumed run may make (issue 42).
 
 ``TrainConfig`` (``fullscale.training.config``) groups its fields (``model``, ``data``, ``optim``,
 ``runtime``, ``transfer``); runs made before the groups wrote one flat object (``"lr": 0.1``,
@@ -8,7 +9,13 @@ one place the two layouts meet: ``--set lr=0.05`` (``TrainConfig.KEY_ALIASES``),
 its resume checks and the sweep's comparisons are computed in the flat layout, so the hashes of
 old and new records of one computation are equal).
 
-No torch here: the report (``noisymix_figures``) reads run configs through ``flat_config``.
+``RESUMABLE_CHANGES``: the flat keys that say where and how fast a run ran, not what it computes
+(a resumed run may change them; they are left out of a run's identity and of ``config_sha256``).
+``later_keys()``: keys added after runs were made, with the value that computes what those runs did
+(an old ``config.json`` read today computes what it did then).
+
+No torch here: the report (``noisymix_figures``) reads run configs through ``flat_config``, and
+``later_keys`` imports Puzzle Mix's defaults only when called.
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["FLAT_KEYS", "GROUPS", "WHERE_IT_RAN", "config_sha256", "flat_config", "grouped_config"]
+__all__ = ["FLAT_KEYS", "GROUPS", "RESUMABLE_CHANGES", "config_sha256", "flat_config", "grouped_config",
+           "later_keys"]
 
 #: old flat key -> its dotted key in the grouped ``TrainConfig`` (the top-level ones keep their name)
 FLAT_KEYS: dict[str, str] = {
@@ -36,21 +44,32 @@ FLAT_KEYS: dict[str, str] = {
 #: the groups (``mix``, ``augmix`` and ``puzzlemix`` were nested before the groups and stay as they were)
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(d.split(".")[0] for d in FLAT_KEYS.values() if "." in d))
 _FLAT_OF = {dotted: flat for flat, dotted in FLAT_KEYS.items()}
-#: flat keys that say where and how fast a run ran, not what it computes (a resumed run may change them:
-#: ``fullscale.training.checkpoint.RESUMABLE_CHANGES``)
-WHERE_IT_RAN = frozenset({"device", "compile", "data_root", "workers", "decoder", "checkpoint_every",
-                          "max_bad_fraction"})
+#: flat keys that say where and how fast a run ran, not what it computes: a resumed run may change them
+RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root", "workers", "decoder", "checkpoint_every",
+                               "max_bad_fraction"})
+
+
+def later_keys() -> dict[str, Any]:
+    """Config keys (flat layout) added after runs were made, with the value that computes what those
+    runs did: a run's identity is computed over them, so an old record and its re-read agree."""
+    from fullscale.puzzlemix import PuzzleMixConfig
+    from infra.config import config_to_dict
+
+    return {"stem_stride": 1, "ddp_draws": "shared", "sync_bn": False, "image_size": 224, "workers": 8,
+            "decoder": "auto", "max_bad_fraction": 0.001, "checkpoint_every": 0, "lr_schedule": "cosine",
+            "lr_milestones": [], "lr_gamma": 0.1, "source_weights": "", "source_row": "", "freeze_level": -1,
+            "freeze_bn_stats": False, "puzzlemix": config_to_dict(PuzzleMixConfig())}
 
 
 def config_sha256(config: Mapping[str, Any]) -> str:
-    """The sha256 of a run's config part (either layout, read in the flat one; ``WHERE_IT_RAN`` aside):
+    """The sha256 of a run's config part (either layout, read in the flat one; ``RESUMABLE_CHANGES`` aside):
     every evaluation records it (``config_sha256``) and the report compares it with the run's
     ``config.json`` of today, so a result whose config was edited since (another method, another seed)
     is not reported under the edited labels (issue 41)."""
     import hashlib
     import json
 
-    flat = {k: v for k, v in flat_config(config).items() if k not in WHERE_IT_RAN}
+    flat = {k: v for k, v in flat_config(config).items() if k not in RESUMABLE_CHANGES}
     return hashlib.sha256(json.dumps(flat, sort_keys=True, default=str).encode()).hexdigest()
 
 
