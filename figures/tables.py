@@ -31,6 +31,7 @@ from fullscale.vocabulary import (
 )
 from noisymix_figures.alexnet import flip_rates, mean_flip_rate
 from noisymix_figures.consistency import findings_for
+from noisymix_figures.methods import method_order
 from noisymix_figures.registry import NEEDS_IMAGENET, needs_cifar, needs_cifar_p, register, table_files
 from noisymix_figures.results import Run
 
@@ -476,18 +477,6 @@ def _fgsm(eps: float) -> Metric:
                 return 100 * a
         return None
     return metric
-
-
-# The row order of our own tables and figures.  Hand-listed, not derived: neither the methods
-# registry (``fullscale.training.methods``: it has puzzlemix after cutmix and the augmix_* ablation methods)
-# nor ``fullscale.vocabulary.METHOD_ROWS`` (puzzlemix, no noise / augmix) gives this order, and a
-# derived one would reorder tables already written (puzzlemix sorts last here, by name).
-_ORDER = ["baseline", "mixup", "manifold_mixup", "cutmix", "noise", "nfm", "augmix", "augmix_jsd", "noisymix"]
-
-
-def method_order(method: str) -> tuple[int, str]:
-    """The sort key of a method in our tables and figures: ``_ORDER``, then the others by name."""
-    return (_ORDER.index(method) if method in _ORDER else len(_ORDER), method)
 
 
 def _wanted(comp: Comparison, settings: set) -> bool:
