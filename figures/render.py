@@ -56,6 +56,9 @@ class Table:
 
 
 def compare_table(comp: Comparison, paper: dict, groups: dict) -> Table:
+    """The paper table ``comp.label`` (NoisyMix, Erichson, Lim et al.: tab:results_cifar10 and the others of
+    ``paper_values.json``) beside our runs of its (dataset, model) columns: per column the paper's cell as
+    printed, ours (mean (min / max) over seeds) and Δ; an analogue's columns interleaved or after."""
     table = paper[comp.label]
     names = [*table["columns"], *(f"{name} (computed)" for name, _ in comp.extra)]
     header = ["Method"]

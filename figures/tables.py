@@ -38,6 +38,9 @@ def comparison_tables(label: str, paper: dict, groups: dict) -> list[Table]:
 
 
 def build_tables(groups: dict) -> list[Table]:
+    """Every table ``noisymix figures`` writes: our own per (dataset, model), each paper table of
+    ``COMPARISONS`` beside our runs, tab:results_transfer (fine-tuned, then frozen), and the rest of the
+    paper's tables as printed (NoisyMix, Erichson, Lim et al.; ``paper_values.json``)."""
     paper = paper_values()
     settings = {key[:2] for key in groups}  # (dataset, model) of every run
     tables = ours_tables(groups) + [compare_table(c, paper, groups) for c in COMPARISONS if _wanted(c, settings)]

@@ -29,6 +29,11 @@ Both are registries, as timm's models: a kind of mixing is a ``Mixing`` record (
 network M_{lambda,xi} applies, the batch op run after the draw, the loss it needs) filed by
 ``register_mixing``; a method is a ``Method`` filed by ``register_method``.  The step dispatches on
 these records alone, so a new kind of mixing is its op plus one ``register_mixing`` call here.
+
+A method's record also says how the results show it, so that its names are kept here alone: its
+row in the paper's method tables (``paper_row``; ``paper_rows()`` is ``fullscale.vocabulary.METHOD_ROWS``),
+its place in our own tables and figures (``order``) and its colour in every figure (``color``), read
+by ``noisymix_figures.methods``.
 """
 
 from __future__ import annotations
