@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from noisymix_figures.registry import Coverage, has_suite, labels
+from noisymix_figures.render import TRANSFER_LABEL, Table
 from noisymix_figures.results import Results
-from noisymix_figures.tables import TRANSFER_LABEL, Table
 
 __all__ = ["LABELS", "Coverage", "coverage_section", "label_status"]
 

@@ -18,8 +18,9 @@ import numpy as np
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, METHOD_ROWS
 from infra.io import write_bytes
 from infra.stats import interval
+from noisymix_figures.methods import method_colors, method_label, method_order
+from noisymix_figures.paper import paper_values
 from noisymix_figures.registry import NEEDS_IMAGENET, NEEDS_TOY, has_suite, needs_cifar, register
-from noisymix_figures.tables import method_order, paper_values
 
 __all__ = ["CATEGORY_FIGURES", "calibration_by_severity", "category_bars", "category_figure", "copy_figure",
            "corruption_examples", "imagenet_points", "robust_c_bars", "robust_c_vs_r", "toy_bars", "write_points"]
@@ -39,19 +40,17 @@ def _paper_rows(label: str) -> dict:
     return dict(paper_values()[label]["rows"])
 
 
-#: one colour per method in every panel, keyed by the method's name as the paper writes it
-#: (``fullscale.training.methods`` titles; the paper's "NoisyMix (ours)" row is NoisyMix)
-METHOD_COLORS = {"Baseline": "tab:gray", "Mixup": "tab:purple", "Manifold Mixup": "tab:pink", "CutMix": "tab:olive",
-                 "Puzzle Mix": "tab:brown", "AugMix": "tab:orange", "AugMix (no JSD)": "gold", "NFM": "tab:green",
-                 "NoisyMix": "tab:red", "Noise injections": "tab:cyan", "AugMax*": "tab:blue",
-                 "Adversarial Trained": "black", "Stylized ImageNet": "teal", "AutoAugment": "navy"}
+def __getattr__(name: str):
+    """``METHOD_COLORS``: one colour per method as the paper names it, read from the methods registry
+    (``noisymix_figures.methods.method_colors``)."""
+    if name == "METHOD_COLORS":
+        return method_colors()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def method_label(name: str) -> str:
-    """A method id (``augmix_jsd``) or a paper row ("NoisyMix (ours)") as the paper names it."""
-    from fullscale.training.methods import METHODS
-
-    return METHODS[name].title if name in METHODS else name.replace(" (ours)", "")
+def _color(name: str, default: str | None = None) -> str | None:
+    """The colour of a method (as the paper names it) in every panel, ``default`` for a name without one."""
+    return method_colors().get(name, default)
 
 
 def _legend_outside(ax, **kwargs) -> None:
@@ -108,7 +107,7 @@ def robust_c_bars(groups: dict, out: Path) -> Path:
         labels = [method_label(m) for m in names]
         errors = None if per_seed is None else [
             (interval(v)["half_width"] or 0.0) if len(v) > 1 else 0.0 for v in per_seed]
-        ax.bar(x, means, 0.7, color=[METHOD_COLORS.get(n, "tab:blue") for n in labels], yerr=errors, capsize=3,
+        ax.bar(x, means, 0.7, color=[_color(n, "tab:blue") for n in labels], yerr=errors, capsize=3,
                hatch="//" if per_seed is None else None, edgecolor="white" if per_seed is None else None)
         for xi, v in zip(x, per_seed or [], strict=False):
             ax.scatter([xi] * len(v), v, s=8, color="black", zorder=3)
@@ -175,7 +174,7 @@ def calibration_by_severity(groups: dict, out: Path) -> Path | None:
                           else 0.0 for col in values.T]
                 label = method_label(method)
                 ax.errorbar(range(6), mean, yerr=errors, marker="o", capsize=3, label=label,
-                            color=METHOD_COLORS.get(label))
+                            color=_color(label))
                 points += [{"dataset": dataset, "model": model, "method": method, "measure": key, "severity": s,
                             "mean": round(float(m), 4), "seeds": int(np.sum(~np.isnan(values[:, s])))}
                            for s, m in enumerate(mean)]
@@ -233,7 +232,7 @@ def _category_panel(ax, title: str, data: dict, seeds: bool = False) -> None:
             errors = [(stats[c]["half_width"] or 0.0) if c in stats else 0.0 for c in cats]
         else:
             heights = [values.get(c, np.nan) for c in cats]
-        ax.bar(np.arange(len(cats)) + i * width, heights, width, label=name, color=METHOD_COLORS.get(name),
+        ax.bar(np.arange(len(cats)) + i * width, heights, width, label=name, color=_color(name),
                yerr=errors, capsize=2 if seeds else 0)
     ax.set_xticks(np.arange(len(cats)) + 0.4 - width / 2, cats)
     heights = [float(np.mean(v)) if seeds else v for values in data.values()
@@ -286,14 +285,14 @@ def robust_c_vs_r(groups: dict, out: Path) -> Path:
     for k, (name, cells) in enumerate(rows.items()):  # a legend, not labels that collide on close points
         x, y = cells[1]["value"], cells[2]
         label = method_label(name)
-        ax.scatter(x, y, color=METHOD_COLORS.get(label, "tab:blue"), marker=markers[k % len(markers)],
+        ax.scatter(x, y, color=_color(label, "tab:blue"), marker=markers[k % len(markers)],
                    label=f"{label} (paper)")
         points.append({"source": "paper", "method": label, "model": "ResNet-50", "seeds": "",
                        "imagenet_c": x, "imagenet_r": y})
     ours = imagenet_points(groups)
     for k, point in enumerate(ours):
         ax.scatter(point["imagenet_c"], point["imagenet_r"], facecolors="none", s=70, linewidths=1.6,
-                   edgecolors=METHOD_COLORS.get(point["method"], "black"), marker=markers[k % len(markers)],
+                   edgecolors=_color(point["method"], "black"), marker=markers[k % len(markers)],
                    label=f"{point['method']} (ours, {point['model']}, {point['seeds']} seed(s))")
     _legend_outside(ax, fontsize=7, ncol=2)
     note = ("ours: no run evaluated on both imagenet-c and imagenet-r in these results" if not ours

@@ -4,8 +4,9 @@ Each label is registered where its generator is defined (``noisymix_figures.tabl
 tables, ``noisymix_figures.plots`` for the figures), with what REPORT.md's label-by-label section
 says about it: the files written for it, where our numbers come from, and what filling it takes
 (data or hardware).  A new table is then its paper values (``paper_values.json``) and its
-``Comparison`` with one ``register_comparison`` line beside it; a new figure, its drawing function
-and one ``register`` beside it.  ``labels()`` is the registry in the report's order (``position``);
+``Comparison`` record (``noisymix_figures.table_defs``: the record says what the report says of it, and
+``noisymix_figures.tables`` registers it); a new figure, its drawing function and one ``register``
+beside it.  ``labels()`` is the registry in the report's order (``position``);
 tests/figures/test_registry.py runs every generator and holds the registry equal to the paper's
 labels (tests/figures/test_label_coverage.py walks the LaTeX).
 

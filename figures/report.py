@@ -9,8 +9,8 @@ import numpy as np
 
 from noisymix_figures.coverage import coverage_section
 from noisymix_figures.registry import portable
+from noisymix_figures.render import Table
 from noisymix_figures.results import Results
-from noisymix_figures.tables import Table
 from theory.results import checks_of, tally, tally_sentence
 
 __all__ = ["theory_section", "write_report_text"]

@@ -1,7 +1,7 @@
 """A sweep's table (``noisymix sweep``, ``DIR/table/<table>.{md,tex,json}``): the paper's tables the
 sweep fills, ours beside the paper's (mean (min / max) over seeds, as the paper prints it), then our
 own summary per (dataset, model); the JSON adds, per paper row and column, the per-seed values and
-the std.  Every statistic is ``noisymix_figures.tables.seed_stats``, the one used by every table.
+the std.  Every statistic is ``noisymix_figures.seed_stats.seed_stats``, the one used by every table.
 
 ``plan`` is a sweep plan (``noisymix_app.sweep.plan.Plan``), read for its ``table`` name, ``notes``,
 the paper tables it fills (``comparisons``) and whether its runs are a small-scale ``analogue``.
@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from infra.io import write_json, write_text
-from noisymix_figures.tables import COMPARISONS, Comparison, compare_table, ours_tables, paper_values, seed_stats
+from noisymix_figures.paper import paper_values
+from noisymix_figures.render import compare_table, ours_tables
+from noisymix_figures.seed_stats import seed_stats
+from noisymix_figures.table_defs import COMPARISONS, Comparison
 
 __all__ = ["comparison_record", "write_table"]
 

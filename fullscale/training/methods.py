@@ -29,6 +29,11 @@ Both are registries, as timm's models: a kind of mixing is a ``Mixing`` record (
 network M_{lambda,xi} applies, the batch op run after the draw, the loss it needs) filed by
 ``register_mixing``; a method is a ``Method`` filed by ``register_method``.  The step dispatches on
 these records alone, so a new kind of mixing is its op plus one ``register_mixing`` call here.
+
+A method's record also says how the results show it, so that its names are kept here alone: its
+row in the paper's method tables (``paper_row``; ``paper_rows()`` is ``fullscale.vocabulary.METHOD_ROWS``),
+its place in our own tables and figures (``order``) and its colour in every figure (``color``), read
+by ``noisymix_figures.methods``.
 """
 
 from __future__ import annotations
@@ -43,8 +48,8 @@ from fullscale.puzzlemix import puzzlemix_loss, puzzlemix_step
 from noisymix.loss import LossParts
 from noisymix.mixing import MixDraw, cutmix
 
-__all__ = ["METHODS", "MIXINGS", "NOT_IMPLEMENTED", "Method", "Mixing", "get_method", "register_method",
-           "register_mixing"]
+__all__ = ["METHODS", "MIXINGS", "NOT_IMPLEMENTED", "NOT_IMPLEMENTED_ROWS", "Method", "Mixing", "get_method",
+           "paper_rows", "register_method", "register_mixing", "table_order"]
 
 #: ``op(core, x, y, draw, cfg, generator=g) -> (x, draw, extra)``: the batch after the draw (a
 #: CutMix box, Puzzle Mix's masks); ``extra`` is handed to the mixing's loss
@@ -127,6 +132,12 @@ class Method:
     jsd: bool = False
     #: the config fields this method sets by default, as (dotted key, value); ``--set`` wins
     strengths: tuple[tuple[str, Any], ...] = ()
+    #: its row in the paper's method tables (tab:results_cifar10 and after); None: it has none there
+    paper_row: str | None = None
+    #: its place in our own tables and figures (None: after the placed methods, by name)
+    order: int | None = None
+    #: its colour in every figure, a matplotlib colour (None: the figure's default)
+    color: str | None = None
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -174,20 +185,29 @@ METHODS: dict[str, Method] = {}
 def register_method(method: Method) -> Method:
     if method.name in METHODS:
         raise ValueError(f"method {method.name!r} registered twice")
+    if method.order is not None and method.order in {m.order for m in METHODS.values()}:
+        raise ValueError(f"method {method.name!r}: order {method.order} is taken")
     METHODS[method.name] = method
     return method
 
 
 for _method in (
-    Method("baseline", "Baseline"),
-    Method("mixup", "Mixup", mixing="input", strengths=(("mix.alpha", 1.0),)),
-    Method("manifold_mixup", "Manifold Mixup", mixing="manifold", strengths=(("mix.alpha", 2.0),)),
-    Method("cutmix", "CutMix", mixing="cutmix", strengths=(("mix.alpha", 1.0),)),
-    Method("puzzlemix", "Puzzle Mix", mixing="puzzlemix", strengths=_PUZZLEMIX),
-    Method("noise", "Noise injections", noise=True, strengths=(("mix.alpha", 0.0), *_NFM_NOISE)),
-    Method("nfm", "NFM", mixing="manifold", noise=True, strengths=(("mix.alpha", 1.0), *_NFM_NOISE)),
-    Method("augmix", "AugMix (no JSD)", augmentations=True),
-    Method("augmix_jsd", "AugMix", augmentations=True, jsd=True),
+    Method("baseline", "Baseline", paper_row="Baseline", order=0, color="tab:gray"),
+    Method("mixup", "Mixup", mixing="input", strengths=(("mix.alpha", 1.0),), paper_row="Mixup", order=1,
+           color="tab:purple"),
+    Method("manifold_mixup", "Manifold Mixup", mixing="manifold", strengths=(("mix.alpha", 2.0),),
+           paper_row="Manifold Mixup", order=2, color="tab:pink"),
+    Method("cutmix", "CutMix", mixing="cutmix", strengths=(("mix.alpha", 1.0),), paper_row="CutMix", order=3,
+           color="tab:olive"),
+    # no order: Puzzle Mix came after our tables were first written, and sorts last (by name) there
+    Method("puzzlemix", "Puzzle Mix", mixing="puzzlemix", strengths=_PUZZLEMIX, paper_row="Puzzle Mix",
+           color="tab:brown"),
+    Method("noise", "Noise injections", noise=True, strengths=(("mix.alpha", 0.0), *_NFM_NOISE), order=4,
+           color="tab:cyan"),
+    Method("nfm", "NFM", mixing="manifold", noise=True, strengths=(("mix.alpha", 1.0), *_NFM_NOISE), paper_row="NFM",
+           order=5, color="tab:green"),
+    Method("augmix", "AugMix (no JSD)", augmentations=True, order=6, color="gold"),
+    Method("augmix_jsd", "AugMix", augmentations=True, jsd=True, paper_row="AugMix", order=7, color="tab:orange"),
     Method("augmix_noise_jsd", "AugMix + noise + JSD", augmentations=True, noise=True, jsd=True,
            strengths=(("mix.alpha", 0.0), *_NOISYMIX_NOISE)),
     Method("augmix_nfm", "AugMix + NFM (no JSD)", augmentations=True, mixing="manifold", noise=True,
@@ -195,13 +215,32 @@ for _method in (
     Method("augmix_manifold_jsd", "AugMix + Manifold Mixup + JSD", augmentations=True, mixing="manifold",
            jsd=True, strengths=(("mix.alpha", 1.0),)),
     Method("noisymix", "NoisyMix", augmentations=True, mixing="manifold", noise=True, jsd=True,
-           strengths=(("mix.alpha", 1.0), *_NOISYMIX_NOISE)),
+           strengths=(("mix.alpha", 1.0), *_NOISYMIX_NOISE), paper_row="NoisyMix (ours)", order=8, color="tab:red"),
 ):
     register_method(_method)
 del _method
 
 #: Rows of the paper we do not implement, said rather than silently missing.
 NOT_IMPLEMENTED = {"augmax": "AugMax (adversarial AugMix compositions; out of scope)"}
+#: the paper's rows of those, each printed just before the row of the method named
+NOT_IMPLEMENTED_ROWS: dict[str, str] = {"AugMax*": "noisymix"}
+
+
+def paper_rows() -> dict[str, str | None]:
+    """The paper's method rows (tab:results_cifar10 and after) -> our method (None: not implemented),
+    in the paper's order: the registered methods' ``paper_row`` in registration order, each of
+    ``NOT_IMPLEMENTED_ROWS`` before the method it precedes."""
+    rows: dict[str, str | None] = {}
+    for method in METHODS.values():
+        rows.update({row: None for row, before in NOT_IMPLEMENTED_ROWS.items() if before == method.name})
+        if method.paper_row is not None:
+            rows[method.paper_row] = method.name
+    return rows
+
+
+def table_order() -> list[str]:
+    """The registered methods that have a place (``order``) in our tables and figures, in that order."""
+    return [m.name for m in sorted((m for m in METHODS.values() if m.order is not None), key=lambda m: m.order)]
 
 
 def get_method(name: str) -> Method:
