@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from infra.folder_kind import KINDS, check_claim, claim_folder, folder_kind
-from infra.io import printable, write_text
-from infra.progress import progress
-from infra.provenance import provenance
 from noisymix_figures import plots
 from noisymix_figures.registry import portable
 from noisymix_figures.report import write_report_text
 from noisymix_figures.results import collect
 from noisymix_figures.tables import build_tables
+from noisymix_infra.folder_kind import KINDS, check_claim, claim_folder, folder_kind
+from noisymix_infra.io import printable, write_text
+from noisymix_infra.progress import progress
+from noisymix_infra.provenance import provenance
 
 __all__ = ["add_arguments", "make_figures", "run"]
 

@@ -16,11 +16,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, METHOD_ROWS
-from infra.io import write_bytes
-from infra.stats import interval
 from noisymix_figures.methods import method_colors, method_label, method_order
 from noisymix_figures.paper import paper_values
 from noisymix_figures.registry import NEEDS_IMAGENET, NEEDS_TOY, has_suite, needs_cifar, register
+from noisymix_infra.io import write_bytes
+from noisymix_infra.stats import interval
 
 __all__ = ["CATEGORY_FIGURES", "calibration_by_severity", "category_bars", "category_figure", "copy_figure",
            "corruption_examples", "imagenet_points", "robust_c_bars", "robust_c_vs_r", "toy_bars", "write_points"]

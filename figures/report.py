@@ -84,7 +84,7 @@ def _sign_verdict(ours: dict, base: dict, sign: float) -> str:
     both rows ran, as the summary's claims; Welch otherwise) lies on the paper's side of 0, *fails*
     when on the other, *within noise* when it covers
     0; *not enough seeds* with one seed on either side."""
-    from infra.stats import paired, t_quantile
+    from noisymix_infra.stats import paired, t_quantile
 
     a, b = ours.get("values"), base.get("values")
     if not a or not b or len(a) < 2 or len(b) < 2:
@@ -153,7 +153,7 @@ def _toy_section(results: Results) -> list[str]:
 
 
 def _provenance_line(record: dict[str, Any]) -> str:
-    """Which code wrote the report (``infra.provenance``): the commit, and whether it was dirty."""
+    """Which code wrote the report (``noisymix_infra.provenance``): the commit, and whether it was dirty."""
     commit = record.get("commit") or "unknown (not a git checkout)"
     dirty = {True: " (with uncommitted changes)", False: "", None: ""}[record.get("dirty")]
     return f"Written by the code at commit `{commit}`{dirty} on {record.get('written')}."

@@ -96,7 +96,7 @@ def _binding(config_path: Path, run_dir: Path, problems: list[str]) -> tuple[str
     group given as a number, a value of the wrong type) is left out, not tabulated (issue 41)."""
     from fullscale.run_record import config_sha256
     from fullscale.runs import check_run_config, split_run_record
-    from infra.io import read_json, sha256_file
+    from noisymix_infra.io import read_json, sha256_file
 
     try:
         config, _ = split_run_record(read_json(config_path), config_path)
@@ -143,7 +143,7 @@ def stale_evaluation(run_dir: str | Path, record: dict) -> str | None:
     """Why the evaluation ``record`` of the run ``run_dir`` cannot be reported today (a NaN metric,
     other weights, an edited or unreadable config.json), or ``None``: ``collect``'s check, for
     readers of single records (the reproduce summary)."""
-    from infra.io import sha256_file
+    from noisymix_infra.io import sha256_file
 
     run_dir = Path(run_dir)
     if not (run_dir / "config.json").exists():  # the weights and metrics alone are checked

@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infra.io import write_json, write_text
 from noisymix_figures.paper import paper_values
 from noisymix_figures.render import compare_table, ours_tables
 from noisymix_figures.seed_stats import seed_stats
 from noisymix_figures.table_defs import COMPARISONS, Comparison
+from noisymix_infra.io import write_json, write_text
 
 __all__ = ["comparison_record", "write_table"]
 
@@ -26,8 +26,8 @@ def write_table(out: str | Path, plan: Any) -> Path | None:
     the paper's tables this one fills (ours beside the paper's: mean (min / max) over seeds), then
     our own summary per (dataset, model); the JSON adds per-seed values and the std.  None when
     no run exists yet."""
-    from infra.provenance import provenance
     from noisymix_figures.results import collect
+    from noisymix_infra.provenance import provenance
 
     out = Path(out)
     if not (out / "runs").is_dir():

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from infra.io import write_json
+from noisymix_infra.io import write_json
 
 _NUMBER = r"-?\d+(?:\.\d+)?"
 

@@ -13,7 +13,7 @@ values, so any other value is refused instead of mixing two sets under one manif
 is bound by its content (``source_sha256``: the images and labels of a data set; every image's
 name, size and bytes of a tree), so a source changed in place is another source too.  One
 process at a time writes into a folder (a lock, as for `train`), and the folder is marked as a
--C or -P set (``infra.folder_kind``): a run, a sweep or a report folder given as
+-C or -P set (``noisymix_infra.folder_kind``): a run, a sweep or a report folder given as
 ``--out`` is refused in one line before anything is written.  ``--limit N`` takes the first N
 test images of a named data set (0, the default: all; a negative N is refused).
 """
@@ -33,10 +33,10 @@ from fullscale.corruptions import PARAMS, find_frost_dir
 from fullscale.corruptions.registry import NATIVE_SIDE
 from fullscale.corruptions.writer import check_names, check_tree, default_names, write_imagenet_c, write_npy_set
 from fullscale.data import DATASETS, load_dataset
-from infra.config import add_set_argument, apply_overrides
-from infra.folder_kind import check_claim, claim_folder, folder_kind
-from infra.io import directory_lock, printable, read_json, write_json
-from infra.validate import check_device_name, check_seed
+from noisymix_infra.config import add_set_argument, apply_overrides
+from noisymix_infra.folder_kind import check_claim, claim_folder, folder_kind
+from noisymix_infra.io import directory_lock, printable, read_json, write_json
+from noisymix_infra.validate import check_device_name, check_seed
 
 # The manifest fields that decide the content of every file: a rerun must match them all.
 _IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_photographs",
@@ -234,7 +234,7 @@ def _undo_start(out: Path, found: set[str] | None) -> None:
     """Remove what a refused or failed run added when it wrote no file of the set: the lock, the marker
     and the manifest, and the folder when this run made it (``found``: the names the folder held;
     ``None``: none).  A run that wrote a file keeps everything: a rerun resumes it."""
-    from infra.folder_kind import MARKER
+    from noisymix_infra.folder_kind import MARKER
 
     before = found or set()
     added = {".lock", MARKER, "manifest.json"} - before

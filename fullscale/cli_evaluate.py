@@ -19,8 +19,8 @@ from fullscale.data import Preprocess
 from fullscale.evaluation import FGSM_EPSILONS, SUITES, EvalOptions, evaluate
 from fullscale.evaluation.context import PROTOCOLS
 from fullscale.vocabulary import P_WEATHER_CHOICES
-from infra.config import add_set_argument, apply_overrides
-from infra.io import printable
+from noisymix_infra.config import add_set_argument, apply_overrides
+from noisymix_infra.io import printable
 
 __all__ = ["add_arguments", "run"]
 

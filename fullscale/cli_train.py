@@ -10,7 +10,7 @@ from pathlib import Path
 from fullscale.training.config import FLAT_KEYS, TrainConfig
 from fullscale.training.methods import NOT_IMPLEMENTED
 from fullscale.training.presets import PRESETS, resolve_config
-from infra.config import add_set_argument, apply_overrides, describe_keys
+from noisymix_infra.config import add_set_argument, apply_overrides, describe_keys
 
 __all__ = ["add_arguments", "run"]
 
@@ -45,8 +45,8 @@ def _resumed_config(args: argparse.Namespace) -> TrainConfig | None:
     from fullscale.run_record import grouped_config
     from fullscale.runs import split_run_record
     from fullscale.training.config import train_config_from_dict
-    from infra.folder_kind import check_claim
-    from infra.io import read_json
+    from noisymix_infra.folder_kind import check_claim
+    from noisymix_infra.io import read_json
 
     check_claim(out, "run")  # a config.json of the user's own or of another kind of folder is not read as a run's
     config, _ = split_run_record(read_json(out / "config.json"), out / "config.json")

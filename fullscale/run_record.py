@@ -53,7 +53,7 @@ def later_keys() -> dict[str, Any]:
     """Config keys (flat layout) added after runs were made, with the value that computes what those
     runs did: a run's identity is computed over them, so an old record and its re-read agree."""
     from fullscale.puzzlemix import PuzzleMixConfig
-    from infra.config import config_to_dict
+    from noisymix_infra.config import config_to_dict
 
     return {"stem_stride": 1, "ddp_draws": "shared", "sync_bn": False, "image_size": 224, "workers": 8,
             "decoder": "auto", "max_bad_fraction": 0.001, "checkpoint_every": 0, "lr_schedule": "cosine",
@@ -89,7 +89,7 @@ def flat_config(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def grouped_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """The grouped layout of a config dict, flat (an old run's ``config.json``) or already grouped,
-    for ``infra.config.config_from_dict(TrainConfig, ...)``; keys of neither layout are kept (and
+    for ``noisymix_infra.config.config_from_dict(TrainConfig, ...)``; keys of neither layout are kept (and
     refused there by name)."""
     grouped: dict[str, Any] = {}
     for key, value in flat_config(config).items():

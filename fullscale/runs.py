@@ -11,7 +11,7 @@ from torch import nn
 from fullscale.models import create_model
 from fullscale.models.external import build_model, load_weights
 from fullscale.run_record import flat_config
-from infra.io import load_state_dict, printable, read_json, read_state_dict
+from noisymix_infra.io import load_state_dict, printable, read_json, read_state_dict
 
 __all__ = ["append_metrics", "check_run_config", "load_bare_model", "load_run_model", "read_metrics",
            "split_run_record"]
@@ -117,6 +117,6 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
 
 
 def append_metrics(run_dir: str | Path, records: list[dict]) -> None:
-    from infra.io import write_text
+    from noisymix_infra.io import write_text
     write_text(Path(run_dir) / "metrics.jsonl",
                "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))

@@ -4,7 +4,7 @@ Each command lives next to the code it drives, in a module with two functions:
 ``add_arguments(parser)`` and ``run(args) -> int | None``.  This registry names them; only the
 module of the command being run is imported, so ``noisymix --help`` stays fast.
 
-Every command accepts ``--threads N`` the same way (``infra.threads``): torch's CPU threads while
+Every command accepts ``--threads N`` the same way (``noisymix_infra.threads``): torch's CPU threads while
 it runs, 0 for ``NOISYMIX_THREADS`` or the cores free at the start; a module's ``THREADS`` names its
 default.
 
@@ -23,8 +23,8 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from infra.arguments import OneLineParser
-from infra.threads import add_threads_argument, torch_threads
+from noisymix_infra.arguments import OneLineParser
+from noisymix_infra.threads import add_threads_argument, torch_threads
 
 __all__ = ["COMMANDS", "OneLineParser", "main"]
 
@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with torch_threads(args.threads):
             status = module.run(args)
     except _INPUT_ERRORS as error:
-        from infra.io import printable  # here, not at the top: `noisymix --help` imports no torch
+        from noisymix_infra.io import printable  # here, not at the top: `noisymix --help` imports no torch
 
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         print(f"noisymix {args.command}: error: {printable(message)}", file=sys.stderr)
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as error:  # a full disk, a read-only folder, ...: the system's reason, one line
         if error.errno is None:
             raise
-        from infra.io import printable
+        from noisymix_infra.io import printable
 
         where = f": {printable(error.filename)}" if error.filename else ""
         reason = error.strerror or errno.errorcode.get(error.errno, str(error.errno))

@@ -32,8 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra.io import directory_lock, read_json, write_json, write_text
 from noisymix_app.plans import PLANS, ReproducePlan
+from noisymix_infra.io import directory_lock, read_json, write_json, write_text
 
 __all__ = ["PLANS", "ReproducePlan", "add_arguments", "check_git_checkout", "reproduce",  # plans: noisymix_app.plans
            "run", "run_workers"]
@@ -170,7 +170,7 @@ def _command_step(step: _Step, finished: set, rerun: list[Path], command: Callab
 def _threads_used():
     """``used()``: the torch thread count a command step computed with.  The commands run in this
     process and set their own count for their work (``noisymix toy`` and ``verify``: 1 by default,
-    ``infra.threads.torch_threads``) and restore ours after it, so the count read after the
+    ``noisymix_infra.threads.torch_threads``) and restore ours after it, so the count read after the
     step is this process's, not the step's; the counts set meanwhile are watched instead (the last
     one set before the closing restore).  Several different counts: the largest."""
     import torch
@@ -238,7 +238,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     old = old if isinstance(old, dict) else {}
     other = _other_plan(old, log)
     if other and not fresh:  # finished work of another plan is deleted only when told to (issue 41)
-        from infra.io import printable
+        from noisymix_infra.io import printable
 
         raise ValueError(f"{printable(str(out))} holds the work of plan {other} (reproduce.json); plan {name} there "
                          "would replace its runs: give --fresh to do so, or another --out")
@@ -327,12 +327,12 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
 
 def run_workers(plan: ReproducePlan, pending: int) -> int:
     """How many runs go side by side: the plan's ``workers``, or for 0 the cores free as the runs
-    start (``infra.threads.auto_threads``), at least 1 and at most the runs to do.  Each run computes
+    start (``noisymix_infra.threads.auto_threads``), at least 1 and at most the runs to do.  Each run computes
     with one torch thread whatever this count is, so a busy machine takes longer and computes the
     same numbers (issue 40)."""
     if plan.workers:
         return max(1, min(plan.workers, max(pending, 1)))
-    from infra.threads import auto_threads
+    from noisymix_infra.threads import auto_threads
 
     return max(1, min(auto_threads(), max(pending, 1)))
 
@@ -358,7 +358,7 @@ def check_git_checkout(root: Path | None = None) -> None:
     """``--update-readme`` writes the summary into the README of a git checkout, naming its commit:
     refused (one line) where ``root`` (this code's tree) is not a checkout with a known commit,
     which would print commit ``unknown`` over the committed summary (issue 41)."""
-    from infra import provenance
+    from noisymix_infra import provenance
 
     root = provenance.ROOT if root is None else root
     if not (root / ".git").exists() or provenance.git_state().get("commit") is None:
@@ -370,7 +370,7 @@ def _claim(out: Path) -> None:
     """Mark ``out`` as a reproduce folder, refusing a run's or a -C set's folder in one line before
     anything is written (issue 32).  A folder of an earlier reproduce (``reproduce.json``, no marker)
     is ours although it also holds ``sweep/plan.json``, which ``folder_kind`` would take for a sweep."""
-    from infra.folder_kind import MARKER, claim_folder, mark_folder
+    from noisymix_infra.folder_kind import MARKER, claim_folder, mark_folder
 
     if (out / "reproduce.json").is_file() and not (out / MARKER).is_file():
         mark_folder(out, "reproduce")

@@ -26,10 +26,10 @@ import re
 from pathlib import Path
 
 from fullscale.training.methods import METHODS
-from infra.io import read_json, write_bytes, write_json, write_text
-from infra.provenance import git_state, machine
-from infra.stats import interval, paired
 from noisymix_figures.results import stale_evaluation
+from noisymix_infra.io import read_json, write_bytes, write_json, write_text
+from noisymix_infra.provenance import git_state, machine
+from noisymix_infra.stats import interval, paired
 from theory.results import checks_of, tally, tally_sentence
 
 __all__ = ["BEGIN", "CODE_PATHS", "CROSS_MACHINE_MARGIN", "END", "claim_metric", "cross_machine_margins", "main",

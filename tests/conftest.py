@@ -51,7 +51,7 @@ def crash_then_resume(crash_after_first_checkpoint):
     into ``resumed`` with the process dying right after its first checkpoint, then ``--resume``;
     return both final state dicts (an exact resume makes them equal)."""
     import fullscale.training.loop as trainer
-    from infra.io import load_state_dict
+    from noisymix_infra.io import load_state_dict
 
     def run(cfg, straight, resumed):
         trainer.train(cfg, straight)

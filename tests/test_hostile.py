@@ -94,7 +94,7 @@ def test_kill_9_then_resume_is_bit_identical_and_leaves_no_stale_lock(tmp_path):
 
     import torch
 
-    from infra.io import load_state_dict
+    from noisymix_infra.io import load_state_dict
     # one torch thread in every process: bit-identity is the contract for the same thread count on one
     # machine (a convolution's float sums may be split differently over 1 and 2 threads)
     digits = ["--set", "dataset=digits", "--set", "width=4", "--set", "epochs=3", "--set", "batch_size=32",
@@ -210,7 +210,7 @@ def imagenet_run(tmp_path):
     """A 1000-class run of `dataset: imagenet` (a tiny untrained model) and a 10-class val tree."""
     from fullscale.data.imagenet_fixture import write_imagenet_tree
     from fullscale.models import create_model
-    from infra.io import save_torch, write_json
+    from noisymix_infra.io import save_torch, write_json
 
     run = tmp_path / "run"
     save_torch(run / "final.pt", create_model("preactresnet18", 1000, width=4).state_dict())

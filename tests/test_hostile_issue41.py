@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from infra.folder_kind import MARKER, folder_kind, mark_folder
 from noisymix_app.cli import main
+from noisymix_infra.folder_kind import MARKER, folder_kind, mark_folder
 
 QUICK = ["--set", "width=4", "--set", "epochs=1", "--set", "batch_size=16", "--set", "train_subset=32",
          "--set", "dataset=digits"]
@@ -136,7 +136,7 @@ def test_verify_and_toy_out_refuse_a_folder_of_another_command_or_a_users_files(
 def test_every_evaluation_records_the_sha256_of_its_weights_and_config(results):
     from fullscale.run_record import config_sha256
     from fullscale.runs import split_run_record
-    from infra.io import read_json, sha256_file
+    from noisymix_infra.io import read_json, sha256_file
 
     run = results / "baseline-seed0"
     record = read_json(run / "eval" / "clean.json")
@@ -248,8 +248,8 @@ def test_a_symlinked_marker_is_not_trusted(tmp_path, capsys):
 
 
 def test_update_readme_is_refused_outside_a_git_checkout(tmp_path, capsys, monkeypatch):
-    from infra import provenance
     from noisymix_app.reproduce import check_git_checkout
+    from noisymix_infra import provenance
 
     with pytest.raises(ValueError, match="not a git checkout"):
         check_git_checkout(tmp_path)

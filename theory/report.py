@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from infra.io import write_bytes, write_json, write_text
-from infra.provenance import provenance
+from noisymix_infra.io import write_bytes, write_json, write_text
+from noisymix_infra.provenance import provenance
 from theory.checks import SLOPE_TOLERANCE, Check
 from theory.results import tally, tally_sentence, theory_record
 

@@ -1,6 +1,6 @@
 """The layout of ``theory.json``, written by ``noisymix verify`` and read by ``figures`` and
 ``reproduce``: ``{"checks": [row, ...], "provenance": {...}}`` (``theory.checks.Check.to_json``
-rows; ``infra.provenance.provenance()``).  Files written before the provenance was added are a
+rows; ``noisymix_infra.provenance.provenance()``).  Files written before the provenance was added are a
 bare list of rows; ``checks_of`` reads both.  No torch here: readers stay light."""
 
 from __future__ import annotations

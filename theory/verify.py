@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from infra.threads import torch_threads
+from noisymix_infra.threads import torch_threads
 from theory.calculus import eps_grid
 from theory.checks import Check
 from theory.checks_jsd import jsd_checks
@@ -61,7 +61,7 @@ def run_checks(
 ) -> tuple[list[Check], dict[str, float]]:
     """All checks of ``config``, in registry order, and the seconds each id took.
 
-    ``threads``: torch's CPU threads meanwhile (``infra.threads.torch_threads``), 1 by default:
+    ``threads``: torch's CPU threads meanwhile (``noisymix_infra.threads.torch_threads``), 1 by default:
     the checks are thousands of small tensor ops, a second intra-op thread buys nothing, and on
     a busy 2-core machine its spin-waiting made the run 10-20x slower (measured).  Restored after.
     """
@@ -87,7 +87,7 @@ def _start_symbolic() -> tuple[ProcessPoolExecutor | None, Future | None]:
 
 
 def _run_checks(config: VerifyConfig, progress: Callable | None) -> tuple[list[Check], dict[str, float]]:
-    from infra.progress import progress as bar
+    from noisymix_infra.progress import progress as bar
 
     eps = eps_grid(config.points, config.eps_low, config.eps_high)
     symbolic = config.symbolic and bool(set(SYMBOLIC_IDS) & set(config.ids))
@@ -125,7 +125,7 @@ def verify(out: str | Path, config: VerifyConfig | None = None, *, threads: int 
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out must be a directory, got the file {out}")
-    from infra.folder_kind import check_plain_out
+    from noisymix_infra.folder_kind import check_plain_out
 
     # the root, a run's or a set's folder, a user's own theory.md: refused before the checks (issue 41)
     check_plain_out(out, "theory.json", ("theory.md", "convergence.png"))

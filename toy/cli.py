@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from infra.config import apply_overrides, config_keys, config_to_dict
-from infra.io import write_bytes, write_json, write_text
-from infra.progress import progress
+from noisymix_infra.config import apply_overrides, config_keys, config_to_dict
+from noisymix_infra.io import write_bytes, write_json, write_text
+from noisymix_infra.progress import progress
 from toy.data import ToyDataConfig
 from toy.experiment import ExperimentConfig, run_experiment
 from toy.plots import plot_boundaries, plot_data
@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _apply_overrides(strengths: dict[str, dict[str, float]],
                      overrides: list[str]) -> dict[str, dict[str, float]]:
-    """``strengths`` with ``--set`` applied by ``infra.config.apply_overrides`` on ``Strengths``
+    """``strengths`` with ``--set`` applied by ``noisymix_infra.config.apply_overrides`` on ``Strengths``
     (components in their given order, so the report reads as before)."""
     changed = config_to_dict(apply_overrides(Strengths.from_dict(strengths), overrides))
     return {c: changed[c] for c in [*strengths, *(c for c in changed if c not in strengths)]}
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out {out} exists and is not a directory")
-    from infra.folder_kind import check_plain_out
+    from noisymix_infra.folder_kind import check_plain_out
 
     # the root, a run's or a set's folder, a user's own toy.md: refused before the experiment (issue 41)
     check_plain_out(out, "toy.json", ("toy.md", "decision_boundaries.png", "toy_data.png", "tuned.json"))

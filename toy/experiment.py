@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from infra.progress import progress
 from noisymix import generator_for
+from noisymix_infra.progress import progress
 from toy.data import ToyData, ToyDataConfig, make_toy_data
 from toy.schemes import PAPER_SCHEMES, SchemeConfig, check_schemes, scheme_config
 from toy.smoothness import Grid, make_grid, probability_field, smoothness

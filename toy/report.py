@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 import noisymix
-from infra.provenance import provenance
+from noisymix_infra.provenance import provenance
 from toy.claims import evaluate_claims
 from toy.experiment import MEASURES, ExperimentResult
 from toy.schemes import PAPER_ACCURACY, SCHEMES

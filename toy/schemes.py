@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from infra.config import config_from_dict
 from noisymix import MixConfig, NoiseConfig
+from noisymix_infra.config import config_from_dict
 
 __all__ = [
     "COMPONENTS",
@@ -74,7 +74,7 @@ class JsdStrengths:
 @dataclass(frozen=True)
 class Strengths:
     """Every component's strengths, as a config dataclass: ``noisymix toy --set KEY=VALUE``
-    overrides them with ``infra.config.apply_overrides``, the dialect of ``noisymix train
+    overrides them with ``noisymix_infra.config.apply_overrides``, the dialect of ``noisymix train
     --set`` (keys ``mix.alpha``, ``noise.noise_add``, ``noise.noise_mult``, ``jsd.jsd_weight``,
     ``jsd.view_sd``)."""
 

@@ -14,9 +14,9 @@ from fullscale.evaluation.context import EvalOptions
 from fullscale.evaluation.evaluate_run import bare_dataset, evaluate_model
 from fullscale.evaluation.suites import SUITES
 from fullscale.models.external import build_model, load_weights
-from infra.folder_kind import require_kind
-from infra.io import read_state_dict
-from infra.validate import check_device_name
+from noisymix_infra.folder_kind import require_kind
+from noisymix_infra.io import read_state_dict
+from noisymix_infra.validate import check_device_name
 
 __all__ = ["benchmark", "load_model", "state_sha256"]
 

@@ -42,8 +42,8 @@ from fullscale.augment.ops import (
     normalise,
     resample_normalised,
 )
-from infra.devices import to_device
 from noisymix.random import sample_beta, sample_dirichlet
+from noisymix_infra.devices import to_device
 
 __all__ = ["AugMixConfig", "augmix", "draw_chains"]
 

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from infra.devices import to_device
+from noisymix_infra.devices import to_device
 
 __all__ = ["random_crop_flip", "to_float"]
 

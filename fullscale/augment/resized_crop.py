@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from fullscale.augment.crop_flip import to_float
-from infra.devices import to_device
+from noisymix_infra.devices import to_device
 
 __all__ = ["draw_resized_crop_boxes", "interpolation_matrices", "random_resized_crop_flip"]
 

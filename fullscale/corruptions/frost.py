@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fullscale.data.image_files import open_image
-from infra.io import printable
+from noisymix_infra.io import printable
 
 __all__ = ["check_frost_photographs", "find_frost_dir", "frost_textures"]
 

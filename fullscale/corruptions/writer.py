@@ -35,9 +35,9 @@ from fullscale.corruptions.frost import check_frost_photographs, find_frost_dir
 from fullscale.corruptions.perturbations import FRAMES, PERTURBATIONS, perturbation_sequence
 from fullscale.corruptions.registry import CORRUPTIONS, SPECS, corrupt
 from fullscale.data.image_files import file_sha256, list_images, open_image, report_skipped, to_rgb
-from infra.io import atomic_write, printable, save_npy, write_bytes, write_json
-from infra.progress import progress
 from noisymix.random import generator_for
+from noisymix_infra.io import atomic_write, printable, save_npy, write_bytes, write_json
+from noisymix_infra.progress import progress
 
 __all__ = ["IMAGE_SUFFIXES", "check_names", "check_tree", "chunk_generator", "default_names", "write_imagenet_c",
            "write_npy_set"]

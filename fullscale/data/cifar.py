@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from fullscale.data.imageset import ImageSet, Split
-from infra.io import printable, write_bytes
+from noisymix_infra.io import printable, write_bytes
 
 LAYOUT = {
     "cifar10": {

@@ -28,8 +28,8 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset, default_collate
 
 from fullscale.data.image_files import list_images, open_image, report_skipped, to_rgb
-from infra.io import printable
-from infra.workers import worker_init_exiting_with_this_process
+from noisymix_infra.io import printable
+from noisymix_infra.workers import worker_init_exiting_with_this_process
 
 __all__ = ["IMAGE_SUFFIXES", "FolderSet", "Preprocess", "decode", "read_class_folders"]
 

@@ -30,7 +30,7 @@ from typing import BinaryIO
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from infra.io import printable
+from noisymix_infra.io import printable
 
 __all__ = [
     "MAX_IMAGE_PIXELS",

@@ -29,7 +29,7 @@ from fullscale.data.imagenet_crops import (
     sample_seed,
 )
 from fullscale.data.imagenet_files import ImageNetFiles, read_imagenet, read_val_folder
-from infra.workers import worker_init_exiting_with_this_process
+from noisymix_infra.workers import worker_init_exiting_with_this_process
 
 __all__ = ["DECODERS", "BadFiles", "Batch", "ImageNetFiles", "RunSampler", "StreamingImageNet", "TrainCrop",
            "crop_box", "decode_train", "read_imagenet", "read_val_folder", "resize_crop", "sample_seed",

@@ -26,7 +26,7 @@ from pathlib import Path
 from fullscale.data.folders import IMAGE_SUFFIXES, FolderSet, Preprocess, read_class_folders
 from fullscale.data.image_files import list_images, report_skipped
 from fullscale.data.wnids import imagenet_wnids
-from infra.io import printable
+from noisymix_infra.io import printable
 
 __all__ = ["ImageNetFiles", "read_imagenet", "read_val_folder"]
 

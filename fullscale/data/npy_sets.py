@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from infra.io import printable
+from noisymix_infra.io import printable
 
 __all__ = ["CorruptedSet", "PerturbedSet", "read_c_set", "read_p_set"]
 

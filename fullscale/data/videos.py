@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from infra.io import printable
+from noisymix_infra.io import printable
 
 __all__ = ["VideoSet", "decode_video", "read_video_folders"]
 

@@ -46,8 +46,8 @@ from fullscale.vocabulary import (
     EXTRA_CORRUPTIONS,
     NOISE_CORRUPTIONS,
 )
-from infra.io import printable
-from infra.progress import progress
+from noisymix_infra.io import printable
+from noisymix_infra.progress import progress
 
 __all__ = ["corrupted_npy", "imagenet_c", "imagenet_r"]
 

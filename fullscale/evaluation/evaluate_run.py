@@ -35,10 +35,10 @@ from fullscale.evaluation.robustbench import check_protocol
 from fullscale.evaluation.suites import RESUMABLE, SUITES, run_suite
 from fullscale.run_record import config_sha256
 from fullscale.runs import load_bare_model, load_run_model, split_run_record
-from infra.folder_kind import KINDS, check_out_path, folder_kind, require_kind
-from infra.io import data_fingerprint, directory_lock, printable, read_json, sha256_file, write_json
-from infra.provenance import provenance
-from infra.validate import check_device_name
+from noisymix_infra.folder_kind import KINDS, check_out_path, folder_kind, require_kind
+from noisymix_infra.io import data_fingerprint, directory_lock, printable, read_json, sha256_file, write_json
+from noisymix_infra.provenance import provenance
+from noisymix_infra.validate import check_device_name
 
 __all__ = ["Float32", "bare_dataset", "evaluate", "evaluate_model"]
 

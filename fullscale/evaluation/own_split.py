@@ -35,7 +35,7 @@ from fullscale.metrics import (
     rms_calibration_error,
     temperature_scaled,
 )
-from infra.progress import progress
+from noisymix_infra.progress import progress
 
 __all__ = ["calibration", "clean", "fgsm"]
 

@@ -33,7 +33,7 @@ from fullscale.metrics import (
 from fullscale.vocabulary import (
     P_COLUMNS,
 )
-from infra.progress import progress
+from noisymix_infra.progress import progress
 
 __all__ = ["imagenet_p", "perturbed_npy"]
 

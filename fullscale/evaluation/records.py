@@ -14,7 +14,7 @@ from fullscale.data import (
     FolderSet,
 )
 from fullscale.evaluation.context import Context
-from infra.io import printable, sha256_file
+from noisymix_infra.io import printable, sha256_file
 
 
 def file_record(path: Path, count: int) -> dict:

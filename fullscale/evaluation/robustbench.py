@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from fullscale.data import FolderSet, Preprocess
-from infra.io import printable
+from noisymix_infra.io import printable
 
 __all__ = ["RES224", "RES256_CROP224", "SUITES", "check_protocol", "listed_images", "read_image_list",
            "robustbench_summary"]

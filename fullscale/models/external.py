@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from fullscale.models.registry import IMAGENET_MEAN_STD, Normalize, create_model, list_models
-from infra.io import printable
+from noisymix_infra.io import printable
 
 __all__ = ["build_model", "external_spec", "load_weights"]
 

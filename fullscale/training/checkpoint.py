@@ -18,7 +18,7 @@ the same computation have the same ``config_identity``.
 
 Everything a run reads is checked before the run folder is made or locked, so a command refused
 for its input leaves nothing behind (a CIFAR ``train`` without ``--data-root`` left ``RUN/.lock``;
-issue 32); the folder is claimed as a training run (``infra.folder_kind``): a -C/-P set, sweep or
+issue 32); the folder is claimed as a training run (``noisymix_infra.folder_kind``): a -C/-P set, sweep or
 report folder given as ``--out`` is refused in one line before anything is written into it
 (``check_out``), and a run that fails before its first checkpoint leaves the folder as it found it
 (``undo_start``).
@@ -42,10 +42,10 @@ from fullscale.training.config import TrainConfig
 from fullscale.training.data import InMemoryData, data_sha256
 from fullscale.training.generators import Generators
 from fullscale.training.process import Process
-from infra.config import config_to_dict
-from infra.folder_kind import MARKER, check_claim
-from infra.io import load_state_dict, printable, read_json, save_torch, sha256_file
-from infra.provenance import now, provenance
+from noisymix_infra.config import config_to_dict
+from noisymix_infra.folder_kind import MARKER, check_claim
+from noisymix_infra.io import load_state_dict, printable, read_json, save_torch, sha256_file
+from noisymix_infra.provenance import now, provenance
 
 __all__ = ["check_out", "check_same_config", "check_same_data",
            "checkpoint_state", "config_identity", "restore_checkpoint", "run_record", "save_checkpoint",
@@ -57,7 +57,7 @@ _RUN_FACTS = ("num_classes", "model_kwargs", "train_images", "data_source")
 
 def check_out(out: Path, resume: bool) -> None:
     """What can be said of ``--out`` before anything is read or written: a file, a folder of
-    another kind than a run (a -C set, a sweep, ...: ``infra.folder_kind``), a finished
+    another kind than a run (a -C set, a sweep, ...: ``noisymix_infra.folder_kind``), a finished
     or started run without ``resume``."""
     # a file, the root, a folder inside a run or a set, one of another kind, or the user's own config.json
     check_claim(out, "run", "--out")

@@ -17,10 +17,10 @@ from fullscale.augment import AugMixConfig
 from fullscale.models.preact_resnet import check_stem_stride
 from fullscale.puzzlemix import PuzzleMixConfig
 from fullscale.run_record import FLAT_KEYS, flat_config, grouped_config
-from infra.config import check_types, config_from_dict
-from infra.validate import check_device_name, check_seed
 from noisymix.loss import PUBLIC_CODE_JSD_WEIGHT
 from noisymix.mixing import MixConfig
+from noisymix_infra.config import check_types, config_from_dict
+from noisymix_infra.validate import check_device_name, check_seed
 
 __all__ = ["FLAT_KEYS", "DataConfig", "ModelConfig", "OptimConfig", "RuntimeConfig", "TrainConfig", "TransferConfig",
            "flat_config", "grouped_config", "train_config_from_dict"]
@@ -156,7 +156,7 @@ class TrainConfig:
     """Defaults are the public NoisyMix CIFAR recipe: SGD Nesterov 0.9, lr 0.1, weight decay
     5e-4, batch 128, 200 epochs, cosine schedule per step down to 1e-6."""
 
-    #: ``--set lr=0.05`` is ``--set optim.lr=0.05`` (``infra.config.apply_overrides`` reads this)
+    #: ``--set lr=0.05`` is ``--set optim.lr=0.05`` (``noisymix_infra.config.apply_overrides`` reads this)
     KEY_ALIASES: ClassVar[dict[str, str]] = FLAT_KEYS
 
     preset: str = "baseline"  # the preset's name (set by --preset; recorded, not read)

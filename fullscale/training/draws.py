@@ -51,9 +51,9 @@ from fullscale.augment import augmix, to_float
 from fullscale.training.config import TrainConfig
 from fullscale.training.data import DeviceTransform, device_transform
 from fullscale.training.methods import Method
-from infra.devices import to_device
 from noisymix.mixing import MixDraw
 from noisymix.random import sample_beta
+from noisymix_infra.devices import to_device
 
 __all__ = ["VIEW_CHUNK_BYTES", "ChunkGenerators", "RunDraws", "StepDraws", "chunk_generators", "chunk_steps",
            "draw_chunk", "draw_step", "make_views", "stage_choices", "step_mix_config"]

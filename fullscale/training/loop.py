@@ -61,10 +61,10 @@ from fullscale.training.process import Process, build_models, start_process
 from fullscale.training.schedule import make_optimizer, make_scheduler
 from fullscale.training.step import drawn_step_loss, epoch_entry, epoch_sums, history_row
 from fullscale.training.transfer import check_config, set_train_mode
-from infra.folder_kind import claim_folder
-from infra.io import directory_lock, save_torch, write_json
-from infra.progress import progress
-from infra.provenance import now
+from noisymix_infra.folder_kind import claim_folder
+from noisymix_infra.io import directory_lock, save_torch, write_json
+from noisymix_infra.progress import progress
+from noisymix_infra.provenance import now
 
 __all__ = ["train"]
 

@@ -57,11 +57,11 @@ from fullscale.training.step import (
     method_loss,
     mix_features,
 )
-from infra.folder_kind import claim_folder, require_kind
-from infra.io import directory_lock, load_state_dict, read_json, save_torch, write_json
-from infra.progress import progress
-from infra.provenance import now
 from noisymix.mixing import mix_targets
+from noisymix_infra.folder_kind import claim_folder, require_kind
+from noisymix_infra.io import directory_lock, load_state_dict, read_json, save_torch, write_json
+from noisymix_infra.progress import progress
+from noisymix_infra.provenance import now
 
 __all__ = ["MemberLinear", "groupable", "member_state_dicts", "stack_models", "stack_state_dicts", "train_members"]
 

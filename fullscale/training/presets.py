@@ -39,7 +39,7 @@ from typing import Any
 from fullscale.training.config import TrainConfig
 from fullscale.training.methods import METHODS, NOT_IMPLEMENTED, get_method
 from fullscale.vocabulary import ABLATION_ROWS, METHOD_ROWS, TRANSFER_MODEL, TRANSFER_ROWS
-from infra.config import apply_overrides
+from noisymix_infra.config import apply_overrides
 
 __all__ = ["PRESETS", "PUZZLEMIX_PUBLIC_RECIPE", "preset_overrides", "resolve_config"]
 
@@ -179,14 +179,14 @@ PRESETS: dict[str, Preset] = {**_all_presets(), **_imagenet_presets(), **_digits
 
 
 def preset_overrides(name: str, method: str | None = None) -> list[str]:
-    """The ``key=value`` overrides of a preset, for ``infra.config.apply_overrides``.
+    """The ``key=value`` overrides of a preset, for ``noisymix_infra.config.apply_overrides``.
 
     ``method``: the method the run will train, where ``--set method=...`` changes the preset's;
     then the preset's method defaults are left out (the new method brings its own)."""
     if name in NOT_IMPLEMENTED:
         raise ValueError(f"preset {name!r} is not implemented: {NOT_IMPLEMENTED[name]}")
     if name not in PRESETS:
-        from infra.io import printable  # io imports torch; listing presets does not need it
+        from noisymix_infra.io import printable  # io imports torch; listing presets does not need it
 
         # the names closest to the one typed (``digit-noisymix``: digits-noisymix), not the list's first
         close = difflib.get_close_matches(str(name), [*PRESETS, *NOT_IMPLEMENTED], n=3, cutoff=0.5)

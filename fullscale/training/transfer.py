@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor, nn
 
-from infra.io import read_state_dict
+from noisymix_infra.io import read_state_dict
 
 if TYPE_CHECKING:
     from fullscale.training.config import TrainConfig

@@ -19,7 +19,7 @@ from types import ModuleType
 
 import torch
 
-from infra.arguments import OneLineParser
+from noisymix_infra.arguments import OneLineParser
 
 __all__ = ["check", "check_device", "options", "parser_for"]
 

@@ -24,7 +24,7 @@ import torch
 from PIL import Image, ImageOps
 
 from fullscale.augment import AugMixConfig, augmix, to_float
-from infra.threads import torch_threads
+from noisymix_infra.threads import torch_threads
 
 _SEVERITY, _WIDTH = 3, 3  # the public code's defaults (AugMixConfig() below)
 

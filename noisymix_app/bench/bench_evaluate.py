@@ -31,8 +31,8 @@ from fullscale.evaluation import (
 )
 from fullscale.models import create_model
 from fullscale.vocabulary import CORRUPTIONS
-from infra.io import save_npy
 from noisymix_app.bench._timing import best_seconds
+from noisymix_infra.io import save_npy
 
 FULL = 15 * 5 * 10_000
 

@@ -57,9 +57,9 @@ from typing import Any
 
 import torch
 
-from infra.io import write_json, write_text
-from infra.provenance import provenance
 from noisymix_app.bench._gpu_figures import OPTIONAL_BENCHMARKS, FigureContext, gpu_figures  # noqa: F401 (handed on)
+from noisymix_infra.io import write_json, write_text
+from noisymix_infra.provenance import provenance
 
 #: this module writes its own files into the ``--out`` folder (the front door must not)
 WRITES_OUT_DIR = True

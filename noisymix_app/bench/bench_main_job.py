@@ -51,7 +51,7 @@ def _where(log: dict) -> dict[str, float]:
 
 
 def _one(plan: str, folder: Path, fresh: bool) -> dict:
-    from infra.io import read_json
+    from noisymix_infra.io import read_json
 
     command = [sys.executable, "-m", "noisymix_app.cli", "reproduce", "--plan", plan, "--out", str(folder),
                *(("--fresh",) if fresh else ())]

@@ -22,7 +22,7 @@ from fullscale.training.config import TrainConfig
 from fullscale.training.loop import train
 from fullscale.training.members import train_members
 from fullscale.training.methods import get_method
-from infra.config import apply_overrides
+from noisymix_infra.config import apply_overrides
 
 __all__ = ["add_arguments", "run"]
 

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from fullscale.training.config import TrainConfig
-from infra.config import apply_overrides
-from infra.io import read_json
-from infra.stats import interval, mdd80, paired
+from noisymix_infra.config import apply_overrides
+from noisymix_infra.io import read_json
+from noisymix_infra.stats import interval, mdd80, paired
 
 __all__ = ["add_arguments", "run"]
 

@@ -36,8 +36,8 @@ from fullscale.puzzlemix import PuzzleMixConfig, block_costs, saliency, solve_ma
 from fullscale.training.methods import METHODS
 from fullscale.training.presets import resolve_config
 from fullscale.training.step import step_loss
-from infra.provenance import provenance
 from noisymix_app.bench._timing import best_seconds
+from noisymix_infra.provenance import provenance
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@ proxies of the GPU step's cost).
 A GPU step of a small model is bound by kernel launches and by the host waiting for the device:
 every ``.item()``, ``nonzero``, boolean mask or device-to-host copy drains the queue the step's
 own kernels need.  The same Python code dispatches the same aten operations on the CPU, so counting
-them there (``infra.op_count.OpCounter`` around ``noisymix train``) measures the GPU step's
+them there (``noisymix_infra.op_count.OpCounter`` around ``noisymix train``) measures the GPU step's
 overhead without a GPU.  Per step, as the difference of two runs (one epoch on N and on 2N digits):
 what every step costs, with what a run pays once (model, data, checks at the end) cancelled.
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from infra.op_count import OpCounter
+from noisymix_infra.op_count import OpCounter
 
 __all__ = ["count_step_ops", "gpu_shaped"]
 

@@ -20,7 +20,7 @@ as more than the cap.  The policies:
   while; ``GOMP_SPINCOUNT=300000`` is libgomp's documented default, set so the CLI leaves it);
 - ``passive-all``: one thread per usable core, ``OMP_WAIT_POLICY=PASSIVE``;
 - ``one``: one thread;
-- ``auto``: nothing set, the CLI's default (``infra.threads``: the cores free at the start).
+- ``auto``: nothing set, the CLI's default (``noisymix_infra.threads``: the cores free at the start).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from infra.threads import ENV, usable_cores
+from noisymix_infra.threads import ENV, usable_cores
 
 __all__ = ["POLICIES", "add_arguments", "run"]
 

@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Run under ``noisymix bench``'s ``--threads`` (``infra.threads``); the command in-process
+    """Run under ``noisymix bench``'s ``--threads`` (``noisymix_infra.threads``); the command in-process
     inherits that count."""
     if args.seeds < 1 or args.epochs < 1:
         raise ValueError(f"--seeds and --epochs must be >= 1, got {args.seeds} and {args.epochs}")

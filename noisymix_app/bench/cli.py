@@ -18,10 +18,10 @@ from pathlib import Path
 
 import torch
 
-from infra.io import printable, read_json, write_json
-from infra.provenance import provenance
-from infra.threads import add_threads_argument, torch_threads
 from noisymix_app.bench._options import check, parser_for
+from noisymix_infra.io import printable, read_json, write_json
+from noisymix_infra.provenance import provenance
+from noisymix_infra.threads import add_threads_argument, torch_threads
 
 BENCHMARKS: dict[str, str] = {
     "augmix": "noisymix_app.bench.bench_augmix",
@@ -81,7 +81,7 @@ def check_out(out: str, *, folder: bool = False) -> None:
     """Refuse (one line) an ``--out`` this command may not write: a file that is not a result of ours
     (a run's final.pt, a -C set's labels.npy), a folder (for a result file), and for ``bench gpu``
     (``folder``) a file, a folder of another command, or one whose gpu.json is not ours."""
-    from infra.folder_kind import KINDS, check_out_path, folder_kind
+    from noisymix_infra.folder_kind import KINDS, check_out_path, folder_kind
 
     path = Path(out)
     if folder:
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     own = parser_for(module, prog=f"noisymix bench {args.name}")
     # --out/--device may come before or after the name; the benchmark's options follow it.
     own.set_defaults(out=args.out, device=args.device)
-    # --threads as every command (infra.threads): given after the name, else before it, else the
+    # --threads as every command (noisymix_infra.threads): given after the name, else before it, else the
     # benchmark's own default (its THREADS), else NOISYMIX_THREADS or torch's.
     outer = getattr(args, "threads", None)
     add_threads_argument(own, outer if outer is not None else getattr(module, "THREADS", None))

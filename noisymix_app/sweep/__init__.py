@@ -7,7 +7,7 @@ complete for that ``final.pt``.  So the same command, run again, skips finished 
 ones from ``checkpoint.pt`` (the trainer's exact resume) and evaluates what is missing.  Before any
 run starts, the plan's inputs are checked (``plan_files.check_inputs``: the training data, a transfer
 run's source weights, the evaluations' -C/-P folders), and ``DIR`` is claimed as a sweep folder
-(``infra.folder_kind``).  A finished transfer run whose source weights changed since (by the sha256
+(``noisymix_infra.folder_kind``).  A finished transfer run whose source weights changed since (by the sha256
 its ``config.json`` recorded) is *stale*: reported, neither retrained nor counted done.
 
 One idea per module:

@@ -2,7 +2,7 @@
 
 Before any run starts, the plan's inputs are checked (``check_inputs``: the training data, a
 transfer run's source weights, the evaluations' -C/-P folders), and ``DIR`` is claimed as a sweep
-folder (``infra.folder_kind``); ``--dry-run`` lists the runs with their estimated device-hours
+folder (``noisymix_infra.folder_kind``); ``--dry-run`` lists the runs with their estimated device-hours
 and what would stop them, and runs nothing.
 """
 
@@ -12,7 +12,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from infra.io import read_json
 from noisymix_app.sweep.estimates import estimate_hours, estimate_source
 from noisymix_app.sweep.local import run_local
 from noisymix_app.sweep.plan import ANALOGUE, TABLES, Plan, RunSpec, build_plan
@@ -27,6 +26,7 @@ from noisymix_app.sweep.state import (
     stored_config,
     sweep_dir,
 )
+from noisymix_infra.io import read_json
 
 __all__ = ["add_arguments", "dry_run_text", "run", "status_text"]
 
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="output folder (runs/, table/, sweep/)")
     parser.add_argument("--launcher", choices=("local", "slurm"), default="local")
     from fullscale.run_record import FLAT_KEYS
-    from infra.config import add_set_argument
+    from noisymix_infra.config import add_set_argument
 
     add_set_argument(parser, "--set epochs=100", "every run's training config (part of what the run computes)",
                      aliases=FLAT_KEYS)
@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     if args.seeds > MAX_SEEDS:  # before the plan: a million seeds planned for minutes without a word
         raise ValueError(f"--seeds {args.seeds} is more than {MAX_SEEDS} seeds per row (the paper: 5)")
     if args.out is not None and not args.dry_run:
-        from infra.folder_kind import check_claim
+        from noisymix_infra.folder_kind import check_claim
 
         check_claim(args.out, "sweep")  # the root, a file, a run's or a set's folder: before any planning
     # with the other arguments, before any plan: a slurm submission or a dry run ignored a bad --members
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.out:
         raise ValueError("--out DIR is required")
     out = Path(args.out)
-    from infra.folder_kind import claim_folder
+    from noisymix_infra.folder_kind import claim_folder
 
     claim_folder(out, "sweep")  # not a run's or a -C set's folder (issue 32), before anything is written
     for spec in plan.runs:  # refuse before anything runs: no run may mix two configs

@@ -17,9 +17,9 @@ import time
 import traceback
 from pathlib import Path
 
-from infra.io import directory_lock
 from noisymix_app.sweep.plan import RunSpec
 from noisymix_app.sweep.state import check_config, eval_done, read_state, sweep_dir, write_state
+from noisymix_infra.io import directory_lock
 
 __all__ = ["RunFailed", "execute_run", "ran_on"]
 
@@ -86,7 +86,7 @@ def ran_on() -> dict:
     """Where and how a step computed, recorded when it ran (a report describes the work that made
     its numbers, not the last invocation; issue 32): the CPU, torch's CPU kernels, torch's threads
     in the process that ran it, the host, torch's version, the time it finished."""
-    from infra.provenance import machine, now
+    from noisymix_infra.provenance import machine, now
 
     found = machine()
     return {"cpu_model": found["cpu_model"], "cpu_capability": found["cpu_capability"],

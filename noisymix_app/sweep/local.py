@@ -20,12 +20,12 @@ import sys
 import time
 from pathlib import Path
 
-from infra.progress import progress
 from noisymix_app.sweep.execute import RunFailed, execute_run
 from noisymix_app.sweep.plan import Plan, RunSpec
 from noisymix_app.sweep.plan_files import write_plan
 from noisymix_app.sweep.state import read_state, run_state, stale_reason, sweep_dir, write_state
 from noisymix_app.sweep.table import refresh_table
+from noisymix_infra.progress import progress
 
 __all__ = ["run_local"]
 
@@ -149,7 +149,7 @@ def _member_groups(out: Path, pending: list[RunSpec], members: int) -> dict[str,
     """Pending runs to train as stacked groups: up to ``members`` runs whose configs differ only in
     the seed and none of which is trained yet, by the name of each group's first run."""
     from fullscale.training.members import groupable
-    from infra.config import config_to_dict
+    from noisymix_infra.config import config_to_dict
 
     by_config: dict[str, list[RunSpec]] = {}
     for spec in pending:
@@ -182,10 +182,10 @@ def _train_group(out: Path, group: list[RunSpec]) -> float:
 def _serial(plan: Plan, out: Path, pending: list[RunSpec], retries: int, counts: dict, finished, show,
             members: int = 1, threads: int = 0) -> None:
     """One run after another in this process.  Each run's torch threads are decided when it starts
-    (``infra.threads.torch_threads``: ``threads`` when > 0, else ``NOISYMIX_THREADS`` or the
+    (``noisymix_infra.threads.torch_threads``: ``threads`` when > 0, else ``NOISYMIX_THREADS`` or the
     cores free then), not once for the whole invocation: a long ``noisymix reproduce`` kept the count
     sampled at its start while the machine's load changed (issue 32)."""
-    from infra.threads import torch_threads
+    from noisymix_infra.threads import torch_threads
 
     groups = _member_groups(out, pending, members) if members > 1 else {}
     trained: dict[str, float] = {}  # run -> its share of its group's training seconds

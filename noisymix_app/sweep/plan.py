@@ -198,7 +198,7 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
     ``sources`` (results_transfer): the ImageNet ResNet-50 state dict of each row's source model,
     by its method name (``baseline``, ``noisymix``, ...); a row without one is left out, with a note."""
     from fullscale.training.presets import PRESETS
-    from infra.config import config_to_dict
+    from noisymix_infra.config import config_to_dict
 
     seeds, overrides, suite_roots = tuple(seeds), tuple(overrides), dict(suite_roots or {})
     _check_names(table, suite_roots, dict(sources or {}))

@@ -8,9 +8,9 @@ import dataclasses
 from pathlib import Path
 
 from fullscale.data.registry import BUILT_IN
-from infra.io import write_json
 from noisymix_app.sweep.plan import EvalSpec, Plan, RunSpec
 from noisymix_app.sweep.state import sweep_dir
+from noisymix_infra.io import write_json
 
 __all__ = ["check_inputs", "plan_dict", "plan_from_dict", "write_plan"]
 
@@ -80,8 +80,8 @@ def check_inputs(plan: Plan) -> list[str]:
     training data of a data set that needs a folder, a transfer run's source weights, the data
     folder of an evaluation (and that it is a -C / -P set where the suite needs ours).  Without
     it a CIFAR sweep without --data-root started 16 runs that failed one by one (issue 32)."""
-    from infra.folder_kind import require_kind
-    from infra.io import printable
+    from noisymix_infra.folder_kind import require_kind
+    from noisymix_infra.io import printable
 
     problems: list[str] = []
 
@@ -129,6 +129,6 @@ def check_inputs(plan: Plan) -> list[str]:
 
 
 def write_plan(out: Path, plan: Plan) -> None:
-    from infra.provenance import provenance
+    from noisymix_infra.provenance import provenance
 
     write_json(sweep_dir(out) / "plan.json", {**plan_dict(plan), "provenance": provenance()})

@@ -2,7 +2,7 @@
 evaluations are done, and whether a finished run is stale.
 
 ``DIR/sweep/state/<run>.json`` holds a run's state, attempts and error; ``DIR/sweep/locks/<run>/.lock``
-is the lock of the process working on it (``infra.io.directory_lock``, an ``fcntl.flock``, which
+is the lock of the process working on it (``noisymix_infra.io.directory_lock``, an ``fcntl.flock``, which
 Linux's NFS client (>= 2.6.12) turns into an NFS byte-range lock that the server arbitrates (NLM on
 NFSv3, built into NFSv4), so it holds across the nodes of a cluster, and the kernel drops it when its
 process dies: no stale lock after ``kill -9`` or a node's preemption).  It does NOT hold across nodes
@@ -21,8 +21,8 @@ import socket
 import time
 from pathlib import Path
 
-from infra.io import directory_lock, read_json, write_json
 from noisymix_app.sweep.plan import RunSpec, config_identity
+from noisymix_infra.io import directory_lock, read_json, write_json
 
 __all__ = ["check_config", "eval_done", "read_state", "run_record", "run_state", "stale_reason", "stored_config",
            "sweep_dir", "write_state"]
@@ -72,7 +72,7 @@ def check_config(spec: RunSpec, run_dir: Path):
     differences when the folder holds a run of another configuration.  A run made under another
     preset name with the same configuration (a shared table row) keeps its stored preset name,
     so the trainer's own check on resume accepts it."""
-    from infra.config import config_to_dict
+    from noisymix_infra.config import config_to_dict
 
     cfg = spec.config()
     stored = stored_config(run_dir)
@@ -94,7 +94,7 @@ def eval_done(run_dir: Path, ev) -> bool:
     """``ev`` (an EvalSpec) is done: a complete evaluation of the run's final weights on the data
     ``ev`` names (another ``--suite-root`` is another evaluation, not a finished one, and so is the
     same folder generated anew: its ``data_fingerprint`` changed; issue 23)."""
-    from infra.io import data_fingerprint, sha256_file
+    from noisymix_infra.io import data_fingerprint, sha256_file
 
     path = run_dir / "eval" / f"{ev.suite}.json"
     if not path.is_file() or not (run_dir / "final.pt").is_file():
@@ -119,7 +119,7 @@ def eval_done(run_dir: Path, ev) -> bool:
 @functools.lru_cache(maxsize=64)
 def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
     """The sha256 of a file, once per (path, size, mtime): a status looks at every run's source."""
-    from infra.io import sha256_file
+    from noisymix_infra.io import sha256_file
 
     return sha256_file(path)
 
@@ -129,7 +129,7 @@ def stale_reason(run_dir: Path) -> str | None:
     ``source_weights`` replaced (or removed) after it trained, by the sha256 recorded in its
     ``config.json`` (a sweep kept saying "done" with the old checksum; issue 32).  None: not stale."""
     from fullscale.runs import split_run_record
-    from infra.io import printable
+    from noisymix_infra.io import printable
 
     path = run_dir / "config.json"
     if not path.is_file():

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from infra.io import directory_lock
 from noisymix_app.sweep.plan import Plan
 from noisymix_app.sweep.state import sweep_dir
 from noisymix_figures.sweep_table import write_table
+from noisymix_infra.io import directory_lock
 
 __all__ = ["refresh_table"]
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from infra.io import sha256_file
 from noisymix_app.sweep.plan import Plan, RunSpec
 from noisymix_app.sweep.plan_files import write_plan
+from noisymix_infra.io import sha256_file
 
 
 @pytest.fixture()

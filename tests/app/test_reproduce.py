@@ -69,8 +69,8 @@ def _fake_runs(monkeypatch, calls):
     an argv-like list and write the files that mark the step done."""
     import fullscale.evaluation as evaluation
     import fullscale.training.loop as trainer
-    from infra.config import config_to_dict
-    from infra.io import data_fingerprint, sha256_file
+    from noisymix_infra.config import config_to_dict
+    from noisymix_infra.io import data_fingerprint, sha256_file
 
     def train(cfg, run, resume):
         calls.append(["train", str(run)])
@@ -147,8 +147,8 @@ def test_each_run_gets_its_line_with_percent_elapsed_and_what_is_left(tmp_path):
     """Issue 22, item 4: a run's line when it finishes, accuracies in %, elapsed and an estimate."""
     import time
 
-    from infra.io import write_json
     from noisymix_app.reproduce import _progress_line
+    from noisymix_infra.io import write_json
 
     evals = tmp_path / "runs" / "nfm-seed0" / "eval"
     evals.mkdir(parents=True)
@@ -166,9 +166,9 @@ def test_each_run_gets_its_line_with_percent_elapsed_and_what_is_left(tmp_path):
 def test_a_second_reproduce_on_one_folder_and_a_failing_step_are_one_line(tmp_path, monkeypatch, capsys):
     """Issue 23: a failing step was a RuntimeError traceback; a second concurrent `reproduce` on
     the folder reported "failed: None"."""
-    from infra.io import directory_lock
     from noisymix_app import reproduce as job
     from noisymix_app.cli import main
+    from noisymix_infra.io import directory_lock
 
     out = tmp_path / "out"
     with directory_lock(out, "reproducing"):  # another process's job holds the folder
@@ -184,8 +184,8 @@ def test_a_second_reproduce_on_one_folder_and_a_failing_step_are_one_line(tmp_pa
 
 
 def test_reproduce_refuses_a_run_folder_and_keeps_its_own_older_folders(tmp_path, capsys):
-    from infra.folder_kind import folder_kind
     from noisymix_app.reproduce import _claim
+    from noisymix_infra.folder_kind import folder_kind
 
     run = tmp_path / "run"
     run.mkdir()

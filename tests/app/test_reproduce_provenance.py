@@ -55,7 +55,7 @@ def test_a_command_step_records_the_threads_it_computed_with(tmp_path, monkeypat
     names the step's count, not the one read after it."""
     import torch
 
-    from infra.threads import torch_threads
+    from noisymix_infra.threads import torch_threads
 
     _fake_runs(monkeypatch, [])
     fake = _fake_command([])

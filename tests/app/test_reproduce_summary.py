@@ -104,7 +104,7 @@ def test_the_summary_records_the_machine_that_made_it():
     import numpy
     import torch
 
-    from infra.provenance import machine
+    from noisymix_infra.provenance import machine
 
     m = machine()
     assert m["versions"]["torch"].split("+")[0] == torch.__version__.split("+")[0]

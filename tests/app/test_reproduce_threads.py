@@ -26,12 +26,12 @@ def _fake_command(argv):  # every command step but the figures (not what is test
 
 
 def test_workers_follow_the_free_cores_and_threads_stay_one(monkeypatch):
-    import infra.threads
+    import noisymix_infra.threads
 
     plan = dataclasses.replace(PLANS["laptop"], workers=0)
-    monkeypatch.setattr(infra.threads, "auto_threads", lambda: 1)  # a busy core beside the job
+    monkeypatch.setattr(noisymix_infra.threads, "auto_threads", lambda: 1)  # a busy core beside the job
     assert run_workers(plan, 36) == 1
-    monkeypatch.setattr(infra.threads, "auto_threads", lambda: 2)  # both cores idle
+    monkeypatch.setattr(noisymix_infra.threads, "auto_threads", lambda: 2)  # both cores idle
     assert run_workers(plan, 36) == 2
     assert run_workers(plan, 1) == 1  # never more processes than runs
     assert run_workers(dataclasses.replace(plan, workers=3), 36) == 3
@@ -43,11 +43,11 @@ def test_idle_and_busy_give_the_same_numbers(tmp_path, monkeypatch):
     """The quick plan's runs one after another in this process (a busy machine: one free core) and two
     at a time in worker processes (an idle 2-core machine): the same summary numbers, byte for byte,
     and every run recorded one torch thread."""
-    import infra.threads
+    import noisymix_infra.threads
 
     numbers = {}
     for free in (1, 2):
-        monkeypatch.setattr(infra.threads, "auto_threads", lambda free=free: free)
+        monkeypatch.setattr(noisymix_infra.threads, "auto_threads", lambda free=free: free)
         plan = dataclasses.replace(PLANS["quick"], workers=0)
         out = tmp_path / f"free{free}"
         log = reproduce(plan, out, command=_fake_command)

@@ -11,7 +11,6 @@ import stat
 import pytest
 import torch
 
-from infra.config import config_to_dict
 from noisymix_app.cli import main
 from noisymix_app.reproduce import PLANS
 from noisymix_app.sweep.command import status_text
@@ -19,6 +18,7 @@ from noisymix_app.sweep.local import run_local
 from noisymix_app.sweep.plan import build_plan, config_identity, plan_from_reproduce
 from noisymix_app.sweep.slurm import RunJob, SlurmOptions, submit_slurm
 from noisymix_app.sweep.state import check_config, run_state
+from noisymix_infra.config import config_to_dict
 
 pytest.importorskip("submitit")
 
@@ -309,8 +309,8 @@ def test_slurm_jobs_run_through_submitits_debug_executor_and_requeue_resumes(tmp
 
 def test_a_run_another_process_works_on_is_left_alone(tmp_path):
     """The run's lock is held (another process, perhaps on another node): no training, no state written."""
-    from infra.io import directory_lock
     from noisymix_app.sweep.execute import RunFailed, execute_run
+    from noisymix_infra.io import directory_lock
 
     spec = _plan((0,)).runs[0]
     with directory_lock(tmp_path / "sweep" / "locks" / spec.name, "training elsewhere"):

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from infra import threads as threads_module
-from infra.folder_kind import claim_folder, folder_kind
 from noisymix_app.cli import main
 from noisymix_app.sweep import command as sweep_command
 from noisymix_app.sweep import local as sweep_local
 from noisymix_app.sweep.plan import Plan, RunSpec
+from noisymix_infra import threads as threads_module
+from noisymix_infra.folder_kind import claim_folder, folder_kind
 
 
 def _plan(*names: str) -> Plan:

@@ -139,7 +139,7 @@ def test_a_killed_run_is_checked_too_and_its_orphans_are_swept(tmp_path, capsys)
 
 
 def test_an_existing_set_being_written_by_another_process_is_refused(tmp_path, capsys):
-    from infra.io import directory_lock
+    from noisymix_infra.io import directory_lock
     out = tmp_path / "set"
     with directory_lock(out):
         assert main(["corrupt", "--dataset", "digits", "--out", str(out), "--corruptions", "fog",

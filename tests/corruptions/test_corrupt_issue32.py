@@ -14,8 +14,8 @@ from fullscale.corruptions import frost as frost_module
 from fullscale.corruptions import registry
 from fullscale.data import imagenet_wnids
 from fullscale.data.imagenet_fixture import write_imagenet_tree
-from infra.folder_kind import MARKER, folder_kind, mark_folder
 from noisymix_app.cli import main
+from noisymix_infra.folder_kind import MARKER, folder_kind, mark_folder
 
 DIGITS = ["corrupt", "--dataset", "digits", "--corruptions", "contrast", "--severities", "1", "--limit", "4"]
 

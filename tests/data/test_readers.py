@@ -20,7 +20,7 @@ from fullscale.data import (
     read_video_folders,
 )
 from fullscale.data.videos import decode_video
-from infra.io import save_npy
+from noisymix_infra.io import save_npy
 
 RNG = np.random.default_rng(0)
 

@@ -17,8 +17,8 @@ from fullscale.api import benchmark, load_model
 from fullscale.data import load_dataset
 from fullscale.models.registry import Normalize
 from fullscale.vocabulary import CORRUPTIONS
-from infra.io import save_torch
 from noisymix_app.cli import main
+from noisymix_infra.io import save_torch
 
 COUNT = 30  # images per severity
 

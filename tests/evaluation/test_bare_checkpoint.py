@@ -13,8 +13,8 @@ from fullscale.data import Preprocess, imagenet_wnids
 from fullscale.data.folders import decode
 from fullscale.data.imagenet_fixture import write_imagenet_tree
 from fullscale.models import create_model
-from infra.io import save_torch
 from noisymix_app.cli import main
+from noisymix_infra.io import save_torch
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ from fullscale.corruptions import CORRUPTIONS
 from fullscale.data import imagenet_r_indices, imagenet_r_wnids, imagenet_wnids, load_dataset
 from fullscale.metrics import ALEXNET_ERR, expected_calibration_error, rms_calibration_error
 from fullscale.models import create_model
-from infra.io import save_npy, save_torch, write_json
 from noisymix_app.cli import main
+from noisymix_infra.io import save_npy, save_torch, write_json
 
 COUNT = 60  # images per severity in the -C fixture
 
@@ -409,7 +409,7 @@ def test_an_unusable_device_is_one_line(tmp_path, capsys):
 
 def test_evaluate_takes_the_same_set_dialect_as_train():
     from fullscale.evaluation import EvalOptions
-    from infra.config import apply_overrides
+    from noisymix_infra.config import apply_overrides
 
     options = apply_overrides(EvalOptions(), ["weather=spatter", "preprocess.crop=128", "batch_size=7"])
     assert (options.weather, options.preprocess.crop, options.batch_size) == ("spatter", 128, 7)

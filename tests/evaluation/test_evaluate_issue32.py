@@ -16,8 +16,8 @@ import fullscale.evaluation.own_split as own_split
 from fullscale.data import ImageSet, imagenet_wnids, load_dataset
 from fullscale.evaluation import cpu_inference_model
 from fullscale.models import create_model
-from infra.io import directory_lock, read_json, save_npy, save_torch, sha256_file, write_json
 from noisymix_app.cli import main
+from noisymix_infra.io import directory_lock, read_json, save_npy, save_torch, sha256_file, write_json
 
 
 def _run(tmp_path, dataset="digits", classes=10, seed=0, name=None):

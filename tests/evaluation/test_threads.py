@@ -15,7 +15,7 @@ from noisymix_app.cli import main
                                                     ([], "cuda", None)])
 def test_evaluate_thread_default(monkeypatch, tmp_path, extra, device, expected):
     """``expected`` None: every command's default, the free cores (``auto_threads``, here 3)."""
-    import infra.threads as threads
+    import noisymix_infra.threads as threads
 
     monkeypatch.delenv(threads.ENV, raising=False)
     monkeypatch.setattr(threads, "auto_threads", lambda sample_seconds=0.25: 3)

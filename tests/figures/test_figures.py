@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
-from infra.io import write_json
 from noisymix_app.cli import main
+from noisymix_infra.io import write_json
 
 TOY = Path(__file__).parent / "toy_fixture.json"
 
@@ -129,8 +129,8 @@ def test_paper_only_tables_are_named_as_the_others():
 def test_runs_of_other_experiments_or_repeated_seeds_are_not_pooled_as_seeds(tmp_path, capsys, second):
     """Issue 23: three seed-0 runs of different epochs and widths were reported as three seeds of
     one row ("baseline | 3 | 12,4 | 4,8"), a 1-epoch test run pulling the mean down."""
-    from infra.io import write_json
     from noisymix_app.cli import main
+    from noisymix_infra.io import write_json
 
     base = {"method": "baseline", "dataset": "digits", "model": "preactresnet18", "width": 8, "epochs": 12, "seed": 0}
     for name, change in (("a", {}), ("b", second)):

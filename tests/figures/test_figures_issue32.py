@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
-from infra.folder_kind import folder_kind
-from infra.io import write_json
 from noisymix_app.cli import main
+from noisymix_infra.folder_kind import folder_kind
+from noisymix_infra.io import write_json
 
 
 def _c_eval(acc: float, names=CORRUPTIONS, fingerprint: str | None = None) -> dict:

@@ -67,8 +67,8 @@ def test_digits_analogues_of_the_per_corruption_and_p_tables():
 ])
 def test_one_vocabulary_with_the_summary(ours, base, sign, verdict):
     """The report's check of the paper's sign uses the summary's paired interval and its words."""
-    from infra.stats import paired
     from noisymix_app.reproduce_summary import _verdict
+    from noisymix_infra.stats import paired
 
     seeds = list(range(len(ours)))
     got = _sign_verdict({"values": ours, "seeds": seeds}, {"values": base, "seeds": seeds}, sign)

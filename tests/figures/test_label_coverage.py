@@ -43,7 +43,7 @@ def _results(root: Path) -> Path:
     from PIL import Image
 
     from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
-    from infra.io import write_json
+    from noisymix_infra.io import write_json
 
     for name, method, seed, clean, c in (("b0", "baseline", 0, 0.95, 0.7), ("n0", "noisymix", 0, 0.95, 0.9)):
         run = root / name

@@ -12,8 +12,8 @@ import torch
 
 from fullscale.api import NoisyMix, default_stages, load_model
 from fullscale.data import load_dataset
-from infra.io import save_torch
 from noisymix_app.cli import main
+from noisymix_infra.io import save_torch
 
 pytestmark = pytest.mark.gpu
 

@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 
 import pytest
 
-from infra.config import apply_overrides, config_from_dict, config_keys, config_to_dict
+from noisymix_infra.config import apply_overrides, config_from_dict, config_keys, config_to_dict
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def test_list_keys_gives_each_key_its_own_comment_not_the_ones_before_it():
     ``clean_lam``'s text first; ``ddp_draws`` ... ``freeze_bn_stats`` began with ``stem_stride``'s).
     Consecutive keys either share one group comment exactly or neither's text holds the other's."""
     from fullscale.training.config import TrainConfig
-    from infra.config import describe_keys
+    from noisymix_infra.config import describe_keys
 
     rows = describe_keys(TrainConfig())
     helps = {key: text for key, _, _, text in rows}
@@ -85,7 +85,7 @@ def test_list_keys_gives_each_key_its_own_comment_not_the_ones_before_it():
 def test_a_comment_block_after_a_field_starts_a_new_group():
     import dataclasses
 
-    from infra.config import describe_keys
+    from noisymix_infra.config import describe_keys
 
     @dataclasses.dataclass
     class Example:

@@ -1,4 +1,4 @@
-"""``infra.folder_kind``: every folder says what it is; a command refuses a folder of another kind."""
+"""``noisymix_infra.folder_kind``: every folder says what it is; a command refuses a folder of another kind."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from infra.folder_kind import KINDS, MARKER, claim_folder, folder_kind, mark_folder, require_kind
+from noisymix_infra.folder_kind import KINDS, MARKER, claim_folder, folder_kind, mark_folder, require_kind
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

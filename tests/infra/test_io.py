@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infra.io import atomic_write, directory_lock, load_state_dict, read_json, save_npy, save_torch, write_json
+from noisymix_infra.io import atomic_write, directory_lock, load_state_dict, read_json, save_npy, save_torch, write_json
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
@@ -111,7 +111,7 @@ def test_directory_lock_excludes_a_second_writer_and_sweeps_orphans(tmp_path):
 def test_read_state_dict_unwraps_public_and_run_files_and_refuses_the_rest(tmp_path):
     import pickle
 
-    from infra.io import read_state_dict
+    from noisymix_infra.io import read_state_dict
 
     w = torch.arange(3.0)
     for name, obj in (("public.pt", {"state_dict": {"module.fc.weight": w}}), ("ckpt.pt", {"model": {"fc.weight": w},
@@ -145,7 +145,7 @@ def test_a_forked_child_does_not_keep_the_lock_of_a_killed_holder(tmp_path):
     out = tmp_path / "run"
     script = (
         "import os, sys, time\n"
-        "from infra.io import directory_lock\n"
+        "from noisymix_infra.io import directory_lock\n"
         "with directory_lock(sys.argv[1]):\n"
         "    pid = os.fork()\n"
         "    if pid == 0:\n"
@@ -179,7 +179,7 @@ def test_a_forked_child_does_not_keep_the_lock_of_a_killed_holder(tmp_path):
 
 
 def test_printable_names_any_file_name():
-    from infra.io import printable
+    from noisymix_infra.io import printable
 
     name = os.fsdecode(b"/data/\xff.JPEG")
     assert printable(name) == "/data/\\xff.JPEG" and printable(os.fsencode(name)) == "/data/\\xff.JPEG"
@@ -193,7 +193,7 @@ def test_printable_leaves_no_control_character_and_keeps_the_rest(name):
     newline, ESC) survives; printable text is kept as it is."""
     import unicodedata
 
-    from infra.io import printable
+    from noisymix_infra.io import printable
 
     shown = printable(name)
     assert not any(unicodedata.category(c) == "Cc" for c in shown)

@@ -1,5 +1,5 @@
 """Every results file names the code that wrote it: ``provenance.commit`` equals ``git rev-parse
-HEAD`` of this checkout (asked of git here, not of ``infra.provenance``)."""
+HEAD`` of this checkout (asked of git here, not of ``noisymix_infra.provenance``)."""
 
 from __future__ import annotations
 

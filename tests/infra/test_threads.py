@@ -1,4 +1,4 @@
-"""``infra.threads``: the one way to set torch's CPU threads, and ``--threads`` on every command."""
+"""``noisymix_infra.threads``: the one way to set torch's CPU threads, and ``--threads`` on every command."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import infra.threads as threads
-from infra.threads import ENV, resolve_threads, torch_threads
+import noisymix_infra.threads as threads
 from noisymix_app.cli import COMMANDS, _parser, main
+from noisymix_infra.threads import ENV, resolve_threads, torch_threads
 
 
 @pytest.fixture

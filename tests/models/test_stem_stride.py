@@ -10,7 +10,7 @@ import torch
 from fullscale.models import create_model
 from fullscale.training.config import TrainConfig
 from fullscale.training.hooks import stage_module
-from infra.config import apply_overrides
+from noisymix_infra.config import apply_overrides
 
 
 def _pair() -> tuple[torch.nn.Module, torch.nn.Module]:

@@ -25,10 +25,10 @@ def test_sympy_witnesses_are_counted_apart_from_the_numerical_checks():
 
 
 def test_the_summary_and_the_figures_report_print_the_same_sentence(tmp_path):
-    from infra.io import write_json
     from noisymix_app.reproduce_summary import _theory
     from noisymix_figures.report import theory_section
     from noisymix_figures.results import Results
+    from noisymix_infra.io import write_json
 
     path = tmp_path / "theory.json"
     write_json(path, {"checks": CHECKS, "provenance": {}})

@@ -12,8 +12,8 @@ from fullscale.training.draws import chunk_generators, chunk_steps, draw_chunk
 from fullscale.training.loop import train
 from fullscale.training.methods import METHODS
 from fullscale.training.presets import resolve_config
-from infra.io import load_state_dict
 from noisymix_app.bench.bench_step_ops import count_step_ops
+from noisymix_infra.io import load_state_dict
 
 SMALL = ["dataset=digits", "width=4", "batch_size=16", "train_subset=128"]  # 8 steps an epoch
 
@@ -28,7 +28,7 @@ def test_a_noisymix_step_dispatches_at_most_1_5x_a_baseline_step_and_no_host_syn
 
 def test_the_op_counter_sees_the_syncs_it_is_meant_to_catch():
     # the proxy must be able to fail: the kinds of operation the step used to make are counted
-    from infra.op_count import OpCounter
+    from noisymix_infra.op_count import OpCounter
 
     x = torch.arange(10.0)
     with OpCounter() as ops:

@@ -20,8 +20,8 @@ from fullscale.training.config import (
     train_config_from_dict,
 )
 from fullscale.training.presets import PRESETS, resolve_config
-from infra.config import config_from_dict, config_to_dict
-from infra.io import save_torch, write_json
+from noisymix_infra.config import config_from_dict, config_to_dict
+from noisymix_infra.io import save_torch, write_json
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))

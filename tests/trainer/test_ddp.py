@@ -88,8 +88,8 @@ def test_a_run_made_before_the_ddp_options_still_resumes(tmp_path):
     what the defaults compute in one process, so resuming it is not refused."""
     from fullscale.training.checkpoint import check_same_config
     from fullscale.training.config import RuntimeConfig, TrainConfig, flat_config
-    from infra.config import config_to_dict
-    from infra.io import write_json
+    from noisymix_infra.config import config_to_dict
+    from noisymix_infra.io import write_json
 
     record = config_to_dict(TrainConfig())  # grouped, as a run writes it now
     old = {k: v for k, v in flat_config(record).items() if k not in ("ddp_draws", "sync_bn")}  # flat, as then

@@ -21,7 +21,7 @@ import pytest
 from fullscale.training.checkpoint import check_same_config, config_identity
 from fullscale.training.config import FLAT_KEYS, TrainConfig, flat_config, grouped_config, train_config_from_dict
 from fullscale.training.presets import resolve_config
-from infra.config import apply_overrides, config_keys, config_to_dict
+from noisymix_infra.config import apply_overrides, config_keys, config_to_dict
 
 OLD = Path(__file__).parent / "old_runs"
 

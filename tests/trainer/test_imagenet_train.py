@@ -12,8 +12,8 @@ import torch
 from fullscale.data.imagenet_fixture import AWKWARD, write_imagenet_tree
 from fullscale.training.loop import train
 from fullscale.training.presets import PRESETS, resolve_config
-from infra.io import load_state_dict
 from noisymix_app.cli import main
+from noisymix_infra.io import load_state_dict
 
 SMALL = ["model=preactresnet18", "width=4", "image_size=32", "workers=0", "max_bad_fraction=0.05"]
 

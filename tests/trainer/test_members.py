@@ -27,8 +27,8 @@ from fullscale.training.config import TrainConfig
 from fullscale.training.generators import Generators
 from fullscale.training.members import member_state_dicts, stack_models, train_members
 from fullscale.training.methods import get_method
-from infra.config import apply_overrides
-from infra.io import load_state_dict
+from noisymix_infra.config import apply_overrides
+from noisymix_infra.io import load_state_dict
 
 FIRST_STEP_RTOL = 1e-5  # one forward pass: rounding of a few hundred float32 sums
 LATER_STEP_RTOL = 1e-2  # several chaotic steps (see the module docstring)

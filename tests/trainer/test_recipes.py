@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fullscale.training.config import FLAT_KEYS
 from fullscale.training.presets import resolve_config
-from infra.config import config_to_dict
+from noisymix_infra.config import config_to_dict
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "recipes.md"
 

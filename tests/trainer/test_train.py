@@ -18,8 +18,8 @@ from fullscale.training.loop import train
 from fullscale.training.methods import METHODS
 from fullscale.training.presets import PRESETS, resolve_config
 from fullscale.training.step import step_loss
-from infra.io import load_state_dict
 from noisymix_app.cli import main
+from noisymix_infra.io import load_state_dict
 
 QUICK = ["dataset=digits", "width=4", "epochs=1", "batch_size=32", "train_subset=64"]
 QUICK_ARGS = [a for kv in QUICK for a in ("--set", kv)]
@@ -204,7 +204,7 @@ def _one_line_error(capsys) -> str:
 
 
 def test_a_second_train_on_a_locked_run_directory_fails_at_once_and_writes_nothing(tmp_path, capsys):
-    from infra.io import directory_lock
+    from noisymix_infra.io import directory_lock
     out = tmp_path / "r"
     with directory_lock(out, "training"):  # another process training into it
         assert main(["train", "--preset", "baseline", "--out", str(out), *QUICK_ARGS]) == 2
@@ -303,7 +303,7 @@ def test_a_full_disk_is_one_line(tmp_path, capsys, monkeypatch):
     import errno
     import os
 
-    import infra.io as nio
+    import noisymix_infra.io as nio
 
     def no_space(path, mode="wb"):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))

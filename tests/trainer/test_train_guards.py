@@ -18,8 +18,8 @@ from fullscale.training.generators import Generators, stream_seed
 from fullscale.training.loop import train
 from fullscale.training.presets import resolve_config
 from fullscale.training.process import Process
-from infra.folder_kind import MARKER, folder_kind, mark_folder
 from noisymix_app.cli import main
+from noisymix_infra.folder_kind import MARKER, folder_kind, mark_folder
 
 QUICK = ["dataset=digits", "width=4", "epochs=1", "batch_size=32", "train_subset=64"]
 QUICK_ARGS = [a for kv in QUICK for a in ("--set", kv)]

@@ -13,7 +13,7 @@ from fullscale.augment.resized_crop import draw_resized_crop_boxes, random_resiz
 from fullscale.models import create_model
 from fullscale.models.transfer import EvalResize, eval_resize_size
 from fullscale.training.transfer import apply_freeze, load_source_backbone, set_train_mode, trainable_parameter_names
-from infra.io import save_torch
+from noisymix_infra.io import save_torch
 
 WIDTH = 8  # a narrow ResNet-50 (torchvision's keys, 1/64 of the weights): fast on the CPU
 
@@ -214,7 +214,7 @@ def test_full_fine_tuning_step_moves_every_weight(source):
 
 
 def _transfer_run_dir(tmp_path, source_path):
-    from infra.io import write_json
+    from noisymix_infra.io import write_json
 
     run = tmp_path / "run"
     model = _transfer(image_size=40)
@@ -230,8 +230,8 @@ def test_cifar_c_of_a_transfer_run_gives_the_three_numbers(tmp_path, source):
     import numpy as np
 
     from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
-    from infra.io import read_json, save_npy
     from noisymix_app.cli import main
+    from noisymix_infra.io import read_json, save_npy
 
     run, model = _transfer_run_dir(tmp_path, source[0])
     g = torch.Generator().manual_seed(0)

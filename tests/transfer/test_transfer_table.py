@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
-from infra.io import write_json
 from noisymix_app.cli import main
+from noisymix_infra.io import write_json
 
 
 def _transfer_run(root: Path, name: str, dataset: str, row: str, clean: float, noise: float, other: float,

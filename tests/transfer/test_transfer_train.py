@@ -8,8 +8,8 @@ import torch
 from fullscale.data.cifar import write_cifar_fixture
 from fullscale.models import create_model
 from fullscale.runs import read_metrics
-from infra.io import load_state_dict, save_torch
 from noisymix_app.cli import main
+from noisymix_infra.io import load_state_dict, save_torch
 
 WIDTH = 8  # a narrow ResNet-50 with torchvision's keys: fast on the CPU
 
@@ -118,7 +118,7 @@ def test_a_resume_on_another_source_file_of_the_same_path_is_refused(setup, cras
 
     import fullscale.training.loop as trainer
     from fullscale.training.presets import resolve_config
-    from infra.io import sha256_file
+    from noisymix_infra.io import sha256_file
 
     tmp_path, source = setup
     cfg = resolve_config("transfer-cifar10-baseline", [

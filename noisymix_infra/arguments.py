@@ -15,7 +15,7 @@ __all__ = ["OneLineParser"]
 
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        from infra.io import printable  # io imports torch; `noisymix --help` does not
+        from noisymix_infra.io import printable  # io imports torch; `noisymix --help` does not
 
         first = message.strip().splitlines()[0] if message.strip() else "bad arguments"
         self.exit(2, f"{self.prog}: error: {printable(first)} (see {self.prog} --help)\n")

@@ -88,7 +88,7 @@ def folder_kind(folder: str | os.PathLike[str]) -> str | None:
         return None
     marker = root / MARKER
     if marker.is_symlink():  # a link can point at any folder's marker: the content would not be checked
-        from infra.io import printable
+        from noisymix_infra.io import printable
 
         raise ValueError(f"{printable(str(marker))} is a symbolic link, not a marker noisymix wrote: "
                          "remove it (noisymix trusts no linked marker)")
@@ -106,7 +106,7 @@ def folder_kind(folder: str | os.PathLike[str]) -> str | None:
 
 def mark_folder(folder: str | os.PathLike[str], kind: str) -> None:
     """Write the marker saying ``folder`` is a ``kind`` folder (atomically; creates the folder)."""
-    from infra.io import write_json  # io imports torch; this module stays light
+    from noisymix_infra.io import write_json  # io imports torch; this module stays light
 
     root = Path(folder)
     if (root / MARKER).is_file() and folder_kind(root) == _check_kind(kind):
@@ -115,7 +115,7 @@ def mark_folder(folder: str | os.PathLike[str], kind: str) -> None:
 
 
 def _describe(folder: Path, kind: str) -> str:
-    from infra.io import printable
+    from noisymix_infra.io import printable
 
     return f"{printable(str(folder))} is {KINDS[kind]}"
 
@@ -125,7 +125,7 @@ def check_out_path(folder: str | os.PathLike[str], what: str = "--out") -> Path:
     folder by accident), a file system's root, an existing file, and a folder inside a run, a -C/-P
     set or a figures report (``RUN/eval``, ``CSET/sub``: ``LEAF_KINDS``), which hold only their
     own files.  Writes nothing."""
-    from infra.io import printable
+    from noisymix_infra.io import printable
 
     if not str(folder).strip():
         raise ValueError(f"{what} is empty: give a folder")
@@ -152,7 +152,7 @@ def check_plain_out(folder: str | os.PathLike[str], record: str, files: tuple[st
     one line when ``check_out_path`` refuses it, when it is a folder of ours of any kind (a run, a set,
     a sweep, a report), or when it holds one of ``files`` (the names it writes) beside a ``record``
     (its JSON) that is not one this toolkit wrote (a JSON object with ``"provenance"``).  Writes nothing."""
-    from infra.io import printable, read_json
+    from noisymix_infra.io import printable, read_json
 
     root = check_out_path(folder, what)
     found = folder_kind(root)
@@ -183,7 +183,7 @@ def check_claim(folder: str | os.PathLike[str], kind: str, what: str = "--out") 
     if found is not None and found != _check_kind(kind):
         raise ValueError(f"{_describe(root, found)}, not {KINDS[kind]}; give another {what}")
     if found is None and root.is_dir():
-        from infra.io import printable
+        from noisymix_infra.io import printable
 
         theirs = [name for name in _OWN_FILES[kind] if (root / name).exists() or (root / name).is_symlink()]
         if theirs:
