@@ -33,6 +33,7 @@ __all__ = [
     "expansion_verdict",
     "grid_values",
     "identity_verdict",
+    "rescaling_checks",
     "residual_curve",
 ]
 
@@ -190,3 +191,44 @@ def residual_curve(
 
 def identity_verdict(errors: list[float], tolerance: float) -> bool:
     return max(errors) <= tolerance
+
+
+def rescaling_checks(lemma: str, title: str, statement: str, *, eps: np.ndarray, printed: np.ndarray,
+                     corrected: np.ndarray, slope: float, tolerance: float, model: str, printed_detail: str,
+                     corrected_detail: str, erratum: str, fix: str) -> list[Check]:
+    """The two rows of a lemma stated after the rescaling 1 - lambda -> eps (1 - lambda) (Lemmas 1 and 2):
+    as printed, the two rescaled sides (``printed``: their difference on the eps grid, fitted
+    ``slope``); corrected (``title``: "Lemma 1"), the identity at every noise level sigma -> eps sigma, lambda unscaled
+    (``corrected``), rescaled afterwards.  Each holds when its largest difference is within
+    ``tolerance``."""
+    return [
+        Check(
+            id=lemma,
+            statement=statement + " — with the rescaling 1 - lambda -> eps (1 - lambda) applied to both sides",
+            form="as_printed",
+            term="rescaled family",
+            kind="identity",
+            verdict="holds" if np.abs(printed).max() <= tolerance else "fails",
+            detail=printed_detail,
+            conditions="the identity is one of the unscaled loss",
+            model=model,
+            residual_slope=slope,
+            expected_slope=None,
+            eps=list(eps),
+            residuals=list(printed),
+            extra={"erratum": erratum, "fix": fix},
+        ),
+        Check(
+            id=lemma,
+            statement=f"{title} for every noise level sigma -> eps sigma (lambda unscaled); rescale after",
+            form="corrected",
+            term="rescaled family",
+            kind="identity",
+            verdict="holds" if np.abs(corrected).max() <= tolerance else "fails",
+            detail=corrected_detail,
+            conditions="any alpha, beta, sigma",
+            model=model,
+            eps=list(eps),
+            residuals=list(np.abs(corrected)),
+        ),
+    ]

@@ -10,7 +10,15 @@ import torch
 
 from noisymix import generator_for
 from theory.calculus import fit_slope
-from theory.checks import Check, coefficient, expansion_verdict, grid_values, identity_verdict, residual_curve
+from theory.checks import (
+    Check,
+    coefficient,
+    expansion_verdict,
+    grid_values,
+    identity_verdict,
+    rescaling_checks,
+    residual_curve,
+)
 from theory.laws import beta_law, joint_noise, point_law, vicinal_law, vicinal_moments
 from theory.models import Model
 from theory.nfm import nfm_loss, theorem1_autograd, theorem1_expansion, theorem1_terms
@@ -194,52 +202,24 @@ def _rescaling_checks(eps: np.ndarray, seed: int) -> list[Check]:
         )
     corrected = np.array(corrected)
     slope = fit_slope(eps, printed, 1e-14)
-    return [
-        Check(
-            id="lemma1",
-            statement=LEMMA1 + " — with the rescaling 1 - lambda -> eps (1 - lambda) applied to both sides",
-            form="as_printed",
-            term="rescaled family",
-            kind="identity",
-            verdict="holds" if np.abs(printed).max() <= IDENTITY_RTOL else "fails",
-            detail=(
-                "rescaling lambda inside Eq. emp_NFMloss (labels mixed with the rescaled lambda) and inside "
-                "the vicinal form gives two different families: their difference is O(eps) (fitted slope "
-                f"{slope:.2f}, {np.abs(printed).max():.1e} at eps = {eps[0]:g}); the label-mixing term "
-                "eps(1 - lambda)(l(., y_r) - l(., y_i)) does not vanish to first order"
-            ),
-            conditions="the identity is one of the unscaled loss",
-            model=model.describe(),
-            residual_slope=slope,
-            expected_slope=None,
-            eps=list(eps),
-            residuals=list(printed),
-            extra={
-                "erratum": "Lemma 1 is stated after the rescaling 1 - lambda -> eps (1 - lambda); the two "
-                "sides rescaled that way differ at O(eps)",
-                "fix": "Lemma 1 is an identity of the unscaled loss (for every noise level); the "
-                "small-parameter family of Theorem 1 is defined by rescaling in the vicinal (tilde-D) form",
-            },
+    return rescaling_checks(
+        "lemma1", "Lemma 1", LEMMA1, eps=eps, printed=printed, corrected=corrected, slope=slope,
+        tolerance=IDENTITY_RTOL, model=model.describe(),
+        printed_detail=(
+            "rescaling lambda inside Eq. emp_NFMloss (labels mixed with the rescaled lambda) and inside "
+            "the vicinal form gives two different families: their difference is O(eps) (fitted slope "
+            f"{slope:.2f}, {np.abs(printed).max():.1e} at eps = {eps[0]:g}); the label-mixing term "
+            "eps(1 - lambda)(l(., y_r) - l(., y_i)) does not vanish to first order"
         ),
-        Check(
-            id="lemma1",
-            statement="Lemma 1 for every noise level sigma -> eps sigma (lambda unscaled); rescale after",
-            form="corrected",
-            term="rescaled family",
-            kind="identity",
-            verdict="holds" if np.abs(corrected).max() <= IDENTITY_RTOL else "fails",
-            detail=(
-                f"max |difference| over the eps grid {np.abs(corrected).max():.1e}: the identity holds at "
-                "every noise level; 1 - lambda -> eps(1 - lambda) is then applied in the vicinal form"
-            ),
-            conditions="any alpha, beta, sigma",
-            model=model.describe(),
-            residual_slope=None,
-            expected_slope=None,
-            eps=list(eps),
-            residuals=list(np.abs(corrected)),
+        corrected_detail=(
+            f"max |difference| over the eps grid {np.abs(corrected).max():.1e}: the identity holds at "
+            "every noise level; 1 - lambda -> eps(1 - lambda) is then applied in the vicinal form"
         ),
-    ]
+        erratum="Lemma 1 is stated after the rescaling 1 - lambda -> eps (1 - lambda); the two "
+        "sides rescaled that way differ at O(eps)",
+        fix="Lemma 1 is an identity of the unscaled loss (for every noise level); the "
+        "small-parameter family of Theorem 1 is defined by rescaling in the vicinal (tilde-D) form",
+    )
 
 
 # ------------------------------------------------------------------------------- Theorem 1

@@ -11,7 +11,15 @@ import torch
 
 from noisymix import generator_for, js_divergence_from_logits, noisy_mix, sample_dirichlet
 from theory.calculus import derivatives, fit_slope, taylor
-from theory.checks import Check, coefficient, expansion_verdict, grid_values, identity_verdict, residual_curve
+from theory.checks import (
+    Check,
+    coefficient,
+    expansion_verdict,
+    grid_values,
+    identity_verdict,
+    rescaling_checks,
+    residual_curve,
+)
 from theory.laws import (
     beta_law,
     beta_moments,
@@ -201,48 +209,22 @@ def lemma2_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
             model=models,
             extra={"max_rel_difference_all_laws": max(all_rows)},
         ),
-        Check(
-            id="lemma2",
-            statement=LEMMA2 + " — with the rescaling 1 - lambda -> eps (1 - lambda) applied to both sides",
-            form="as_printed",
-            term="rescaled family",
-            kind="identity",
-            verdict="holds" if np.abs(printed).max() <= IDENTITY_RTOL * 1e-2 else "fails",
-            detail=(
+        *rescaling_checks(
+            "lemma2", "Lemma 2", LEMMA2, eps=eps, printed=printed, corrected=corrected, slope=slope,
+            tolerance=IDENTITY_RTOL * 1e-2, model=model.describe(),
+            printed_detail=(
                 "rescaling lambda inside Eq. emp_JSDloss (lambda ~ Beta) and inside Lemma 2's tilde-D form "
                 f"gives two families that differ at O(eps) (fitted slope {slope:.2f}; "
                 f"{np.abs(printed).max():.1e} at eps = {eps[0]:g}); the symmetry f(lambda) = f(1 - lambda) "
                 "is lost after rescaling"
             ),
-            conditions="the identity is one of the unscaled loss",
-            model=model.describe(),
-            residual_slope=slope,
-            expected_slope=None,
-            eps=list(eps),
-            residuals=list(printed),
-            extra={
-                "erratum": "as Lemma 1: stated after the rescaling, but an identity of the unscaled loss "
-                "only",
-                "fix": "identity at eps = 1 (every noise level); Theorem 2's family is the rescaled tilde-D "
-                "form",
-            },
-        ),
-        Check(
-            id="lemma2",
-            statement="Lemma 2 for every noise level sigma -> eps sigma (lambda unscaled); rescale after",
-            form="corrected",
-            term="rescaled family",
-            kind="identity",
-            verdict="holds" if np.abs(corrected).max() <= IDENTITY_RTOL * 1e-2 else "fails",
-            detail=(
+            corrected_detail=(
                 f"max |tilde-D form - Eq. emp_JSDloss| over the eps grid {np.abs(corrected).max():.1e}: the "
                 "identity holds at every noise level; 1 - lambda -> eps(1 - lambda) is then applied in the "
                 "tilde-D form"
             ),
-            conditions="any alpha, beta, sigma",
-            model=model.describe(),
-            eps=list(eps),
-            residuals=list(np.abs(corrected)),
+            erratum="as Lemma 1: stated after the rescaling, but an identity of the unscaled loss only",
+            fix="identity at eps = 1 (every noise level); Theorem 2's family is the rescaled tilde-D form",
         ),
     ]
 
