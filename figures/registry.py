@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from noisymix_infra.registry import file_once
+
 __all__ = ["NEEDS_IMAGENET", "NEEDS_TOY", "REGISTRY", "UNPORTABLE", "Coverage", "has_suite", "labels", "needs_cifar",
            "needs_cifar_p", "portable", "register", "table_files"]
 
@@ -93,9 +95,7 @@ def register(label: str, *, position: int, files: tuple[str, ...], ours: str, ne
         raise ValueError(f"{label}: a figure says which results it draws (found)")
 
     def wrap(generate: Callable[[Any, Path], Any]) -> Callable[[Any, Path], Any]:
-        if label in REGISTRY:
-            raise ValueError(f"{label} is registered twice")
-        REGISTRY[label] = Coverage(label, files, ours, needs, generate, position, found)
+        file_once(REGISTRY, label, Coverage(label, files, ours, needs, generate, position, found), "paper label")
         return generate
 
     return wrap

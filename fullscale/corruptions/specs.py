@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from fullscale.vocabulary import category_of
+from noisymix_infra.registry import file_once
 
 __all__ = ["Corruption", "CorruptionSpec", "register_corruption", "registered"]
 
@@ -65,11 +66,10 @@ def register_corruption(name: str, *, cifar: tuple[Any, ...], imagenet: tuple[An
     rows (severity 1..5) and the other ``CorruptionSpec`` fields as ``options``; its group is the
     vocabulary's (``category_of``: an unknown name raises)."""
     def add(fn: Corruption) -> Corruption:
-        if name in _REGISTERED:
-            raise ValueError(f"corruption {name!r} registered twice")
         if len(cifar) != 5 or len(imagenet) != 5:
             raise ValueError(f"corruption {name!r}: expected five rows per table (severities 1..5)")
-        _REGISTERED[name] = CorruptionSpec(fn, category_of(name), tuple(cifar), tuple(imagenet), **options)
+        file_once(_REGISTERED, name, CorruptionSpec(fn, category_of(name), tuple(cifar), tuple(imagenet), **options),
+                  "corruption")
         return fn
     return add
 

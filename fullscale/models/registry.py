@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
+from noisymix_infra.registry import file_once
+
 __all__ = ["CIFAR_MEAN_STD", "IMAGENET_MEAN_STD", "Normalize", "create_model", "list_models",
            "register_model"]
 
@@ -26,10 +28,7 @@ _MODELS: dict[str, Callable[..., nn.Module]] = {}
 
 def register_model(name: str) -> Callable[[Callable[..., nn.Module]], Callable[..., nn.Module]]:
     def add(factory: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
-        if name in _MODELS:
-            raise ValueError(f"model {name!r} registered twice")
-        _MODELS[name] = factory
-        return factory
+        return file_once(_MODELS, name, factory, "model")
     return add
 
 

@@ -47,6 +47,7 @@ from torch import Tensor, nn
 from fullscale.puzzlemix import puzzlemix_loss, puzzlemix_step
 from noisymix.loss import LossParts
 from noisymix.mixing import MixDraw, cutmix
+from noisymix_infra.registry import file_once
 
 __all__ = ["METHODS", "MIXINGS", "NOT_IMPLEMENTED", "NOT_IMPLEMENTED_ROWS", "Method", "Mixing", "get_method",
            "paper_rows", "register_method", "register_mixing", "table_order"]
@@ -83,10 +84,7 @@ MIXINGS: dict[str, Mixing] = {}
 
 
 def register_mixing(kind: Mixing) -> Mixing:
-    if kind.name in MIXINGS:
-        raise ValueError(f"mixing {kind.name!r} registered twice")
-    MIXINGS[kind.name] = kind
-    return kind
+    return file_once(MIXINGS, kind.name, kind, "mixing")
 
 
 def _cutmix(core: nn.Module, x: Tensor, y: Tensor, draw: MixDraw, cfg: Any, *,
@@ -183,12 +181,9 @@ METHODS: dict[str, Method] = {}
 
 
 def register_method(method: Method) -> Method:
-    if method.name in METHODS:
-        raise ValueError(f"method {method.name!r} registered twice")
-    if method.order is not None and method.order in {m.order for m in METHODS.values()}:
+    if method.order is not None and method.name not in METHODS and method.order in {m.order for m in METHODS.values()}:
         raise ValueError(f"method {method.name!r}: order {method.order} is taken")
-    METHODS[method.name] = method
-    return method
+    return file_once(METHODS, method.name, method, "method")
 
 
 for _method in (
