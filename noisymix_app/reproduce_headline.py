@@ -11,10 +11,32 @@ other side).
 
 from __future__ import annotations
 
-from fullscale.training.methods import METHODS
+from pathlib import Path
 
-__all__ = ["PROTOCOL_AIMS", "VERDICT_WORDS", "aims_sentence", "calibration_section", "gap_words", "headline",
-           "terms"]
+from fullscale.training.methods import METHODS
+from noisymix_infra.io import read_json
+
+__all__ = ["PAPER_CALIBRATION_CLAIM", "PROTOCOL_AIMS", "VERDICT_WORDS", "aims_sentence", "calibration_section",
+           "gap_words", "headline", "paper_calibration", "terms"]
+
+#: the paper's transcribed values (figures/paper_values.json)
+PAPER_VALUES = Path(__file__).resolve().parents[1] / "figures" / "paper_values.json"
+#: the paper's calibration claim, quoted (App., "Calibration Results for ImageNet-R"), and its table
+PAPER_CALIBRATION_CLAIM = ("NoisyMix considerably improves the calibration of the ImageNet model, as compared to "
+                           "standard training or training with other data augmentation methods.")
+
+
+def paper_calibration() -> dict | None:
+    """The paper's ImageNet-R calibration table (RMS error, %) as figures/paper_values.json transcribes it."""
+    if not PAPER_VALUES.is_file():
+        return None
+    table = read_json(PAPER_VALUES).get("tab:results_imagenet_r_calibration")
+    if not table:
+        return None
+    return {"source": "App., tab:results_imagenet_r_calibration, ImageNet-R, ResNet-50",
+            "claim": PAPER_CALIBRATION_CLAIM,
+            "rows": [[name, values[0]] for name, values in table["rows"]]}
+
 
 LABELS = {name: method.title for name, method in METHODS.items()}
 
@@ -238,8 +260,6 @@ def calibration_section(summary: dict) -> list[str]:
     lines = ["**Calibration.**"]
     paper = summary.get("paper_calibration")
     if paper is None:  # a summary written before it recorded the paper's table: the paper's values file
-        from noisymix_app.reproduce_summary import paper_calibration
-
         paper = paper_calibration()
     if paper:
         rows = paper["rows"]

@@ -26,6 +26,7 @@ import re
 from pathlib import Path
 
 from fullscale.training.methods import METHODS
+from noisymix_app.reproduce_headline import paper_calibration
 from noisymix_figures.results import stale_evaluation
 from noisymix_infra.io import read_json, write_bytes, write_json, write_text
 from noisymix_infra.provenance import git_state, machine
@@ -66,12 +67,7 @@ METRICS = (("clean", "clean", ("accuracy",)), ("corrupted", None, ("mean_accurac
            ("rms_calibration_error_scaled", "calibration", ("temperature_scaled", "rms_calibration_error")),
            ("temperature", "calibration", ("temperature_scaled", "temperature")))
 NOT_PERCENT = frozenset({"temperature"})  # a ratio, not a fraction: kept as it is
-PAPER_VALUES = ROOT / "figures" / "paper_values.json"
 MARGINS = ROOT / "docs" / "cross-machine-margins.json"
-#: the paper's calibration claim, quoted (App., "Calibration Results for ImageNet-R"), and its table
-PAPER_CALIBRATION_CLAIM = ("NoisyMix considerably improves the calibration of the ImageNet model, as compared to "
-                           "standard training or training with other data augmentation methods.")
-
 
 def total_seconds(log: dict) -> float:
     """The job's time: the sum of its steps' recorded seconds, each recorded when the step ran and
@@ -133,18 +129,6 @@ def summarize(out: str | Path) -> dict:
             "machine": {**machine(), "workers": log.get("workers", plan.get("workers", 0))},
             "theory": _theory(out / "theory" / "theory.json"), "toy": _toy(out / "toy" / "toy.json"),
             "paper_calibration": paper_calibration(), "margins": read_margins()}
-
-
-def paper_calibration() -> dict | None:
-    """The paper's ImageNet-R calibration table (RMS error, %) as figures/paper_values.json transcribes it."""
-    if not PAPER_VALUES.is_file():
-        return None
-    table = read_json(PAPER_VALUES).get("tab:results_imagenet_r_calibration")
-    if not table:
-        return None
-    return {"source": "App., tab:results_imagenet_r_calibration, ImageNet-R, ResNet-50",
-            "claim": PAPER_CALIBRATION_CLAIM,
-            "rows": [[name, values[0]] for name, values in table["rows"]]}
 
 
 #: points: the largest measured shift of a paired mean between two CPUs running the same code, plan and
