@@ -176,21 +176,16 @@ def sample_noise(
     device = generator.device
     mag_shape = tuple(shape[:view_dims]) + (1,) * (len(shape) - view_dims)
     mult_term = add_term = None
-    add_level = mult_level = None
-    if config.add > 0 and config.mult > 0 and config.magnitude == "beta25":
-        # both magnitudes in one draw (half the sampler's kernels): additive first, as drawn alone
-        both = sample_beta(2.0, 5.0, (2, *mag_shape), generator=generator, dtype=dtype)
-        add_level, mult_level = config.add * both[0], config.mult * both[1]
     # each term written in place into its one fresh tensor (fewer full-size passes: on a GPU these are
     # memory-bound); xi_add, its sparsity mask, xi_mult, its mask: drawn in that order
     if config.add > 0:
-        level = _magnitude(config, config.add, mag_shape, generator, dtype) if add_level is None else add_level
+        level = _magnitude(config, config.add, mag_shape, generator, dtype)
         add_term = torch.randn(shape, generator=generator, device=device, dtype=dtype).mul_(level * add_scale)
         if config.sparse > 0:
             drop = torch.rand(shape, generator=generator, device=device, dtype=dtype) < config.sparse
             add_term.masked_fill_(drop, 0.0)
     if config.mult > 0:
-        level = _magnitude(config, config.mult, mag_shape, generator, dtype) if mult_level is None else mult_level
+        level = _magnitude(config, config.mult, mag_shape, generator, dtype)
         # U(-1, 1) as 2 U(0, 1) - 1: the same numbers as ``2 * torch.rand(...) - 1``
         mult_term = torch.empty(shape, device=device, dtype=dtype).uniform_(-1.0, 1.0, generator=generator)
         mult_term.mul_(level)
