@@ -74,14 +74,15 @@ def test_a_public_step_is_the_trainers_step_on_our_model(digits):
 
 
 def _clean_loss(model: nn.Module, digits) -> float:
-    model.eval()
+    """Cross-entropy on clean digits with the batch's own normalisation statistics (on a copy): after a
+    few dozen steps BatchNorm's running statistics still lag the weights, and an eval-mode loss then
+    measured the lag more than the learning (it rose on some seeds while the weights had learned)."""
+    probe = copy.deepcopy(model).train()
     with torch.no_grad():
-        loss = nn.functional.cross_entropy(model(digits[0][:128].float() / 255), digits[1][:128])
-    model.train()
-    return float(loss)
+        return float(nn.functional.cross_entropy(probe(digits[0].float() / 255), digits[1]))
 
 
-def _train(model: nn.Module, digits, seed: int, steps: int = 24) -> list[float]:
+def _train(model: nn.Module, digits, seed: int, steps: int = 40) -> list[float]:
     x_all, y_all = digits
     nm = NoisyMix(model, num_classes=10, generator=torch.Generator().manual_seed(seed))
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -105,7 +106,8 @@ def test_a_few_steps_lower_the_loss_and_same_seeds_are_equal(make, digits):
     again = copy.deepcopy(model)
     before = _clean_loss(model, digits)
     losses = _train(model, digits, seed=3)
-    assert _clean_loss(model, digits) < 0.85 * before, losses  # 2.30 -> 1.65 (ours), 1.54
+    # seeds 3-6 at lr 0.1: the clean loss fell to 0.61-0.78 of its start on either model
+    assert _clean_loss(model, digits) < 0.85 * before, losses
     assert _train(again, digits, seed=3) == losses
     for p, q in zip(model.parameters(), again.parameters(), strict=True):
         assert torch.equal(p, q)
