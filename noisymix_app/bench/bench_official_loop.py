@@ -75,14 +75,11 @@ def _public_loop(code: Path, workers: int, steps: int, warmup: int, images: int,
             "process_s": round(time.perf_counter() - start, 1)}
 
 
-def _ours(images: int, epochs: int, variant: str, device: str, timeout: float, sets: list[str]) -> dict:
-    from fullscale.data.cifar import write_cifar_fixture
-
+def _ours(data_root: Path, epochs: int, variant: str, device: str, timeout: float, sets: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        write_cifar_fixture(tmp, "cifar10", n_train=images, n_test=100)
         run = Path(tmp) / "run"
         command = [sys.executable, "-m", "noisymix_app.cli", "train", "--preset", "noisymix", "--out", str(run),
-                   "--set", f"data_root={tmp}", "--set", f"epochs={epochs}", "--set", f"device={device}",
+                   "--set", f"data_root={data_root}", "--set", f"epochs={epochs}", "--set", f"device={device}",
                    *[a for kv in [*sets, *variant.split(",")] for a in ("--set", kv)]]
         start = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
@@ -90,9 +87,8 @@ def _ours(images: int, epochs: int, variant: str, device: str, timeout: float, s
         if done.returncode != 0:
             return {"variant": variant, "error": (done.stdout + done.stderr).strip().splitlines()[-1][-500:]}
         entries = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-        config = json.loads((run / "config.json").read_text())["config"]
-    optim = config.get("optim", config)  # grouped or flat record
-    rate = entries[-1]["images_per_s"] / optim["batch_size"]
+        batch = json.loads((run / "config.json").read_text())["config"]["optim"]["batch_size"]
+    rate = entries[-1]["images_per_s"] / batch
     return {"variant": variant, "epochs": epochs, "steps_per_s": round(rate, 3),
             "cross_entropy": [round(e["cross_entropy"], 4) for e in entries],
             "projected_200_epochs_min": round(200 * STEPS_PER_EPOCH / rate / 60, 1),
@@ -107,8 +103,12 @@ def run(args: argparse.Namespace) -> dict:
         if not (code / "cifar.py").is_file():
             raise ValueError(f"--code {code}: no cifar.py there (give a checkout of the public NoisyMix code)")
         public = [_public_loop(code, w, args.steps, args.warmup, args.images, args.child_timeout) for w in workers]
-    ours = [_ours(args.images, args.ours_epochs, v.strip(), args.device, args.child_timeout, args.ours_set)
-            for v in args.ours_variants.split(";") if v.strip()]
+    from fullscale.data.cifar import write_cifar_fixture
+
+    with tempfile.TemporaryDirectory() as data_root:  # one CIFAR-10 folder for every variant of ours
+        write_cifar_fixture(data_root, "cifar10", n_train=args.images, n_test=100)
+        ours = [_ours(Path(data_root), args.ours_epochs, v.strip(), args.device, args.child_timeout, args.ours_set)
+                for v in args.ours_variants.split(";") if v.strip()]
     result = {"benchmark": "official-loop", "recipe": " ".join(RECIPE), "public": public, "ours": ours,
               "cpu_count": os.cpu_count(), "target": "ours >= 3x the public loop's steps/s at 16 workers"}
     best_public = {r["workers"]: r["steps_per_s"] for r in public if "steps_per_s" in r}
