@@ -98,9 +98,7 @@ def _robustness_sentence(claims: dict) -> str | None:
     if not rows:
         return None
     parts = []
-    held = [f"{_label(m)} ({_signed(c['difference']['mean'])})" for m, c in rows if c["verdict"] == "holds"]
-    noise = [f"{_label(m)} ({_interval(c['difference'])})" for m, c in rows if c["verdict"] == "within noise"]
-    failed = [f"{_label(m)} ({_interval(c['difference'])})" for m, c in rows if c["verdict"] == "fails"]
+    held, noise, failed = _by_verdict(rows)
     if held:
         parts.append(f"more robust to corruption than {_join(held)}")
     if noise:
@@ -108,6 +106,15 @@ def _robustness_sentence(claims: dict) -> str | None:
     if failed:
         parts.append(f"less robust than {_join(failed)}, so the paper's ranking fails there")
     return "NoisyMix is " + "; ".join(parts)
+
+
+def _by_verdict(rows: list[tuple[str, dict]], unit: str = "") -> tuple[list[str], list[str], list[str]]:
+    """The methods of ``rows`` (method, claim) named by verdict: those that hold with their mean
+    difference (``unit`` after it), those within noise and those that fail with their interval."""
+    held = [f"{_label(m)} ({_signed(c['difference']['mean'])}{unit})" for m, c in rows if c["verdict"] == "holds"]
+    noise = [f"{_label(m)} ({_interval(c['difference'])})" for m, c in rows if c["verdict"] == "within noise"]
+    failed = [f"{_label(m)} ({_interval(c['difference'])})" for m, c in rows if c["verdict"] == "fails"]
+    return held, noise, failed
 
 
 def _clean_sentence(claims: dict) -> str | None:
@@ -164,10 +171,7 @@ def _stability_sentence(claims: dict) -> str | None:
             if cid.startswith("stable_noisymix_vs_")]
     if not rows:
         return None
-    held = [f"{_label(m)} ({_signed(c['difference']['mean'])} points of flip probability)" for m, c in rows
-            if c["verdict"] == "holds"]
-    noise = [f"{_label(m)} ({_interval(c['difference'])})" for m, c in rows if c["verdict"] == "within noise"]
-    failed = [f"{_label(m)} ({_interval(c['difference'])})" for m, c in rows if c["verdict"] == "fails"]
+    held, noise, failed = _by_verdict(rows, " points of flip probability")
     parts = []
     if held:
         parts.append(f"flips less than {_join(held)} on the perturbed sequences")
