@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from fullscale.data.imagenet import StreamingImageNet
 from fullscale.run_record import RESUMABLE_CHANGES, later_keys
@@ -47,9 +47,8 @@ from noisymix_infra.folder_kind import MARKER, check_claim
 from noisymix_infra.io import load_state_dict, printable, read_json, save_torch, sha256_file
 from noisymix_infra.provenance import now, provenance
 
-__all__ = ["check_out", "check_same_config", "check_same_data",
-           "checkpoint_state", "config_identity", "restore_checkpoint", "run_record", "save_checkpoint",
-           "undo_start"]
+__all__ = ["check_out", "check_same_config", "check_same_data", "checkpoint_state", "config_identity",
+           "read_checkpoint", "restoring", "run_record", "save_checkpoint", "undo_start"]
 
 # facts of the run part that a resumed run must share (the data it trains on)
 _RUN_FACTS = ("num_classes", "model_kwargs", "train_images", "data_source")
@@ -100,48 +99,44 @@ def run_record(cfg: TrainConfig, data: InMemoryData | StreamingImageNet, process
     return {"config": config_to_dict(cfg), "run": run}
 
 
-def restore_checkpoint(checkpoint: Path, core: nn.Module, optimizer: torch.optim.Optimizer,
-                       scheduler: torch.optim.lr_scheduler.LRScheduler, generators: Generators,
-                       device: torch.device, *, identity: str) -> tuple[int, int, Tensor | None]:
-    """Load a resumable checkpoint into the run's objects; return the epochs it finished, the
-    steps done of the next one and their loss history (mid-epoch checkpoints; else 0, None).
-    The checkpoint must carry this run's ``config_identity``: another run's checkpoint copied
-    into the folder would resume with its own optimizer state (lr, weight decay) and draws while
-    config.json names this run's (issue 23)."""
+def read_checkpoint(checkpoint: Path, device: torch.device, *, identity: str) -> dict:
+    """A resumable checkpoint's dictionary, refused in one line unless it carries this run's
+    ``config_identity``: another run's checkpoint copied into the folder would resume with its own
+    optimizer state (lr, weight decay) and draws while config.json names this run's (issue 23)."""
     state = load_state_dict(checkpoint, map_location=device)
     theirs = state.get("config_identity") if isinstance(state, dict) else None
     if theirs != identity:
         why = ("it carries no config identity (written by an older version or not by `noisymix train`)"
                if theirs is None else f"it was written by a run of another config ({theirs[:12]} != {identity[:12]})")
         raise ValueError(f"cannot resume from {checkpoint}: {why}; train anew into another --out")
+    return state
+
+
+@contextlib.contextmanager
+def restoring(checkpoint: Path):
+    """Around loading a checkpoint's parts into the run's objects: a plain state dict (KeyError),
+    another width (RuntimeError), a foreign file ... is one line naming the checkpoint."""
     try:
-        core.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        generators.restore(state)
-        torch.set_rng_state(state["torch_generator"].cpu())
-        if device.type == "cuda" and "cuda_generator" in state:  # dropout on the GPU
-            torch.cuda.set_rng_state(state["cuda_generator"].cpu(), device)
-        return int(state["epoch"]), int(state.get("step", 0)), state.get("history")
+        yield
     except (KeyError, TypeError, RuntimeError, ValueError, AttributeError, IndexError) as error:
-        # a plain state dict (KeyError), another width (RuntimeError), a foreign file ...
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ValueError(f"{checkpoint} is not a resumable checkpoint of this run "
                          f"({type(error).__name__}: {detail[:200]})") from None
 
 
-def save_checkpoint(checkpoint: Path, core: nn.Module, optimizer: torch.optim.Optimizer,
+def save_checkpoint(checkpoint: Path, *, identity: str, model: dict, optimizer: dict,
                     scheduler: torch.optim.lr_scheduler.LRScheduler, generators: Generators, epoch: int,
-                    device: torch.device, *, step: int = 0, order_state: Tensor | None = None,
-                    history: Tensor | None = None, identity: str) -> None:
+                    device: torch.device, torch_generator: Tensor, step: int = 0,
+                    order_state: Tensor | None = None, history: Tensor | None = None) -> None:
     """``epoch`` epochs done and ``step`` steps of the next; mid-epoch (``step > 0``) the order
     generator as it was when the epoch began (``order_state``) and the epoch's loss history;
-    ``identity``: the run's ``config_identity``, checked on resume."""
+    ``identity``: the run's ``config_identity``, checked on resume; ``model``/``optimizer``: the
+    run's state dicts in the plain model's layout; ``torch_generator``: torch's global generator
+    (weight initialisation, dropout)."""
     mid = {"order_generator": order_state, "history": history.cpu()} if step else {}
     cuda = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
-    save_torch(checkpoint, checkpoint_state(identity, core.state_dict(), optimizer.state_dict(), scheduler.state_dict(),
-                                            epoch, step, generators.state(), torch.get_rng_state(), mid=mid,
-                                            cuda_generator=cuda))
+    save_torch(checkpoint, checkpoint_state(identity, model, optimizer, scheduler.state_dict(), epoch, step,
+                                            generators.state(), torch_generator, mid=mid, cuda_generator=cuda))
 
 
 def checkpoint_state(identity: str, model: dict, optimizer: dict, scheduler: dict, epoch: int, step: int,

@@ -60,15 +60,16 @@ class NonFiniteLoss(RuntimeError):
     The name stays for the callers that tell it from a crash (``noisymix_app.sweep`` never retries it)."""
 
 
-def check_finite(history: Tensor, start: int, stop: int, epoch: int, checkpoint: Path) -> int:
+def check_finite(history: Tensor, start: int, stop: int, epoch: int, checkpoint: Path, who: str = "") -> int:
     """Raise ``NonFiniteLoss`` naming the first step in ``[start, stop)`` whose loss is not
-    finite; return ``stop`` (the steps checked so far)."""
+    finite; return ``stop`` (the steps checked so far).  ``who``: the run, where the model trains
+    several (`` (seed 3)``)."""
     bad = ~torch.isfinite(history[start:stop, 1:]).all(1)
     if bool(bad.any()):
         step = start + int(bad.nonzero()[0, 0])
         total, ce, jsd = (float(v) for v in history[step, 1:])
         kept = checkpoint if checkpoint.exists() else "none (first epoch)"
-        raise NonFiniteLoss(f"non-finite loss at epoch {epoch + 1}, step {step + 1}: total={total}, "
+        raise NonFiniteLoss(f"non-finite loss at epoch {epoch + 1}, step {step + 1}{who}: total={total}, "
                             f"cross_entropy={ce}, jsd={jsd}; stopped, the last good checkpoint is {kept}")
     return stop
 

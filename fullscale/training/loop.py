@@ -2,7 +2,13 @@
 
 Read top to bottom: ``train`` claims the run folder; ``_prepare`` reads and checks every input
 (config, device, data, model size) and builds the model, the optimiser and the generators, writing
-nothing; ``_train`` resumes or starts, then runs the epochs; ``_train_epoch`` runs the steps.
+nothing; ``train_runs`` resumes or starts, then runs the epochs; ``_train_epoch`` runs the steps.
+
+The loop trains a model's ``Run`` records: one run folder for a run alone, or several seeds of one config
+stacked into one network (``members``: stacking is a model transformation, ``members.Stacked``).
+What differs between the two is the ``Trainee``: how one step's draws become each run's loss, and
+each run's weights and optimiser state in the plain model's layout.  The epochs, resume,
+checkpoints, checks and the finish are this module's, once.
 Each concept lives in its own module of this package:
 
 - ``step``: one step's views, draws, forward pass and loss (the recipe of the paper);
@@ -23,8 +29,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.distributed as dist
@@ -38,7 +45,8 @@ from fullscale.training.checkpoint import (
     check_out,
     check_same_config,
     config_identity,
-    restore_checkpoint,
+    read_checkpoint,
+    restoring,
     run_record,
     save_checkpoint,
     undo_start,
@@ -54,19 +62,20 @@ from fullscale.training.checks import (
 )
 from fullscale.training.config import TrainConfig
 from fullscale.training.data import InMemoryData, device_transform, training_data, view_shape
-from fullscale.training.draws import RunDraws
+from fullscale.training.draws import RunDraws, StepDraws
 from fullscale.training.generators import Generators
 from fullscale.training.methods import Method, get_method
 from fullscale.training.process import Process, build_models, start_process
 from fullscale.training.schedule import make_optimizer, make_scheduler
 from fullscale.training.step import drawn_step_loss, epoch_entry, epoch_sums, history_row
 from fullscale.training.transfer import check_config, set_train_mode
+from noisymix.loss import LossParts
 from noisymix_infra.folder_kind import claim_folder
 from noisymix_infra.io import directory_lock, save_torch, write_json
 from noisymix_infra.progress import progress
 from noisymix_infra.provenance import now
 
-__all__ = ["train"]
+__all__ = ["Alone", "Run", "Setup", "Trainee", "train", "train_runs"]
 
 
 def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> Path:
@@ -90,9 +99,10 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> Path:
         torch.manual_seed(cfg.seed)
         setup = None
         try:
-            setup = _prepare(cfg)  # every input read and checked: nothing is written before this
+            setup = _prepare(cfg, out)  # every input read and checked: nothing is written before this
             if not rank0:
-                return _train(setup, out, resume)
+                train_runs(setup, resume)
+                return out
             found = {p.name for p in out.iterdir()} if out.is_dir() else None  # None: this call makes it
             # One writer per run directory: a second `train` on the same --out fails at once instead
             # of leaving one run's config.json beside the other's final.pt.
@@ -100,7 +110,8 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> Path:
                 had_config = (out / "config.json").exists()
                 try:
                     claim_folder(out, "run")  # a -C set, sweep, ... given as --out: refused, nothing written
-                    return _train(setup, out, resume)
+                    train_runs(setup, resume)
+                    return out
                 except BaseException as error:
                     undo_start(out, error, had_config=had_config, found=found)
                     raise
@@ -115,25 +126,107 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> Path:
 
 
 @dataclasses.dataclass
-class _Setup:
-    """A run ready to train: everything read and checked, nothing written (``_prepare``)."""
+class Run:
+    """One run folder the loop trains: a run alone, or one seed of a stacked group (``members``)."""
 
     cfg: TrainConfig
+    out: Path
+    generators: Generators  # its carried streams (order, device draws)
+    record: dict  # its config.json
+    draws: RunDraws  # its views and draws, made a chunk of steps at a time
+    # torch's global generator as its weights left it (stacked members: theirs were drawn in turn,
+    # and no member draws from it after, having no dropout); None: the live global generator
+    torch_state: Tensor | None = None
+    metrics: list[dict] = dataclasses.field(default_factory=list)
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.out / "checkpoint.pt"
+
+    @property
+    def identity(self) -> str:
+        """The run's ``config_identity``, stored in its checkpoints."""
+        return config_identity(self.record)
+
+
+class Trainee(Protocol):
+    """How the loop's model trains its runs: one network (``Alone``) or seeds stacked as one
+    (``members.Stacked``)."""
+
+    core: nn.Module  # the network the hooks reach (its ``stages``: the transform points)
+    model: nn.Module  # what the step calls (set to train mode each epoch)
+
+    def losses(self, draws: Sequence[StepDraws], labels: Sequence[Tensor], runs: Sequence[Run]) -> list[LossParts]:
+        """Steps 2-4 of each run's step (``fullscale.training.step``), its draws already made."""
+
+    def states(self) -> list[dict[str, Tensor]]:
+        """Each run's weights in the plain model's layout (what ``create_model`` loads)."""
+
+    def optimizer_states(self, optimizer: torch.optim.Optimizer) -> list[dict]:
+        """Each run's optimiser state as a run alone would hold it."""
+
+    def load(self, states: Sequence[dict], optimizer: torch.optim.Optimizer, optimizer_states: Sequence[dict]) -> None:
+        """The inverse of ``states`` and ``optimizer_states`` (resume)."""
+
+    def networks(self) -> Iterator[nn.Module]:
+        """Each run's network in the plain layout, in turn (checks of its weights, its accuracy)."""
+
+
+@dataclasses.dataclass
+class Alone:
+    """A run alone: its network (``core``: hooks, checkpoints) and what the step calls (``model``:
+    ``core``, DDP and/or compiled around it)."""
+
+    core: nn.Module
+    model: nn.Module
+    method: Method
+    cfg: TrainConfig
+    num_classes: int
+
+    def losses(self, draws: Sequence[StepDraws], labels: Sequence[Tensor], runs: Sequence[Run]) -> list[LossParts]:
+        return [drawn_step_loss(self.model, self.core, draws[0], labels[0], self.method, self.cfg, self.num_classes,
+                                runs[0].generators.aug)]
+
+    def states(self) -> list[dict[str, Tensor]]:
+        return [self.core.state_dict()]
+
+    def optimizer_states(self, optimizer: torch.optim.Optimizer) -> list[dict]:
+        return [optimizer.state_dict()]
+
+    def load(self, states: Sequence[dict], optimizer: torch.optim.Optimizer, optimizer_states: Sequence[dict]) -> None:
+        self.core.load_state_dict(states[0])
+        optimizer.load_state_dict(optimizer_states[0])
+
+    def networks(self) -> Iterator[nn.Module]:
+        yield self.core
+
+
+@dataclasses.dataclass
+class Setup:
+    """Runs ready to train: everything read and checked, nothing written (``_prepare``,
+    ``members.train_members``)."""
+
+    cfg: TrainConfig  # the runs' config (theirs differ in the seed alone)
     method: Method
     process: Process
     data: InMemoryData | StreamingImageNet
     heldout: ImageSet | None
-    core: nn.Module  # the network (hooks, checkpoints)
-    model: nn.Module  # what the step calls: ``core``, DDP and/or compiled around it
+    trainee: Trainee
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
-    generators: Generators
-    record: dict  # config.json
+    runs: list[Run]
     steps_per_epoch: int
-    draws: RunDraws  # the views and draws of each step, made a chunk of steps at a time
+
+    @property
+    def probe(self) -> Tensor | None:
+        """A few training images whose logits must stay finite (``check_weights``); streamed and
+        upsampled inputs are made per step."""
+        data = self.data
+        return (to_float(data.images[:16]) if isinstance(data, InMemoryData) and not self.cfg.is_transfer
+                and data.images.dim() == 4 else None)
 
 
-def _prepare(cfg: TrainConfig) -> _Setup:
+def _prepare(cfg: TrainConfig, out: Path) -> Setup:
     """Read and check every input of the run (config, device, data, model size), build the model
     and the optimiser; write nothing, so that a refused run leaves no folder behind."""
     method = get_method(cfg.method)
@@ -151,111 +244,185 @@ def _prepare(cfg: TrainConfig) -> _Setup:
         raise ValueError(f"the training data ({where}) holds {len(data)} image(s): not one step of batch "
                          f"{cfg.optim.batch_size}{' per process' if process.world > 1 else ''}")
     scheduler = make_scheduler(optimizer, cfg, steps_per_epoch)
-    draws = RunDraws(cfg, method, steps_per_epoch, view_shape(cfg, data), rank=process.rank, world=process.world,
-                     transform=device_transform(cfg))
-    return _Setup(cfg, method, process, data, heldout, core, model, optimizer, scheduler,
-                  Generators.create(cfg, process), run_record(cfg, data, process), steps_per_epoch, draws)
+    run = Run(cfg, out, Generators.create(cfg, process), run_record(cfg, data, process),
+              run_draws(cfg, method, data, process, steps_per_epoch))
+    return Setup(cfg, method, process, data, heldout, Alone(core, model, method, cfg, data.num_classes), optimizer,
+                 scheduler, [run], steps_per_epoch)
 
 
-@dataclasses.dataclass
-class _Loop:
-    """What one epoch of training touches."""
-
-    setup: _Setup
-    checkpoint: Path
-    identity: str  # the run's config_identity, stored in its checkpoints
-    probe: Tensor | None  # a few training images whose logits must stay finite (check_weights)
-
-    def save(self, epoch: int, **mid: Any) -> None:
-        s = self.setup
-        save_checkpoint(self.checkpoint, s.core, s.optimizer, s.scheduler, s.generators, epoch, s.process.device,
-                        identity=self.identity, **mid)
+def run_draws(cfg: TrainConfig, method: Method, data: InMemoryData | StreamingImageNet, process: Process,
+              steps_per_epoch: int) -> RunDraws:
+    """A run's chunked draws on this process's share of the data, through the data's own device transform."""
+    return RunDraws(cfg, method, steps_per_epoch, view_shape(cfg, data), rank=process.rank, world=process.world,
+                    transform=device_transform(cfg))
 
 
-def _train(setup: _Setup, out: Path, resume: bool) -> Path:
-    cfg, process, data, heldout, core = setup.cfg, setup.process, setup.data, setup.heldout, setup.core
-    start_epoch, start_step, done, metrics = 0, 0, None, []
-    checkpoint = out / "checkpoint.pt"
-    if resume and checkpoint.exists():
-        check_same_config(out / "config.json", setup.record)
-        start_epoch, start_step, done = restore_checkpoint(checkpoint, core, setup.optimizer, setup.scheduler,
-                                                           setup.generators, process.device,
-                                                           identity=config_identity(setup.record))
-        metrics = [m for m in read_metrics(out) if m["epoch"] <= start_epoch]
-    elif (out / "final.pt").exists() or checkpoint.exists():
-        raise ValueError(f"{out} already holds a run; use --resume to continue it, or another --out")
+# ----------------------------------------------------------------------------------- the loop
+
+
+def train_runs(setup: Setup, resume: bool) -> None:
+    """Resume or start ``setup``'s runs, train their epochs, finish them (``final.pt``)."""
+    cfg, process, runs = setup.cfg, setup.process, setup.runs
+    start_epoch, start_step, done = _resume(setup, resume)
     if process.writer:
-        write_json(out / "config.json", setup.record)
-
-    probe = (to_float(data.images[:16]) if isinstance(data, InMemoryData) and not cfg.is_transfer
-             and data.images.dim() == 4 else None)  # streamed and upsampled inputs are made per step
-    loop = _Loop(setup, checkpoint, config_identity(setup.record), probe)
+        for run in runs:
+            write_json(run.out / "config.json", run.record)
+    probe = setup.probe
     total = cfg.optim.epochs * setup.steps_per_epoch
-    bar = (progress(total=total, initial=start_epoch * setup.steps_per_epoch + start_step,
-                    desc=f"train {cfg.preset}", unit="step") if process.writer else _SilentBar())
+    desc = f"train {cfg.preset}" + (f" x{len(runs)}" if len(runs) > 1 else "")
+    bar = (progress(total=total, initial=start_epoch * setup.steps_per_epoch + start_step, desc=desc, unit="step")
+           if process.writer else _SilentBar())
     for epoch in range(start_epoch, cfg.optim.epochs):
         first = epoch == start_epoch
-        entry = _train_epoch(loop, epoch, bar, start_step if first else 0, done if first else None)
-        if heldout is not None:
-            entry["heldout_accuracy"] = accuracy(core, heldout.images, heldout.labels)
-        metrics.append(entry)
+        entries = _train_epoch(setup, epoch, bar, start_step if first else 0, done if first else None)
+        if setup.heldout is not None:
+            for entry, network in zip(entries, setup.trainee.networks(), strict=True):
+                entry["heldout_accuracy"] = accuracy(network, setup.heldout.images, setup.heldout.labels)
+        for run, entry in zip(runs, entries, strict=True):
+            run.metrics.append(entry)
         if process.writer:
-            check_weights(core, f"after epoch {epoch + 1}", checkpoint, loop.probe)
-            append_metrics(out, metrics)
-            loop.save(epoch + 1)
+            _check_weights(setup, f"after epoch {epoch + 1}", probe)
+            for run in runs:  # before the checkpoints: a resume drops the entries after its checkpoint's epoch
+                append_metrics(run.out, run.metrics)
+            _save(setup, epoch + 1)
     bar.close()
     if process.writer:
-        _finish(setup, out, metrics, loop)
+        _finish(setup, probe)
     if process.world > 1:
         dist.barrier()
-    return out
 
 
-def _finish(setup: _Setup, out: Path, metrics: list[dict], loop: _Loop) -> None:
-    """``final.pt`` and the finished record, unless the run diverged (then the checkpoint stays:
+def _who(setup: Setup, run: Run) -> str:
+    """How messages name a run: nothing for a run alone, its seed in a group."""
+    return f" (seed {run.cfg.seed})" if len(setup.runs) > 1 else ""
+
+
+def _check_weights(setup: Setup, when: str, probe: Tensor | None) -> None:
+    for run, network in zip(setup.runs, setup.trainee.networks(), strict=True):
+        check_weights(network, f"{when}{_who(setup, run)}", run.checkpoint, probe)
+
+
+def _save(setup: Setup, epoch: int, step: int = 0, order_states: Sequence[Tensor] = (),
+          history: Tensor | None = None) -> None:
+    """Each run's ``checkpoint.pt``: ``epoch`` epochs done and ``step`` steps of the next (then the
+    runs' order generators as the epoch began and their (runs, steps, 4) loss history)."""
+    states, optimizer_states = setup.trainee.states(), setup.trainee.optimizer_states(setup.optimizer)
+    for m, run in enumerate(setup.runs):
+        mid = {"step": step, "order_state": order_states[m], "history": history[m]} if step else {}
+        save_checkpoint(run.checkpoint, identity=run.identity, model=states[m], optimizer=optimizer_states[m],
+                        scheduler=setup.scheduler, generators=run.generators, epoch=epoch,
+                        device=setup.process.device,
+                        torch_generator=torch.get_rng_state() if run.torch_state is None else run.torch_state, **mid)
+
+
+def _resume(setup: Setup, resume: bool) -> tuple[int, int, Tensor | None]:
+    """Where training starts: epoch 0 for new runs; with ``resume`` and every run holding a
+    checkpoint of its own config at the same step, that step (epochs done, steps of the next, and
+    the (runs, steps, 4) loss history of those steps).  The runs' metrics so far are read back."""
+    runs, device = setup.runs, setup.process.device
+    found = [run.checkpoint for run in runs if run.checkpoint.exists()]
+    held = [run.out for run in runs if (run.out / "final.pt").exists() or run.checkpoint.exists()]
+    if not (resume and found and len(found) == len(runs)):
+        if len(runs) == 1 and held:
+            raise ValueError(f"{held[0]} already holds a run; use --resume to continue it, or another --out")
+        if found:
+            raise ValueError(f"members: {len(found)} of {len(runs)} folders hold a checkpoint ({found[0]}); "
+                             "resume needs all of the group's, or train into new folders")
+        if held:
+            raise ValueError(f"members: {held[0]} already holds a run; use another --out")
+        return 0, 0, None
+    states = []
+    for run in runs:
+        check_same_config(run.out / "config.json", run.record)
+        states.append(read_checkpoint(run.checkpoint, device, identity=run.identity))
+    with restoring(runs[0].checkpoint):
+        points = {(int(s["epoch"]), int(s.get("step", 0))) for s in states}
+    if len(points) != 1:
+        raise ValueError(f"members: the group's checkpoints are of different steps ({sorted(points)}); "
+                         "train anew into other folders")
+    (epoch, step), = points
+    with restoring(runs[0].checkpoint):
+        setup.trainee.load([s["model"] for s in states], setup.optimizer, [s["optimizer"] for s in states])
+        setup.scheduler.load_state_dict(states[0]["scheduler"])
+        for run, state in zip(runs, states, strict=True):
+            run.generators.restore(state)
+            if run.torch_state is not None:
+                run.torch_state = state["torch_generator"].cpu()
+            else:
+                torch.set_rng_state(state["torch_generator"].cpu())
+                if device.type == "cuda" and "cuda_generator" in state:  # dropout on the GPU
+                    torch.cuda.set_rng_state(state["cuda_generator"].cpu(), device)
+        done = torch.stack([s["history"] for s in states]) if step else None
+    for run in runs:
+        run.metrics = [m for m in read_metrics(run.out) if m["epoch"] <= epoch]
+    return epoch, step, done
+
+
+def _finish(setup: Setup, probe: Tensor | None) -> None:
+    """Each run's ``final.pt`` and finished record, unless it diverged (then its checkpoint stays:
     a resume says the same; no final.pt, not finished)."""
-    core, record = setup.core, setup.record
-    check_weights(core, "at the end", loop.checkpoint, loop.probe)
-    why = divergence(metrics, setup.data.num_classes, lambda: end_accuracy(core, setup.data, setup.heldout, setup.cfg))
-    if why:
-        record["run"]["diverged"] = why
-        write_json(out / "config.json", record)
-        raise NonFiniteLoss(f"{why}; not saved as final.pt, the last checkpoint is {loop.checkpoint} "
+    _check_weights(setup, "at the end", probe)
+    diverged = []
+    for run, state, network in zip(setup.runs, setup.trainee.states(), setup.trainee.networks(), strict=True):
+        why = divergence(run.metrics, setup.data.num_classes,
+                         lambda network=network: end_accuracy(network, setup.data, setup.heldout, setup.cfg))
+        if why:
+            run.record["run"]["diverged"] = why
+            diverged.append(f"seed {run.cfg.seed} {why}" if len(setup.runs) > 1 else why)
+        else:
+            save_torch(run.out / "final.pt", state)
+            run.record["run"]["finished"] = now()
+        write_json(run.out / "config.json", run.record)
+    if len(setup.runs) == 1 and diverged:
+        raise NonFiniteLoss(f"{diverged[0]}; not saved as final.pt, the last checkpoint is {setup.runs[0].checkpoint} "
                             "(a smaller lr may train)")
-    save_torch(out / "final.pt", core.state_dict())
-    record["run"]["finished"] = now()
-    write_json(out / "config.json", record)
+    if diverged:
+        more = f" (and {len(diverged) - 1} more)" if len(diverged) > 1 else ""
+        raise NonFiniteLoss(f"{diverged[0]}{more}; not saved as final.pt, the last checkpoints are the members' "
+                            "checkpoint.pt (a smaller lr may train)")
 
 
-def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: Tensor | None = None) -> dict:
+def _train_epoch(setup: Setup, epoch: int, bar: Any, start_step: int = 0, done: Tensor | None = None) -> list[dict]:
     """One epoch of steps from ``start_step`` (``done``: the loss history of the steps before it);
-    the metrics entry of the epoch (loss parts summed over all ranks)."""
-    s = loop.setup
+    each run's metrics entry of the epoch (loss parts summed over all ranks)."""
+    s, runs = setup, setup.runs
     cfg, device, data = s.cfg, s.process.device, s.data
     amp = cfg.runtime.amp and device.type == "cuda"
     check_every = check_interval(device)
-    set_train_mode(s.model, freeze_bn_stats=cfg.transfer.freeze_bn_stats)
+    set_train_mode(s.trainee.model, freeze_bn_stats=cfg.transfer.freeze_bn_stats)
     t0 = time.perf_counter()
-    # per step: images, then loss, CE and JSD summed over them (kept on the device: no sync)
-    history = torch.zeros(s.steps_per_epoch, 4, device=device)
+    # per run and step: images, then loss, CE and JSD summed over them (kept on the device: no sync)
+    history = torch.zeros(len(runs), s.steps_per_epoch, 4, device=device)
     if done is not None:
-        history[:start_step] = done.to(device)
+        history[:, :start_step] = done.to(device)
     checked = start_step
-    order_state = s.generators.order.get_state()  # before the epoch draws its permutation
+    order_states = [run.generators.order.get_state() for run in runs]  # before the epoch draws its permutation
 
-    def batches_from(first: int):  # the epoch's batches from step ``first`` (a chunk's first step)
-        s.generators.order.set_state(order_state)
-        return data.batches(s.generators.order, cfg.optim.batch_size, s.process, epoch=epoch, start_step=first)
+    def batches_of(run: Run, order_state: Tensor):  # the epoch's batches from step ``first`` (a chunk's first step)
+        def batches_from(first: int):
+            run.generators.order.set_state(order_state)
+            return data.batches(run.generators.order, cfg.optim.batch_size, s.process, epoch=epoch, start_step=first)
+        return batches_from
 
+    def check(upto: int) -> int:
+        for m, run in enumerate(runs):
+            check_finite(history[m], checked, upto, epoch, run.checkpoint, _who(s, run))
+        return upto
+
+    streams = [run.draws.epoch(batches_of(run, state), epoch, start_step, s.trainee.core)
+               for run, state in zip(runs, order_states, strict=True)]
     waited = getattr(data, "wait_seconds", None) is not None
-    for step, draws, y in s.draws.epoch(batches_from, epoch, start_step, s.core):
+    for drawn in zip(*streams, strict=True):
+        step, draws, labels = drawn[0][0], [d for _, d, _ in drawn], [y for _, _, y in drawn]
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-            parts = drawn_step_loss(s.model, s.core, draws, y, s.method, cfg, data.num_classes, s.generators.aug)
-        history[step] = history_row(parts, len(y))
+            parts = s.trainee.losses(draws, labels, runs)
+        for m, (p, y) in enumerate(zip(parts, labels, strict=True)):
+            history[m, step] = history_row(p, len(y))
         if (step + 1) % check_every == 0:  # on the CPU: before this step's update
-            checked = check_finite(history, checked, step + 1, epoch, loop.checkpoint)
+            checked = check(step + 1)
         s.optimizer.zero_grad(set_to_none=True)
-        parts.total.backward()
+        # the runs share no weight: each gets its own gradient of the sum
+        (parts[0].total if len(parts) == 1 else torch.stack([p.total for p in parts]).sum()).backward()
         s.optimizer.step()
         s.scheduler.step()
         bar.update(1)
@@ -266,25 +433,30 @@ def _train_epoch(loop: _Loop, epoch: int, bar: Any, start_step: int = 0, done: T
         global_step = epoch * s.steps_per_epoch + step + 1
         every = cfg.runtime.checkpoint_every
         if every and global_step % every == 0 and step + 1 < s.steps_per_epoch:
-            checked = check_finite(history, checked, step + 1, epoch, loop.checkpoint)
+            checked = check(step + 1)
             if s.process.writer:
-                check_weights(s.core, f"at epoch {epoch + 1}, step {step + 1}", loop.checkpoint, loop.probe)
-                loop.save(epoch, step=step + 1, order_state=order_state, history=history[:step + 1])
-    check_finite(history, checked, s.steps_per_epoch, epoch, loop.checkpoint)
-    sums = epoch_sums(history)
-    if s.process.world > 1:
-        dist.all_reduce(sums)
-    n = float(sums[0])  # the images of the epoch (all of an in-memory set; streamed, less bad files)
+                _check_weights(s, f"at epoch {epoch + 1}, step {step + 1}", s.probe)
+                _save(s, epoch, step + 1, order_states, history[:, :step + 1])
+    check(s.steps_per_epoch)
     seconds = time.perf_counter() - t0
-    entry = epoch_entry(epoch, sums, s.optimizer.param_groups[0]["lr"],
-                        n * (s.steps_per_epoch - start_step) / s.steps_per_epoch, seconds)
+    entries = []
+    for m in range(len(runs)):
+        sums = epoch_sums(history[m])
+        if s.process.world > 1:
+            dist.all_reduce(sums)
+        n = float(sums[0])  # the images of the epoch (all of an in-memory set; streamed, less bad files)
+        entry = epoch_entry(epoch, sums, s.optimizer.param_groups[0]["lr"],
+                            n * (s.steps_per_epoch - start_step) / s.steps_per_epoch, seconds)
+        if len(runs) > 1:
+            entry["members"] = len(runs)
+        entries.append(entry)
     if waited:
         bad = torch.tensor([data.bad.count], device=device)
         if s.process.world > 1:
             dist.all_reduce(bad)  # each file is read by one rank
-        entry["data_wait_fraction"] = data.wait_seconds / seconds
-        entry["bad_files"] = int(bad)
-    return entry
+        entries[0]["data_wait_fraction"] = data.wait_seconds / seconds
+        entries[0]["bad_files"] = int(bad)
+    return entries
 
 
 class _SilentBar:

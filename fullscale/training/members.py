@@ -7,8 +7,9 @@ a channel's mean is over that member's images alone), the classifier becomes M i
 maps.  The input is (N, M * 3, H, W), member m's images in channels 3m..3m+2, so every member sees
 its own batch; the output is (N, M, K).
 
-``train_members`` trains such a stack with one SGD optimiser (SGD, momentum and weight decay act per
-element, so one optimiser over the stacked parameters is M optimisers) and draws everything per
+``train_members`` trains such a stack in the trainer's own loop (``loop.train_runs``, with the
+stack as its ``Trainee``: ``Stacked``), with one SGD optimiser (SGD, momentum and weight decay act
+per element, so one optimiser over the stacked parameters is M optimisers), and draws everything per
 member from that member's own generators, exactly as ``loop.train`` draws a run of that seed
 alone (the same ``draws.RunDraws``): the batch order, crops, flips, AugMix views, partners, lambda,
 transform point and noise.
@@ -29,41 +30,31 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
-from fullscale.augment import to_float
 from fullscale.models import Normalize, create_model
-from fullscale.runs import append_metrics, read_metrics
-from fullscale.training.checkpoint import check_same_data, checkpoint_state, config_identity, run_record
-from fullscale.training.checks import NonFiniteLoss, check_weights, divergence, end_accuracy
+from fullscale.training.checkpoint import run_record
 from fullscale.training.config import TrainConfig
 from fullscale.training.data import STREAMED, InMemoryData, training_data
-from fullscale.training.draws import RunDraws
+from fullscale.training.draws import StepDraws
 from fullscale.training.generators import Generators
 from fullscale.training.hooks import stage_module
+from fullscale.training.loop import Run, Setup, run_draws, train_runs
 from fullscale.training.methods import Method, get_method
-from fullscale.training.process import Process, check_model_fits, start_process
+from fullscale.training.process import check_model_fits, start_process
 from fullscale.training.schedule import make_optimizer, make_scheduler
-from fullscale.training.step import (
-    StepDraws,
-    epoch_entry,
-    epoch_sums,
-    history_row,
-    method_loss,
-    mix_features,
-)
+from fullscale.training.step import method_loss, mix_features
+from noisymix.loss import LossParts
 from noisymix.mixing import mix_targets
 from noisymix_infra.folder_kind import claim_folder, require_kind
-from noisymix_infra.io import directory_lock, load_state_dict, read_json, save_torch, write_json
-from noisymix_infra.progress import progress
-from noisymix_infra.provenance import now
+from noisymix_infra.io import directory_lock
 
-__all__ = ["MemberLinear", "groupable", "member_state_dicts", "stack_models", "stack_state_dicts", "train_members"]
+__all__ = ["MemberLinear", "Stacked", "groupable", "member_state_dicts", "stack_models", "stack_state_dicts",
+           "train_members"]
 
 
 class MemberLinear(nn.Module):
@@ -191,22 +182,47 @@ def _stack_optimizer_states(stack: nn.Module, states: Sequence[dict]) -> dict:
 
 
 # --------------------------------------------------------------------------------- training
-# The step is the trainer's (``draws.RunDraws``, ``mix_features``, ``method_loss``), its record too
-# (``history_row``, ``epoch_sums``, ``epoch_entry``), as are the optimiser, the schedule and the
-# checkpoint's dictionary.  What stays here is what stacking changes: one forward pass for all
-# members (each member's transform applied to its slice of the channels), one backward of the
-# summed losses, per-member checkpoints (the member's own torch generator state, drawn once when
-# its weights were) and a finiteness check that names the member's seed.
-@dataclasses.dataclass
-class _Member:
-    """One seed of the group: its config, folder, generators and record."""
+# The loop is the trainer's (``loop.train_runs``: epochs, resume, checkpoints, checks, finish), as
+# are the draws (``draws.RunDraws``, per member from its own generators) and the step's parts
+# (``step.mix_features``, ``step.method_loss``).  What stacking changes is the ``Trainee``: one
+# forward pass for all members (each member's transform applied to its slice of the channels), each
+# member's loss, and each member's weights and optimiser state in the plain model's layout.
 
+
+@dataclasses.dataclass
+class Stacked:
+    """Seeds stacked as one network (``stack_models``), as the loop's ``Trainee``."""
+
+    core: nn.Module  # the stack
+    plain: nn.Module  # one plain network, loaded with each member's weights in turn (checks, accuracy)
+    method: Method
     cfg: TrainConfig
-    out: Path
-    generators: Generators
-    record: dict
-    identity: str
-    torch_state: Tensor  # the global generator after its weights were drawn (no dropout: unused after)
+    num_classes: int
+
+    @property
+    def model(self) -> nn.Module:
+        return self.core
+
+    def losses(self, draws: Sequence[StepDraws], labels: Sequence[Tensor], runs: Sequence[Run]) -> list[LossParts]:
+        with _member_transforms(self.core, [run.generators.aug for run in runs], draws, self.method.views):
+            logits = self.core(torch.cat([d.x for d in draws], dim=1))
+        return [method_loss(logits[:, m], mix_targets(y, d.draw, self.num_classes), self.method, self.cfg)
+                for m, (d, y) in enumerate(zip(draws, labels, strict=True))]
+
+    def states(self) -> list[dict[str, Tensor]]:
+        return member_state_dicts(self.core)
+
+    def optimizer_states(self, optimizer: torch.optim.Optimizer) -> list[dict]:
+        return _optimizer_states(self.core, optimizer)
+
+    def load(self, states: Sequence[dict], optimizer: torch.optim.Optimizer, optimizer_states: Sequence[dict]) -> None:
+        self.core.load_state_dict(stack_state_dicts(states, self.core._member_layout))
+        optimizer.load_state_dict(_stack_optimizer_states(self.core, optimizer_states))
+
+    def networks(self) -> Iterator[nn.Module]:
+        for state in self.states():
+            self.plain.load_state_dict(state)
+            yield self.plain
 
 
 def groupable(cfg: TrainConfig) -> bool:
@@ -248,165 +264,39 @@ def train_members(cfg: TrainConfig, seeds: Sequence[int], outs: Sequence[str | P
         raise ValueError("members: one process trains the group (not under torchrun)")
     data, heldout = training_data(cfg, process)
     assert isinstance(data, InMemoryData) and heldout is None  # groupable()
-    if data.steps_per_epoch(cfg.optim.batch_size) < 1:
+    steps_per_epoch = data.steps_per_epoch(cfg.optim.batch_size)
+    if steps_per_epoch < 1:
         raise ValueError(f"the training data ({data.source}) holds {len(data)} image(s): not one step of batch "
                          f"{cfg.optim.batch_size}")
     check_model_fits(cfg, data.num_classes, process.device, copies=len(seeds))
-    with contextlib.ExitStack() as locks:
-        for out in outs:
-            locks.enter_context(directory_lock(out, "training"))
-            claim_folder(out, "run")
-        _train_group(cfg, list(seeds), outs, process, resume, data)
-    return outs
-
-
-def _train_group(cfg: TrainConfig, seeds: list[int], outs: list[Path], process: Process, resume: bool,
-                 data: InMemoryData) -> None:
-    device = process.device
     method = get_method(cfg.method)
-    steps_per_epoch = data.steps_per_epoch(cfg.optim.batch_size)
-    members, models = [], []
+    runs, models = [], []
     for seed, out in zip(seeds, outs, strict=True):
         member_cfg = dataclasses.replace(cfg, seed=seed)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)  # the weights a run of this seed alone draws (loop.train)
-            models.append(create_model(cfg.model.name, data.num_classes, **cfg.model_kwargs).to(device))
+            models.append(create_model(cfg.model.name, data.num_classes, **cfg.model_kwargs).to(process.device))
             torch_state = torch.get_rng_state()
         record = run_record(member_cfg, data, process)
-        record["run"]["members"] = {"seeds": seeds, "index": len(members)}
-        members.append(_Member(member_cfg, out, Generators.create(member_cfg, process), record,
-                               config_identity(record), torch_state))
+        record["run"]["members"] = {"seeds": list(seeds), "index": len(runs)}
+        runs.append(Run(member_cfg, out, Generators.create(member_cfg, process), record,
+                        run_draws(member_cfg, method, data, process, steps_per_epoch), torch_state))
     stack = stack_models(models)
+    plain = create_model(cfg.model.name, data.num_classes, **cfg.model_kwargs).to(process.device)
     optimizer = make_optimizer(stack.parameters(), cfg)
-    scheduler = make_scheduler(optimizer, cfg, steps_per_epoch)
-    start_epoch, metrics = _resume(stack, optimizer, scheduler, members, device, resume)
-    for member in members:
-        write_json(member.out / "config.json", member.record)
-    probe = to_float(data.images[:16])
-    plain = create_model(cfg.model.name, data.num_classes, **cfg.model_kwargs).to(device)
-    bar = progress(total=cfg.optim.epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch,
-                   desc=f"train {cfg.preset} x{len(seeds)}", unit="step")
-    for epoch in range(start_epoch, cfg.optim.epochs):
-        t0 = time.perf_counter()
-        history = _epoch(stack, optimizer, scheduler, members, data, method, cfg, epoch, bar)
-        seconds = time.perf_counter() - t0
-        states = member_state_dicts(stack)
-        for m, member in enumerate(members):
-            plain.load_state_dict(states[m])
-            check_weights(plain, f"after epoch {epoch + 1} (seed {member.cfg.seed})", member.out / "checkpoint.pt",
-                          probe)
-        optimizer_states = _optimizer_states(stack, optimizer)
-        for m, member in enumerate(members):
-            sums = epoch_sums(history[m])
-            metrics[m].append({**epoch_entry(epoch, sums, optimizer.param_groups[0]["lr"], float(sums[0]), seconds),
-                               "members": len(members)})
-            append_metrics(member.out, metrics[m])
-            save_torch(member.out / "checkpoint.pt", checkpoint_state(
-                member.identity, states[m], optimizer_states[m], scheduler.state_dict(), epoch + 1, 0,
-                member.generators.state(), member.torch_state))
-    bar.close()
-    _finish(members, stack, plain, metrics, data, cfg, probe)
-
-
-def _finish(members: list[_Member], stack: nn.Module, plain: nn.Module, metrics: list[list[dict]],
-            data: InMemoryData, cfg: TrainConfig, probe: Tensor) -> None:
-    """Each member's ``final.pt`` and finished record, unless it diverged (as a run alone)."""
-    diverged = []
-    for m, (member, state) in enumerate(zip(members, member_state_dicts(stack), strict=True)):
-        plain.load_state_dict(state)
-        check_weights(plain, f"at the end (seed {member.cfg.seed})", member.out / "checkpoint.pt", probe)
-        # a finite loss far above its start, or chance accuracy after a blow-up (as a run alone)
-        why = divergence(metrics[m], data.num_classes, lambda: end_accuracy(plain, data, None, cfg))
-        if why:
-            member.record["run"]["diverged"] = why
-            diverged.append(f"seed {member.cfg.seed} {why}")
-        else:
-            save_torch(member.out / "final.pt", state)
-            member.record["run"]["finished"] = now()
-        write_json(member.out / "config.json", member.record)
-    if diverged:
-        more = f" (and {len(diverged) - 1} more)" if len(diverged) > 1 else ""
-        raise NonFiniteLoss(f"{diverged[0]}{more}; not saved as final.pt, the last checkpoints are the members' "
-                            "checkpoint.pt (a smaller lr may train)")
-
-
-def _resume(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler,
-            members: list[_Member], device: torch.device, resume: bool) -> tuple[int, list[list[dict]]]:
-    """The epoch to start from and each member's metrics so far: 0 for a new group; with ``resume``
-    and every member holding a checkpoint of its own config at one epoch, that epoch."""
-    found = [m.out / "checkpoint.pt" for m in members if (m.out / "checkpoint.pt").is_file()]
-    held = [m.out for m in members if (m.out / "final.pt").is_file() or (m.out / "checkpoint.pt").is_file()]
-    if not found:
-        if held:
-            raise ValueError(f"members: {held[0]} already holds a run; use another --out")
-        return 0, [[] for _ in members]
-    if not resume or len(found) != len(members):
-        raise ValueError(f"members: {len(found)} of {len(members)} folders hold a checkpoint ({found[0]}); "
-                         "resume needs all of the group's, or train into new folders")
-    states = []
-    for member in members:
-        if (member.out / "config.json").is_file():  # the data it started with (issue 32)
-            check_same_data(member.out / "config.json", read_json(member.out / "config.json"), member.record)
-        state = load_state_dict(member.out / "checkpoint.pt", map_location=device)
-        if not isinstance(state, dict) or state.get("config_identity") != member.identity or state.get("step"):
-            raise ValueError(f"cannot resume from {member.out / 'checkpoint.pt'}: not an epoch-end checkpoint of "
-                             "this run's config; train anew into another --out")
-        states.append(state)
-    epochs = {int(s["epoch"]) for s in states}
-    if len(epochs) != 1:
-        raise ValueError(f"members: the group's checkpoints are of different epochs ({sorted(epochs)}); "
-                         "train anew into other folders")
-    stack.load_state_dict(stack_state_dicts([s["model"] for s in states], stack._member_layout))
-    optimizer.load_state_dict(_stack_optimizer_states(stack, [s["optimizer"] for s in states]))
-    scheduler.load_state_dict(states[0]["scheduler"])
-    for member, state in zip(members, states, strict=True):
-        member.generators.restore(state)
-    epoch = epochs.pop()
-    return epoch, [[e for e in read_metrics(m.out) if e["epoch"] <= epoch] for m in members]
-
-
-def _epoch(stack: nn.Module, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler,
-           members: list[_Member], data: InMemoryData, method: Method, cfg: TrainConfig, epoch: int,
-           bar: object) -> Tensor:
-    """One epoch of the group; the per-member, per-step history (M, steps, 4): images, loss, CE, JSD."""
-    steps = data.steps_per_epoch(cfg.optim.batch_size)
-    device = data.images.device
-    history = torch.zeros(len(members), steps, 4, device=device)
-    one_process = Process(device, 0, 1)
-
-    def batches_of(member: _Member):
-        return lambda first: data.batches(member.generators.order, cfg.optim.batch_size, one_process,
-                                          start_step=first)
-
-    # each member's views, partners, lambda and transform point, as its run alone makes them
-    streams = [RunDraws(m.cfg, method, steps, data.images.shape[1:]).epoch(batches_of(m), epoch, 0, stack)
-               for m in members]
-    stack.train()
-    for step, drawn in enumerate(zip(*streams, strict=True)):
-        draws, labels = [d for _, d, _ in drawn], [y for _, _, y in drawn]
-        with _member_transforms(stack, members, draws, method.views):
-            logits = stack(torch.cat([d.x for d in draws], dim=1))
-        losses = []
-        for m, (d, y) in enumerate(zip(draws, labels, strict=True)):
-            parts = method_loss(logits[:, m], mix_targets(y, d.draw, data.num_classes), method, cfg)
-            history[m, step] = history_row(parts, len(y))
-            losses.append(parts.total)
-        # checked every step before the update (``checks.check_finite`` checks one run's history;
-        # this names the member's seed, and the members' checkpoints as the ones kept)
-        if not bool(torch.isfinite(history[:, step, 1:]).all()):
-            m = int((~torch.isfinite(history[:, step, 1:]).all(1)).nonzero()[0, 0])
-            raise NonFiniteLoss(f"non-finite loss at epoch {epoch + 1}, step {step + 1} (seed {members[m].cfg.seed}); "
-                                f"stopped, the last good checkpoints are the members' checkpoint.pt")
-        optimizer.zero_grad(set_to_none=True)
-        torch.stack(losses).sum().backward()  # members share no weight: each gets its own gradient
-        optimizer.step()
-        scheduler.step()
-        bar.update(1)
-    return history
+    setup = Setup(cfg, method, process, data, None, Stacked(stack, plain, method, cfg, data.num_classes), optimizer,
+                  make_scheduler(optimizer, cfg, steps_per_epoch), runs, steps_per_epoch)
+    with contextlib.ExitStack() as locks:
+        for out in outs:
+            locks.enter_context(directory_lock(out, "training"))
+            claim_folder(out, "run")
+        train_runs(setup, resume)
+    return outs
 
 
 @contextlib.contextmanager
-def _member_transforms(stack: nn.Module, members: list[_Member], draws: list[StepDraws], views: int):
+def _member_transforms(stack: nn.Module, generators: Sequence[torch.Generator], draws: Sequence[StepDraws],
+                       views: int):
     """During the forward pass, member m's slice of the features at its stage is replaced by
     M_{lambda,xi} with its own draw and noise generator (``step.mix_features``, what
     ``transform_stage`` does for one run)."""
@@ -414,7 +304,7 @@ def _member_transforms(stack: nn.Module, members: list[_Member], draws: list[Ste
     if all(stage is None for stage in stages):
         yield
         return
-    count = len(members)
+    count = len(draws)
     handles = []
     for name in sorted(set(stages)):
         at = [m for m, s in enumerate(stages) if s == name]
@@ -422,7 +312,7 @@ def _member_transforms(stack: nn.Module, members: list[_Member], draws: list[Ste
         def hook(_module, _inputs, out: Tensor, at=at) -> Tensor:
             parts = list(out.split(out.shape[1] // count, dim=1))
             for m in at:
-                parts[m] = mix_features(parts[m], draws[m].draw, draws[m].mix_cfg, members[m].generators.aug, views)
+                parts[m] = mix_features(parts[m], draws[m].draw, draws[m].mix_cfg, generators[m], views)
             return torch.cat(parts, dim=1)
 
         handles.append(stage_module(stack, name).register_forward_hook(hook))

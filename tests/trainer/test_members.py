@@ -20,6 +20,7 @@ import pytest
 import torch
 from torch import nn
 
+import fullscale.training.checkpoint as checkpoint_module
 import fullscale.training.loop as trainer
 import fullscale.training.members as members_module
 from fullscale.models import create_model
@@ -159,7 +160,7 @@ def test_a_killed_group_resumes_to_the_same_members(tmp_path, one_torch_thread, 
     straight = [tmp_path / f"straight{s}" for s in (0, 1)]
     train_members(cfg, (0, 1), straight)
     resumed = [tmp_path / f"resumed{s}" for s in (0, 1)]
-    original, saved = members_module.save_torch, []
+    original, saved = checkpoint_module.save_torch, []
 
     def save_then_die(path, obj):
         original(path, obj)
@@ -167,10 +168,10 @@ def test_a_killed_group_resumes_to_the_same_members(tmp_path, one_torch_thread, 
         if len(saved) == 2:  # both members' first checkpoints written
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(members_module, "save_torch", save_then_die)
+    monkeypatch.setattr(checkpoint_module, "save_torch", save_then_die)
     with pytest.raises(KeyboardInterrupt):
         train_members(cfg, (0, 1), resumed)
-    monkeypatch.setattr(members_module, "save_torch", original)
+    monkeypatch.setattr(checkpoint_module, "save_torch", original)
     train_members(cfg, (0, 1), resumed)
     for a, b in zip(straight, resumed, strict=True):
         assert _losses(a) == _losses(b)
