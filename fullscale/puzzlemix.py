@@ -48,6 +48,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from fullscale.mixings import Mixing, register_mixing
 from fullscale.puzzlemix_transport import mask_transport, transport_blocks
 from noisymix.loss import LossParts, soft_cross_entropy
 from noisymix.mixing import MixDraw
@@ -410,3 +411,9 @@ def _normalisation(model: nn.Module) -> tuple[Tensor | float, Tensor | None]:
     if norm is None or not hasattr(norm, "mean"):
         return 0.0, None
     return norm.mean, norm.std
+
+
+# the kind of mixing the trainer runs (``fullscale.mixings``): its options are the ``puzzlemix`` group
+# of the training config; per-pair masks, so its seeds are not stacked; joined with nothing else
+register_mixing(Mixing("puzzlemix", batch_op=puzzlemix_step, loss=puzzlemix_loss, per_pair=True, combines=False,
+                       config=PuzzleMixConfig))

@@ -15,7 +15,7 @@ old and new records of one computation are equal).
 (an old ``config.json`` read today computes what it did then).
 
 No torch here: the report (``noisymix_figures``) reads run configs through ``flat_config``, and
-``later_keys`` imports Puzzle Mix's defaults only when called.
+``later_keys`` imports the kinds of mixing's config groups only when called.
 """
 
 from __future__ import annotations
@@ -52,13 +52,15 @@ RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root", "workers", "dec
 def later_keys() -> dict[str, Any]:
     """Config keys (flat layout) added after runs were made, with the value that computes what those
     runs did: a run's identity is computed over them, so an old record and its re-read agree."""
-    from fullscale.puzzlemix import PuzzleMixConfig
+    from fullscale.mixings import config_groups
     from noisymix_infra.config import config_to_dict
 
     return {"stem_stride": 1, "ddp_draws": "shared", "sync_bn": False, "image_size": 224, "workers": 8,
             "decoder": "auto", "max_bad_fraction": 0.001, "checkpoint_every": 0, "lr_schedule": "cosine",
             "lr_milestones": [], "lr_gamma": 0.1, "source_weights": "", "source_row": "", "freeze_level": -1,
-            "freeze_bn_stats": False, "puzzlemix": config_to_dict(PuzzleMixConfig())}
+            "freeze_bn_stats": False,
+            # the kinds of mixing's groups (``puzzlemix``), each added after the runs before it
+            **{name: config_to_dict(group()) for name, group in config_groups()}}
 
 
 def config_sha256(config: Mapping[str, Any]) -> str:

@@ -2,7 +2,8 @@
 
 ``TrainConfig`` holds the method, its strengths and the seed at the top, and five groups: ``model``
 (which network), ``data`` (what it trains on), ``optim`` (SGD and its schedule), ``runtime`` (where
-and how it runs) and ``transfer`` (fine-tuning a source model).  Each group checks its own fields.
+and how it runs) and ``transfer`` (fine-tuning a source model); each kind of mixing with options
+adds its own group, declared with the kind (``fullscale.mixings``: ``puzzlemix``).  Each group checks its own fields.
 Keys are dotted (``--set optim.lr=0.05``); the flat names of runs made before the groups
 (``--set lr=0.05``) are aliases (``FLAT_KEYS``, ``fullscale.run_record``), and an old flat
 ``config.json`` reads back with ``train_config_from_dict``.
@@ -10,12 +11,12 @@ Keys are dotted (``--set optim.lr=0.05``); the flat names of runs made before th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import Any, ClassVar, Literal
 
 from fullscale.augment import AugMixConfig
+from fullscale.mixings import config_groups
 from fullscale.models.preact_resnet import check_stem_stride
-from fullscale.puzzlemix import PuzzleMixConfig
 from fullscale.run_record import FLAT_KEYS, flat_config, grouped_config
 from noisymix.loss import PUBLIC_CODE_JSD_WEIGHT
 from noisymix.mixing import MixConfig
@@ -151,10 +152,22 @@ class TransferConfig:
             raise ValueError(f"freeze_level must be -1 (train everything) or 1..4, got {self.freeze_level}")
 
 
+def _with_mixing_groups(cls: type) -> type:
+    """``cls`` with one more field per kind of mixing that has options (``fullscale.mixings``:
+    ``Mixing.config``), named as the kind and holding its defaults (``TrainConfig.puzzlemix``):
+    a kind's options are its own group, declared with the kind, and this class names none of them.
+    The class keeps its name and module (pickles, ``--list-keys`` reads the comments of its source)."""
+    groups = [(name, group, field(default_factory=group)) for name, group in config_groups()]
+    return make_dataclass(cls.__name__, groups, bases=(cls,), frozen=True,
+                          namespace={"__module__": cls.__module__, "__doc__": cls.__doc__})
+
+
+@_with_mixing_groups
 @dataclass(frozen=True)
 class TrainConfig:
     """Defaults are the public NoisyMix CIFAR recipe: SGD Nesterov 0.9, lr 0.1, weight decay
-    5e-4, batch 128, 200 epochs, cosine schedule per step down to 1e-6."""
+    5e-4, batch 128, 200 epochs, cosine schedule per step down to 1e-6.  The groups of the kinds of
+    mixing with options (``puzzlemix``, for method=puzzlemix) are added by ``_with_mixing_groups``."""
 
     #: ``--set lr=0.05`` is ``--set optim.lr=0.05`` (``noisymix_infra.config.apply_overrides`` reads this)
     KEY_ALIASES: ClassVar[dict[str, str]] = FLAT_KEYS
@@ -169,7 +182,6 @@ class TrainConfig:
     transfer: TransferConfig = field(default_factory=TransferConfig)
     mix: MixConfig = field(default_factory=lambda: MixConfig(alpha=0.0))
     augmix: AugMixConfig = field(default_factory=AugMixConfig)
-    puzzlemix: PuzzleMixConfig = field(default_factory=PuzzleMixConfig)  # method=puzzlemix only
     jsd_weight: float = PUBLIC_CODE_JSD_WEIGHT  # gamma, the weight of the Jensen-Shannon stability term
     jsd_variant: Literal["exact", "augmix"] = "exact"  # exact: generalized JSD; augmix: the AugMix code's form
 

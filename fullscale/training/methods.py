@@ -25,10 +25,11 @@ method the public code's clamped JSD estimate (``jsd_variant=augmix``); Puzzle M
 labels, beta 1.2, gamma 0.5, eta 0.2, neighbourhood 4, transport at 4 pixels with eps 0.8 (the
 public PuzzleMix README's CIFAR commands; its adversarial variant: ``puzzlemix.adv_p=0.1``).
 
-Both are registries, as timm's models: a kind of mixing is a ``Mixing`` record (where in the
-network M_{lambda,xi} applies, the batch op run after the draw, the loss it needs) filed by
-``register_mixing``; a method is a ``Method`` filed by ``register_method``.  The step dispatches on
-these records alone, so a new kind of mixing is its op plus one ``register_mixing`` call here.
+Methods are a registry, as timm's models: a method is a ``Method`` filed by ``register_method``,
+naming its kind of mixing, a ``Mixing`` record of the kinds' own registry (``fullscale.mixings``:
+where in the network M_{lambda,xi} applies, the batch op run after the draw, the loss it needs, its
+config group; each kind registers itself in its own module).  The step dispatches on these records
+alone.
 
 A method's record also says how the results show it, so that its names are kept here alone: its
 row in the paper's method tables (``paper_row``; ``paper_rows()`` is ``fullscale.vocabulary.METHOD_ROWS``),
@@ -38,77 +39,16 @@ by ``noisymix_figures.methods``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from torch import Tensor, nn
-
-from fullscale.puzzlemix import puzzlemix_loss, puzzlemix_step
-from noisymix.loss import LossParts
-from noisymix.mixing import MixDraw, cutmix
+from fullscale.mixings import MIXINGS, Mixing, load_kinds
 from noisymix_infra.registry import file_once
 
-__all__ = ["METHODS", "MIXINGS", "NOT_IMPLEMENTED", "NOT_IMPLEMENTED_ROWS", "Method", "Mixing", "get_method",
-           "paper_rows", "register_method", "register_mixing", "table_order"]
+__all__ = ["METHODS", "NOT_IMPLEMENTED", "NOT_IMPLEMENTED_ROWS", "Method", "get_method", "paper_rows",
+           "register_method", "table_order"]
 
-#: ``op(core, x, y, draw, cfg, generator=g) -> (x, draw, extra)``: the batch after the draw (a
-#: CutMix box, Puzzle Mix's masks); ``extra`` is handed to the mixing's loss
-BatchOp = Callable[..., tuple[Tensor, MixDraw, Any]]
-#: ``loss(logits, targets, extra, cfg) -> LossParts``, for a mixing that needs its own
-MixingLoss = Callable[[Tensor, Tensor, Any, Any], LossParts]
-
-
-@dataclass(frozen=True)
-class Mixing:
-    """A kind of mixing, as the step carries it out.
-
-    ``in_network``: M_{lambda,xi} mixes features inside the network (``noisy_feature_mixup``);
-    ``stages``: where the transform point is drawn, ``"input"`` (the normalised image only) or
-    ``"all"`` (uniformly from ``model.stages``; also where noise alone is injected);
-    ``batch_op``: applied to the views after the draw (``None``: nothing); ``loss``: replaces
-    ``noisymix_loss`` (``None``: CE + gamma JSD); ``per_pair``: its draws are per pair (boxes,
-    masks), so seeds of it are not stacked (``members.groupable``); ``combines``: may be joined
-    with AugMix views, noise and JSD."""
-
-    name: str
-    in_network: bool = False
-    stages: Literal["input", "all"] = "all"
-    batch_op: BatchOp | None = None
-    loss: MixingLoss | None = None
-    per_pair: bool = False
-    combines: bool = True
-
-
-MIXINGS: dict[str, Mixing] = {}
-
-
-def register_mixing(kind: Mixing) -> Mixing:
-    return file_once(MIXINGS, kind.name, kind, "mixing")
-
-
-def _cutmix(core: nn.Module, x: Tensor, y: Tensor, draw: MixDraw, cfg: Any, *,
-            generator: Any) -> tuple[Tensor, MixDraw, None]:
-    x, draw = cutmix(x, draw, generator=generator)
-    return x, draw, None
-
-
-def _puzzlemix(core: nn.Module, x: Tensor, y: Tensor, draw: MixDraw, cfg: Any, *,
-               generator: Any) -> tuple[Tensor, MixDraw, Tensor]:
-    """Puzzle Mix's masks: a saliency forward/backward of the clean loss on the unwrapped model,
-    the graph cuts, transport (``fullscale.puzzlemix.puzzlemix_step``); ``extra``: clean logits."""
-    return puzzlemix_step(core, x, y, draw, cfg.puzzlemix, generator=generator)
-
-
-def _puzzlemix_loss(logits: Tensor, targets: Tensor, clean: Any, cfg: Any) -> LossParts:
-    return puzzlemix_loss(logits, targets, clean, cfg.puzzlemix)
-
-
-register_mixing(Mixing("none"))
-register_mixing(Mixing("input", in_network=True, stages="input"))  # Mixup
-register_mixing(Mixing("manifold", in_network=True))  # Manifold Mixup, NFM
-register_mixing(Mixing("cutmix", batch_op=_cutmix, per_pair=True, combines=False))
-register_mixing(Mixing("puzzlemix", batch_op=_puzzlemix, loss=_puzzlemix_loss, per_pair=True, combines=False))
+load_kinds()  # the kinds of mixing, Puzzle Mix's included: a method names one
 
 _NFM_NOISE = (("mix.noise.add", 0.4), ("mix.noise.mult", 0.2))
 # the public NoisyMix README's CIFAR recipe

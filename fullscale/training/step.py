@@ -8,7 +8,7 @@ One step:
    view (AugMix without JSD), or clean + two AugMix views (JSD methods);
 2. draw the partners and lambda (one lambda per batch, as the public code; lambda = 1 without
    mixing) and the transform point k uniformly from ``model.stages`` (``input`` only for Mixup);
-   then the mixing's batch op, if it has one (``Mixing.batch_op`` in ``methods``: CutMix's box, or
+   then the mixing's batch op, if it has one (``Mixing.batch_op``, ``fullscale.mixings``: CutMix's box, or
    Puzzle Mix's masks: a saliency forward/backward of the clean loss on the unwrapped model, the
    block count, the graph cuts, transport; ``fullscale.puzzlemix.puzzlemix_step``; the label weight
    of each pair is its mask's mean);
@@ -42,6 +42,7 @@ import torch
 from torch import Tensor, nn
 
 import noisymix
+from fullscale.mixings import kind_config
 from fullscale.training.config import TrainConfig
 from fullscale.training.draws import StepDraws, draw_step, make_views, step_mix_config
 from fullscale.training.hooks import transform_stage
@@ -64,7 +65,7 @@ def method_loss(logits: Tensor, targets: Tensor, method: Method, cfg: TrainConfi
                 extra: Any = None) -> noisymix.LossParts:
     """Step 4: the mixing's own loss if it has one, else CE + gamma JSD (``noisymix_loss``)."""
     if method.kind.loss is not None:
-        return method.kind.loss(logits, targets, extra, cfg)
+        return method.kind.loss(logits, targets, extra, kind_config(cfg, method.kind))
     return noisymix_loss(logits.float(), targets, views=method.views, gamma=cfg.jsd_weight,
                          jsd_variant=cfg.jsd_variant)
 
@@ -74,7 +75,7 @@ def apply_batch_op(s: StepDraws, y: Tensor, method: Method, cfg: TrainConfig, co
     """The rest of step 2: the mixing's batch op (CutMix's box, Puzzle Mix's masks) on the views."""
     if method.kind.batch_op is None:
         return s
-    x, draw, extra = method.kind.batch_op(core, s.x, y, s.draw, cfg, generator=g)
+    x, draw, extra = method.kind.batch_op(core, s.x, y, s.draw, kind_config(cfg, method.kind), generator=g)
     return StepDraws(x, draw, s.mix_cfg, s.stage, extra)
 
 
