@@ -30,6 +30,7 @@ __all__ = [
     "Check",
     "asymptotic_points",
     "coefficient",
+    "expansion_check",
     "expansion_verdict",
     "grid_values",
     "identity_verdict",
@@ -169,6 +170,38 @@ def expansion_verdict(
     if wrong:
         reasons.append("coefficient(s) disagree with autograd: " + ", ".join(wrong))
     return slope, slope_ok and not wrong, "; ".join(reasons)
+
+
+def expansion_check(
+    *,
+    detail: str,
+    eps: np.ndarray,
+    residuals: np.ndarray,
+    floor: float,
+    expected: float,
+    coefficients: dict[str, dict[str, Any]],
+    extra: dict[str, Any] | None = None,
+    no_reason: str = "",
+    **row: Any,
+) -> Check:
+    """The ``expansion`` row of a residual curve (``row``: its id, statement, form, term, conditions
+    and model): verdict, fitted slope and reason from ``expansion_verdict``; ``detail`` is followed
+    by "; " and the reason (or ``no_reason`` where the verdict gives none, nothing when that is
+    empty too)."""
+    slope, ok, why = expansion_verdict(eps, residuals, expected, coefficients, floor=floor)
+    reason = why or no_reason
+    return Check(
+        kind="expansion",
+        verdict="holds" if ok else "fails",
+        detail=detail + (f"; {reason}" if reason else ""),
+        residual_slope=slope,
+        expected_slope=expected,
+        coefficients=coefficients,
+        eps=list(eps),
+        residuals=list(residuals),
+        extra=extra or {},
+        **row,
+    )
 
 
 def grid_values(eps: np.ndarray, exact: Any, *, vectorized: bool = False) -> np.ndarray:

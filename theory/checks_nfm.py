@@ -13,7 +13,7 @@ from theory.calculus import fit_slope
 from theory.checks import (
     Check,
     coefficient,
-    expansion_verdict,
+    expansion_check,
     grid_values,
     identity_verdict,
     rescaling_checks,
@@ -314,23 +314,10 @@ class _Thm1Setting:
                 self.eps, lambda e: nfm_loss(self.model, self.data, fam, e, increment=True), vectorized=True
             )
         residuals, floor = residual_curve(self.eps, self.values[fam_name], first, second)
-        slope, ok, why = expansion_verdict(self.eps, residuals, expected, coefs, floor=floor)
-        return Check(
-            id="thm1",
-            statement=THM1,
-            form=form,
-            term=term,
-            kind="expansion",
-            verdict="holds" if ok else "fails",
-            detail=f"[{fam_name}] {detail}" + (f"; {why}" if why else ""),
-            conditions=conditions,
-            model=self.name,
-            residual_slope=slope,
-            expected_slope=expected,
-            coefficients=coefs,
-            eps=list(self.eps),
-            residuals=list(residuals),
-            extra=extra or {},
+        return expansion_check(
+            id="thm1", statement=THM1, form=form, term=term, detail=f"[{fam_name}] {detail}",
+            conditions=conditions, model=self.name, eps=self.eps, residuals=residuals, floor=floor,
+            expected=expected, coefficients=coefs, extra=extra,
         )
 
 
