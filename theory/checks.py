@@ -234,34 +234,16 @@ def rescaling_checks(lemma: str, title: str, statement: str, *, eps: np.ndarray,
     ``slope``); corrected (``title``: "Lemma 1"), the identity at every noise level sigma -> eps sigma, lambda unscaled
     (``corrected``), rescaled afterwards.  Each holds when its largest difference is within
     ``tolerance``."""
+
+    def row(form: Form, statement: str, differences: np.ndarray, detail: str, conditions: str, **fields: Any) -> Check:
+        verdict = "holds" if np.abs(differences).max() <= tolerance else "fails"
+        return Check(id=lemma, statement=statement, form=form, term="rescaled family", kind="identity",
+                     verdict=verdict, detail=detail, conditions=conditions, model=model, eps=list(eps), **fields)
+
     return [
-        Check(
-            id=lemma,
-            statement=statement + " — with the rescaling 1 - lambda -> eps (1 - lambda) applied to both sides",
-            form="as_printed",
-            term="rescaled family",
-            kind="identity",
-            verdict="holds" if np.abs(printed).max() <= tolerance else "fails",
-            detail=printed_detail,
-            conditions="the identity is one of the unscaled loss",
-            model=model,
-            residual_slope=slope,
-            expected_slope=None,
-            eps=list(eps),
-            residuals=list(printed),
-            extra={"erratum": erratum, "fix": fix},
-        ),
-        Check(
-            id=lemma,
-            statement=f"{title} for every noise level sigma -> eps sigma (lambda unscaled); rescale after",
-            form="corrected",
-            term="rescaled family",
-            kind="identity",
-            verdict="holds" if np.abs(corrected).max() <= tolerance else "fails",
-            detail=corrected_detail,
-            conditions="any alpha, beta, sigma",
-            model=model,
-            eps=list(eps),
-            residuals=list(np.abs(corrected)),
-        ),
+        row("as_printed", statement + " — with the rescaling 1 - lambda -> eps (1 - lambda) applied to both sides",
+            printed, printed_detail, "the identity is one of the unscaled loss",
+            residual_slope=slope, residuals=list(printed), extra={"erratum": erratum, "fix": fix}),
+        row("corrected", f"{title} for every noise level sigma -> eps sigma (lambda unscaled); rescale after",
+            corrected, corrected_detail, "any alpha, beta, sigma", residuals=list(np.abs(corrected))),
     ]
