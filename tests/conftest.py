@@ -114,3 +114,16 @@ def torchrun():
         return done
 
     return run
+
+
+@pytest.fixture()
+def one_line_error(capsys):
+    """What the command under test wrote to stderr, read by calling it: asserted to be one line and no
+    traceback, the form of every refusal of the command line."""
+
+    def read() -> str:
+        err = capsys.readouterr().err.strip()
+        assert err and "\n" not in err and "Traceback" not in err, err
+        return err
+
+    return read

@@ -26,12 +26,6 @@ def _status(argv: list[str]) -> int:
         return int(done.code)
 
 
-def _one_line(capsys) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err and "\n" not in err and "Traceback" not in err, err
-    return err
-
-
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """Two digits runs of one experiment (seeds 0 and 1), each evaluated on the clean suite."""
@@ -53,7 +47,7 @@ def results(trained, tmp_path):
 # --- data loss ------------------------------------------------------------------------------------------------
 
 
-def test_bench_out_never_replaces_a_file_it_did_not_write(tmp_path, capsys, monkeypatch):
+def test_bench_out_never_replaces_a_file_it_did_not_write(tmp_path, one_line_error, monkeypatch):
     import noisymix_app.bench.bench_toy as bench
 
     monkeypatch.setattr(bench, "run", lambda options: pytest.fail("the benchmark ran before --out was checked"))
@@ -63,27 +57,27 @@ def test_bench_out_never_replaces_a_file_it_did_not_write(tmp_path, capsys, monk
         target = tmp_path / name
         target.write_bytes(data)
         assert main(["bench", "toy", "--out", str(target)]) == 2
-        line = _one_line(capsys)
+        line = one_line_error()
         assert "not a result of noisymix bench" in line or "holds only that command's files" in line
         assert target.read_bytes() == data
 
 
-def test_bench_out_a_folder_is_refused_before_the_benchmark_runs(tmp_path, capsys, monkeypatch):
+def test_bench_out_a_folder_is_refused_before_the_benchmark_runs(tmp_path, one_line_error, monkeypatch):
     import noisymix_app.bench.bench_toy as bench
 
     monkeypatch.setattr(bench, "run", lambda options: pytest.fail("the benchmark ran before --out was checked"))
     assert main(["bench", "toy", "--out", str(tmp_path)]) == 2
-    assert "is a folder" in _one_line(capsys)
+    assert "is a folder" in one_line_error()
 
 
-def test_bench_out_into_a_run_or_a_set_is_refused(tmp_path, capsys, monkeypatch):
+def test_bench_out_into_a_run_or_a_set_is_refused(tmp_path, one_line_error, monkeypatch):
     import noisymix_app.bench.bench_toy as bench
 
     monkeypatch.setattr(bench, "run", lambda options: pytest.fail("the benchmark ran before --out was checked"))
     mark_folder(tmp_path / "run", "run")
     for out in (tmp_path / "run" / "bench.json", tmp_path / "run" / "eval" / "bench.json"):
         assert main(["bench", "toy", "--out", str(out)]) == 2
-        assert "training run" in _one_line(capsys)
+        assert "training run" in one_line_error()
         assert not out.exists()
 
 
@@ -96,37 +90,37 @@ def test_bench_out_may_replace_its_own_result(tmp_path):
     check_out(str(tmp_path / "new.json"))
 
 
-def test_train_out_never_overwrites_a_users_own_config(tmp_path, capsys):
+def test_train_out_never_overwrites_a_users_own_config(tmp_path, one_line_error):
     user = tmp_path / "mine"
     user.mkdir()
     (user / "config.json").write_text('{"my": "settings"}')
     assert main(["train", "--out", str(user), *QUICK]) == 2
-    assert "config.json" in _one_line(capsys)
+    assert "config.json" in one_line_error()
     assert (user / "config.json").read_text() == '{"my": "settings"}'
     assert sorted(p.name for p in user.iterdir()) == ["config.json"]
 
 
-def test_figures_out_never_overwrites_a_users_own_report(results, tmp_path, capsys):
+def test_figures_out_never_overwrites_a_users_own_report(results, tmp_path, one_line_error):
     user = tmp_path / "notes"
     user.mkdir()
     (user / "REPORT.md").write_text("my report")
     assert main(["figures", "--results", str(results), "--out", str(user), "--no-examples"]) == 2
-    assert "REPORT.md" in _one_line(capsys)
+    assert "REPORT.md" in one_line_error()
     assert (user / "REPORT.md").read_text() == "my report" and not (user / MARKER).exists()
 
 
 @pytest.mark.parametrize("command", ["verify", "toy"])
-def test_verify_and_toy_out_refuse_a_folder_of_another_command_or_a_users_files(tmp_path, capsys, command):
+def test_verify_and_toy_out_refuse_a_folder_of_another_command_or_a_users_files(tmp_path, one_line_error, command):
     run = tmp_path / "run"
     mark_folder(run, "run")
     assert main([command, "--out", str(run)]) == 2
-    assert "training run" in _one_line(capsys)
+    assert "training run" in one_line_error()
     user = tmp_path / "user"
     user.mkdir()
     name = "theory.md" if command == "verify" else "toy.md"
     (user / name).write_text("mine")
     assert main([command, "--out", str(user)]) == 2
-    assert name in _one_line(capsys)
+    assert name in one_line_error()
     assert (user / name).read_text() == "mine"
 
 
@@ -167,18 +161,18 @@ def test_figures_leaves_out_an_evaluation_whose_config_was_edited_since(results)
     assert any("baseline-seed0/eval/clean.json" in p and "config.json changed" in p for p in found.problems)
 
 
-def test_a_copied_run_with_only_its_seed_edited_is_not_another_seed(results, capsys):
+def test_a_copied_run_with_only_its_seed_edited_is_not_another_seed(results, one_line_error):
     copy = results / "baseline-seed7"
     shutil.copytree(results / "baseline-seed0", copy)
     record = json.loads((copy / "config.json").read_text())
     record["config"]["seed"] = 7
     (copy / "config.json").write_text(json.dumps(record))
     assert main(["figures", "--results", str(results), "--out", str(results.parent / "fig"), "--no-examples"]) == 2
-    assert "same weights" in _one_line(capsys)
+    assert "same weights" in one_line_error()
     assert not (results.parent / "fig").exists()
 
 
-def test_a_config_with_a_value_of_the_wrong_type_is_refused_when_read(results, capsys):
+def test_a_config_with_a_value_of_the_wrong_type_is_refused_when_read(results, one_line_error):
     from noisymix_figures.results import collect
 
     path = results / "baseline-seed0" / "config.json"
@@ -189,7 +183,7 @@ def test_a_config_with_a_value_of_the_wrong_type_is_refused_when_read(results, c
     assert [r.path.name for r in found.runs] == ["baseline-seed1"]
     assert any("baseline-seed0/config.json" in p and "optim" in p for p in found.problems)
     assert main(["evaluate", str(results / "baseline-seed0"), "--suite", "clean", "--device", "cpu"]) == 2
-    assert "optim" in _one_line(capsys)
+    assert "optim" in one_line_error()
 
 
 def test_a_non_finite_metric_is_left_out_and_named(results):
@@ -221,7 +215,7 @@ def test_a_16_bit_png_is_scaled_to_8_bits_not_saturated(tmp_path):
 
 @pytest.mark.parametrize("where", ["run/eval", "run/sub", "cset/sub"])
 @pytest.mark.parametrize("command", ["corrupt", "train"])
-def test_no_output_inside_a_run_or_a_set(tmp_path, capsys, where, command):
+def test_no_output_inside_a_run_or_a_set(tmp_path, one_line_error, where, command):
     mark_folder(tmp_path / "run", "run")
     mark_folder(tmp_path / "cset", "c-set")
     out = tmp_path / where
@@ -230,11 +224,11 @@ def test_no_output_inside_a_run_or_a_set(tmp_path, capsys, where, command):
     else:
         argv = ["train", "--out", str(out), *QUICK]
     assert main(argv) == 2
-    assert "inside" in _one_line(capsys)
+    assert "inside" in one_line_error()
     assert not out.exists()
 
 
-def test_a_symlinked_marker_is_not_trusted(tmp_path, capsys):
+def test_a_symlinked_marker_is_not_trusted(tmp_path, one_line_error):
     real = tmp_path / "run"
     mark_folder(real, "run")
     fake = tmp_path / "fake"
@@ -243,11 +237,11 @@ def test_a_symlinked_marker_is_not_trusted(tmp_path, capsys):
     with pytest.raises(ValueError, match="symbolic link"):
         folder_kind(fake)
     assert main(["train", "--out", str(fake), *QUICK]) == 2
-    assert "symbolic link" in _one_line(capsys)
+    assert "symbolic link" in one_line_error()
     assert sorted(p.name for p in fake.iterdir()) == [MARKER]
 
 
-def test_update_readme_is_refused_outside_a_git_checkout(tmp_path, capsys, monkeypatch):
+def test_update_readme_is_refused_outside_a_git_checkout(tmp_path, one_line_error, monkeypatch):
     from noisymix_app.reproduce import check_git_checkout
     from noisymix_infra import provenance
 
@@ -255,7 +249,7 @@ def test_update_readme_is_refused_outside_a_git_checkout(tmp_path, capsys, monke
         check_git_checkout(tmp_path)
     monkeypatch.setattr(provenance, "ROOT", tmp_path)
     assert main(["reproduce", "--plan", "quick", "--out", str(tmp_path / "out"), "--update-readme"]) == 2
-    assert "git checkout" in _one_line(capsys)
+    assert "git checkout" in one_line_error()
     assert not (tmp_path / "out").exists()
 
 
@@ -263,20 +257,20 @@ def test_update_readme_is_refused_outside_a_git_checkout(tmp_path, capsys, monke
 
 
 @pytest.mark.parametrize("size", ["1", "2"])
-def test_corrupt_size_below_its_bound_is_one_line_before_any_work(tmp_path, capsys, size):
+def test_corrupt_size_below_its_bound_is_one_line_before_any_work(tmp_path, one_line_error, size):
     out = tmp_path / "set"
     assert main(["corrupt", "--dataset", "digits", "--out", str(out), "--size", size,
                  "--corruptions", "elastic_transform"]) == 2
-    assert "from 8" in _one_line(capsys)
+    assert "from 8" in one_line_error()
     assert not out.exists()
 
 
-def test_sweep_seeds_above_its_bound_is_one_line_at_once(tmp_path, capsys):
+def test_sweep_seeds_above_its_bound_is_one_line_at_once(tmp_path, one_line_error):
     import time
 
     started = time.perf_counter()
     assert main(["sweep", "digits_analogue", "--seeds", "1000000", "--out", str(tmp_path / "s")]) == 2
-    assert "1000" in _one_line(capsys) and time.perf_counter() - started < 10
+    assert "1000" in one_line_error() and time.perf_counter() - started < 10
     assert not (tmp_path / "s").exists()
 
 
@@ -284,16 +278,16 @@ def test_sweep_seeds_above_its_bound_is_one_line_at_once(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("sets", [["lr=0.2", "optim.lr=0.1"], ["epochs=2", "epochs=3"]])
-def test_one_key_set_twice_is_refused(tmp_path, capsys, sets):
+def test_one_key_set_twice_is_refused(tmp_path, one_line_error, sets):
     argv = ["train", "--out", str(tmp_path / "r"), *QUICK[:2]]
     for item in sets:
         argv += ["--set", item]
     assert _status(argv) == 2
-    assert "given twice" in _one_line(capsys)
+    assert "given twice" in one_line_error()
     assert not (tmp_path / "r").exists()
 
 
-def test_resume_reads_the_runs_own_config_and_refuses_flags_that_differ(tmp_path, capsys):
+def test_resume_reads_the_runs_own_config_and_refuses_flags_that_differ(tmp_path, capsys, one_line_error):
     from fullscale.data import write_cifar_fixture
 
     root = tmp_path / "data"
@@ -308,28 +302,28 @@ def test_resume_reads_the_runs_own_config_and_refuses_flags_that_differ(tmp_path
     (run / "final.pt").unlink()
     assert main(["train", "--out", str(run), "--resume", "--data-root", str(root), *quick[:-2],
                  "--set", "epochs=3"]) == 2
-    assert "differs" in _one_line(capsys)
+    assert "differs" in one_line_error()
 
 
 @pytest.mark.parametrize(("command", "out", "why"), [("train", "/", "root of the file system"),
                                                       ("corrupt", "", "empty")])
-def test_root_and_empty_out_are_refused(tmp_path, capsys, monkeypatch, command, out, why):
+def test_root_and_empty_out_are_refused(tmp_path, one_line_error, monkeypatch, command, out, why):
     monkeypatch.chdir(tmp_path)
     # CIFAR without its data: were --out / not refused first, training would stop at the data, not write into /
     argv = (["train", "--out", out, "--set", "dataset=cifar10"] if command == "train"
             else ["corrupt", "--dataset", "digits", "--out", out, "--corruptions", "gaussian_noise"])
     assert main(argv) == 2
-    assert why in _one_line(capsys)
+    assert why in one_line_error()
     assert list(tmp_path.iterdir()) == []
 
 
-def test_corrupt_with_no_corruption_named_is_refused(tmp_path, capsys):
+def test_corrupt_with_no_corruption_named_is_refused(tmp_path, one_line_error):
     assert main(["corrupt", "--dataset", "digits", "--out", str(tmp_path / "set"), "--corruptions", ","]) == 2
-    assert "no corruption" in _one_line(capsys)
+    assert "no corruption" in one_line_error()
     assert not (tmp_path / "set").exists()
 
 
-def test_a_failed_corrupt_leaves_no_lock_or_marker(tmp_path, capsys, monkeypatch):
+def test_a_failed_corrupt_leaves_no_lock_or_marker(tmp_path, one_line_error, monkeypatch):
     import fullscale.cli_corrupt as cli
 
     def fail(*args, **kwargs):
@@ -341,49 +335,49 @@ def test_a_failed_corrupt_leaves_no_lock_or_marker(tmp_path, capsys, monkeypatch
     for out in (tmp_path / "new", empty):
         assert main(["corrupt", "--dataset", "digits", "--out", str(out), "--corruptions", "gaussian_noise",
                      "--limit", "4"]) == 2
-        assert "the disk said no" in _one_line(capsys)
+        assert "the disk said no" in one_line_error()
     assert not (tmp_path / "new").exists() and list(empty.iterdir()) == []
 
 
-def test_evaluate_a_file_that_is_not_a_checkpoint_says_so_without_torchs_advice(trained, tmp_path, capsys):
+def test_evaluate_a_file_that_is_not_a_checkpoint_says_so_without_torchs_advice(trained, tmp_path, one_line_error):
     npy = tmp_path / "x.npy"
     np.save(npy, np.zeros(3))
     assert main(["evaluate", str(trained / "baseline-seed0"), "--suite", "clean", "--checkpoint", str(npy),
                  "--device", "cpu"]) == 2
-    line = _one_line(capsys)
+    line = one_line_error()
     assert "not a checkpoint" in line and "weights_only=False" not in line and "Re-running" not in line
 
 
-def test_evaluate_never_writes_over_a_users_file_in_eval(results, capsys):
+def test_evaluate_never_writes_over_a_users_file_in_eval(results, one_line_error):
     mine = results / "baseline-seed0" / "eval" / "clean.json"
     mine.write_text('{"my": "numbers"}')
     assert main(["evaluate", str(results / "baseline-seed0"), "--suite", "clean", "--device", "cpu"]) == 2
-    assert "not an evaluation of noisymix" in _one_line(capsys)
+    assert "not an evaluation of noisymix" in one_line_error()
     assert mine.read_text() == '{"my": "numbers"}'
 
 
-def test_figures_refuses_an_empty_folder_and_a_corrupted_set(tmp_path, capsys):
+def test_figures_refuses_an_empty_folder_and_a_corrupted_set(tmp_path, one_line_error):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["figures", "--results", str(empty), "--out", str(tmp_path / "f1")]) == 2
-    assert "no results" in _one_line(capsys)
+    assert "no results" in one_line_error()
     cset = tmp_path / "cset"
     mark_folder(cset, "c-set")
     assert main(["figures", "--results", str(cset), "--out", str(tmp_path / "f2")]) == 2
-    assert "-C set" in _one_line(capsys)
+    assert "-C set" in one_line_error()
     assert not (tmp_path / "f1").exists() and not (tmp_path / "f2").exists()
 
 
-def test_figures_refuses_its_results_folder_as_out(results, capsys):
+def test_figures_refuses_its_results_folder_as_out(results, one_line_error):
     for out in (results, results.parent):  # the folder itself, or one that holds it
         assert main(["figures", "--results", str(results), "--out", str(out)]) == 2
-        assert "the --results folder" in _one_line(capsys)
+        assert "the --results folder" in one_line_error()
         assert folder_kind(out) is None
 
 
-def test_figures_with_missing_results_creates_nothing(tmp_path, capsys):
+def test_figures_with_missing_results_creates_nothing(tmp_path, one_line_error):
     assert main(["figures", "--results", str(tmp_path / "missing"), "--out", str(tmp_path / "f")]) == 2
-    _one_line(capsys)
+    one_line_error()
     assert not (tmp_path / "f").exists()
 
 
@@ -398,33 +392,33 @@ def test_figures_reports_a_sound_results_folder(results, tmp_path):
 # --- the same class of defect in commands the campaign did not try ---------------------------------------------
 
 
-def test_corrupt_never_writes_over_a_users_npy_of_a_corruptions_name(tmp_path, capsys):
+def test_corrupt_never_writes_over_a_users_npy_of_a_corruptions_name(tmp_path, one_line_error):
     user = tmp_path / "mine"
     user.mkdir()
     np.save(user / "gaussian_noise.npy", np.zeros(3))
     before = (user / "gaussian_noise.npy").read_bytes()
     assert main(["corrupt", "--dataset", "digits", "--out", str(user), "--corruptions", "gaussian_noise",
                  "--limit", "4"]) == 2
-    assert "gaussian_noise" in _one_line(capsys)
+    assert "gaussian_noise" in one_line_error()
     assert (user / "gaussian_noise.npy").read_bytes() == before
     assert sorted(p.name for p in user.iterdir()) == ["gaussian_noise.npy"]
 
 
-def test_evaluate_a_bare_checkpoint_into_a_folder_inside_a_run_is_refused(tmp_path, capsys):
+def test_evaluate_a_bare_checkpoint_into_a_folder_inside_a_run_is_refused(tmp_path, one_line_error):
     mark_folder(tmp_path / "run", "run")
     weights = tmp_path / "w.pt"
     weights.write_bytes(b"not read")
     out = tmp_path / "run" / "public"
     assert main(["evaluate", str(weights), "--model", "resnet50", "--out", str(out), "--suite", "clean",
                  "--device", "cpu"]) == 2
-    assert "inside" in _one_line(capsys)
+    assert "inside" in one_line_error()
     assert not out.exists()
 
 
-def test_corrupt_a_flag_and_the_same_key_by_set_is_refused(tmp_path, capsys):
+def test_corrupt_a_flag_and_the_same_key_by_set_is_refused(tmp_path, one_line_error):
     assert main(["corrupt", "--dataset", "digits", "--out", str(tmp_path / "set"), "--seed", "1",
                  "--set", "seed=2"]) == 2
-    assert "given twice" in _one_line(capsys)
+    assert "given twice" in one_line_error()
     assert not (tmp_path / "set").exists()
 
 

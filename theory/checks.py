@@ -30,6 +30,7 @@ __all__ = [
     "Check",
     "asymptotic_points",
     "coefficient",
+    "expansion_check",
     "expansion_verdict",
     "grid_values",
     "identity_verdict",
@@ -171,6 +172,38 @@ def expansion_verdict(
     return slope, slope_ok and not wrong, "; ".join(reasons)
 
 
+def expansion_check(
+    *,
+    detail: str,
+    eps: np.ndarray,
+    residuals: np.ndarray,
+    floor: float,
+    expected: float,
+    coefficients: dict[str, dict[str, Any]],
+    extra: dict[str, Any] | None = None,
+    no_reason: str = "",
+    **row: Any,
+) -> Check:
+    """The ``expansion`` row of a residual curve (``row``: its id, statement, form, term, conditions
+    and model): verdict, fitted slope and reason from ``expansion_verdict``; ``detail`` is followed
+    by "; " and the reason (or ``no_reason`` where the verdict gives none, nothing when that is
+    empty too)."""
+    slope, ok, why = expansion_verdict(eps, residuals, expected, coefficients, floor=floor)
+    reason = why or no_reason
+    return Check(
+        kind="expansion",
+        verdict="holds" if ok else "fails",
+        detail=detail + (f"; {reason}" if reason else ""),
+        residual_slope=slope,
+        expected_slope=expected,
+        coefficients=coefficients,
+        eps=list(eps),
+        residuals=list(residuals),
+        extra=extra or {},
+        **row,
+    )
+
+
 def grid_values(eps: np.ndarray, exact: Any, *, vectorized: bool = False) -> np.ndarray:
     """exact(eps) on the grid (``vectorized``: ``exact`` takes the whole grid as one tensor)."""
     if vectorized:
@@ -201,34 +234,16 @@ def rescaling_checks(lemma: str, title: str, statement: str, *, eps: np.ndarray,
     ``slope``); corrected (``title``: "Lemma 1"), the identity at every noise level sigma -> eps sigma, lambda unscaled
     (``corrected``), rescaled afterwards.  Each holds when its largest difference is within
     ``tolerance``."""
+
+    def row(form: Form, statement: str, differences: np.ndarray, detail: str, conditions: str, **fields: Any) -> Check:
+        verdict = "holds" if np.abs(differences).max() <= tolerance else "fails"
+        return Check(id=lemma, statement=statement, form=form, term="rescaled family", kind="identity",
+                     verdict=verdict, detail=detail, conditions=conditions, model=model, eps=list(eps), **fields)
+
     return [
-        Check(
-            id=lemma,
-            statement=statement + " — with the rescaling 1 - lambda -> eps (1 - lambda) applied to both sides",
-            form="as_printed",
-            term="rescaled family",
-            kind="identity",
-            verdict="holds" if np.abs(printed).max() <= tolerance else "fails",
-            detail=printed_detail,
-            conditions="the identity is one of the unscaled loss",
-            model=model,
-            residual_slope=slope,
-            expected_slope=None,
-            eps=list(eps),
-            residuals=list(printed),
-            extra={"erratum": erratum, "fix": fix},
-        ),
-        Check(
-            id=lemma,
-            statement=f"{title} for every noise level sigma -> eps sigma (lambda unscaled); rescale after",
-            form="corrected",
-            term="rescaled family",
-            kind="identity",
-            verdict="holds" if np.abs(corrected).max() <= tolerance else "fails",
-            detail=corrected_detail,
-            conditions="any alpha, beta, sigma",
-            model=model,
-            eps=list(eps),
-            residuals=list(np.abs(corrected)),
-        ),
+        row("as_printed", statement + " — with the rescaling 1 - lambda -> eps (1 - lambda) applied to both sides",
+            printed, printed_detail, "the identity is one of the unscaled loss",
+            residual_slope=slope, residuals=list(printed), extra={"erratum": erratum, "fix": fix}),
+        row("corrected", f"{title} for every noise level sigma -> eps sigma (lambda unscaled); rescale after",
+            corrected, corrected_detail, "any alpha, beta, sigma", residuals=list(np.abs(corrected))),
     ]

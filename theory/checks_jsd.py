@@ -23,7 +23,7 @@ from noisymix import (
     sample_dirichlet,
 )
 from theory.calculus import eps_grid, fit_slope, taylor
-from theory.checks import Check, coefficient, expansion_verdict
+from theory.checks import Check, coefficient, expansion_check
 
 __all__ = ["jsd_checks"]
 
@@ -190,23 +190,21 @@ def _local_expansion(seed: int, eps: np.ndarray) -> Check:
     }
     coefs["eps"]["agrees"] = abs(float(coefficients[1])) <= 1e-14
     residuals = np.array([float(exact(torch.tensor(e))) - float(second) * e**2 for e in eps])
-    slope, ok, why = expansion_verdict(eps, residuals, 3.0, coefs, floor=1e-16)
-    return Check(
+    return expansion_check(
         id="jsd",
         statement="JS_pi(p + eps v_0, ..., p + eps v_M) = eps^2/2 sum_k Var_pi(v_.k)/p_k + O(eps^3)",
         form="as_printed",
         term="local quadratic expansion",
-        kind="expansion",
-        verdict="holds" if ok else "fails",
         detail=(
             "the second-order term of Proposition 1 at a common point z_l = z (the first-order term "
-            "vanishes since ln(p_l/m) = 0); " + (why or f"residual slope {fit_slope(eps, residuals):.2f}")
+            "vanishes since ln(p_l/m) = 0)"
         ),
         conditions="any M, K, pi; p in the interior of the simplex",
         model=f"M={m}, K={k}",
-        residual_slope=slope,
-        expected_slope=3.0,
+        eps=eps,
+        residuals=residuals,
+        floor=1e-16,
+        expected=3.0,
         coefficients=coefs,
-        eps=list(eps),
-        residuals=list(residuals),
+        no_reason=f"residual slope {fit_slope(eps, residuals):.2f}",
     )

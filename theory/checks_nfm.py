@@ -12,8 +12,9 @@ from noisymix import generator_for
 from theory.calculus import fit_slope
 from theory.checks import (
     Check,
+    Form,
     coefficient,
-    expansion_verdict,
+    expansion_check,
     grid_values,
     identity_verdict,
     rescaling_checks,
@@ -50,6 +51,17 @@ THM1_INSTANCES = (
 
 
 # --------------------------------------------------------------------------------- Lemma 1
+UNIFORM_MIXTURE_ERRATUM = {
+    "erratum": "tilde-D_lambda is called a 'uniform mixture', but its weights are a/(a+b) and b/(a+b) "
+    "(uniform only when alpha = beta)",
+    "fix": "call it the mixture a/(a+b) Beta(a+1, b) + b/(a+b) Beta(b+1, a); its formula is right",
+}
+BETA_LAW_ERRATUM = {
+    "erratum": "the lemma ends 'and lambda ~ Beta(alpha, beta)' while its expectation is over tilde-D_lambda",
+    "fix": "lambda ~ tilde-D_lambda in the vicinal form (Beta(alpha, beta) only in Eq. emp_NFMloss)",
+}
+
+
 def _relative(a: float, b: float) -> float:
     return abs(a - b) / max(abs(a), abs(b), 1e-300)
 
@@ -93,85 +105,48 @@ def lemma1_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
     def listing(key: str) -> str:
         return "; ".join(f"{t}: rel. diff {e:.1e}" for t, e in rows[key])
 
-    printed_ok = identity_verdict([e for _, e in rows["printed"]], IDENTITY_RTOL)
-    uniform_ok = identity_verdict([e for _, e in rows["uniform"]], IDENTITY_RTOL)
     conditions = "any alpha, beta > 0, any noise levels, any loss linear in the label (binary and K-class CE)"
+
+    def row(reading: str, statement: str, form: Form, term: str, detail: str, conditions: str, **extra) -> Check:
+        """One identity row judged on the instances' differences under ``reading`` (a key of ``rows``)."""
+        ok = identity_verdict([e for _, e in rows[reading]], IDENTITY_RTOL)
+        return Check(id="lemma1", statement=statement, form=form, term=term, kind="identity",
+                     verdict="holds" if ok else "fails", detail=detail, conditions=conditions,
+                     model="; ".join(t for t, _ in rows[reading]), extra=extra)
+
+    notation, vicinal = "uniform mixture (notation)", "law of lambda in the vicinal form"
     checks = [
-        Check(
-            id="lemma1",
-            statement=LEMMA1,
-            form="as_printed",
-            term="identity (eps = 1)",
-            kind="identity",
-            verdict="holds" if printed_ok else "fails",
-            detail=(
-                "Beta(alpha, beta) with label mixing vs tilde-D without, exact sums with "
-                f"{NODES_IDENTITY}-point Gauss-Jacobi rules: {listing('printed')} (tolerance "
-                f"{IDENTITY_RTOL:g}); the difference falls geometrically with the number of nodes (4, 8, "
-                "16, 32), see 'convergence'"
-            ),
-            conditions=conditions,
-            model="; ".join(t for t, _ in rows["printed"]),
-            extra={"convergence_in_nodes": convergence},
+        row(
+            "printed", LEMMA1, "as_printed", "identity (eps = 1)",
+            "Beta(alpha, beta) with label mixing vs tilde-D without, exact sums with "
+            f"{NODES_IDENTITY}-point Gauss-Jacobi rules: {listing('printed')} (tolerance "
+            f"{IDENTITY_RTOL:g}); the difference falls geometrically with the number of nodes (4, 8, "
+            "16, 32), see 'convergence'",
+            conditions,
+            convergence_in_nodes=convergence,
         ),
-        Check(
-            id="lemma1",
-            statement="Notation: tilde-D_lambda 'is a uniform mixture of two Beta distributions'",
-            form="as_printed",
-            term="uniform mixture (notation)",
-            kind="identity",
-            verdict="holds" if uniform_ok else "fails",
-            detail=(
-                "reading tilde-D as the uniform mixture 1/2 Beta(a+1, b) + 1/2 Beta(b+1, a): "
-                f"{listing('uniform')}; it equals the loss only when alpha = beta"
-            ),
-            conditions="alpha = beta only",
-            model="; ".join(t for t, _ in rows["uniform"]),
-            extra={
-                "erratum": "tilde-D_lambda is called a 'uniform mixture', but its weights are a/(a+b) and "
-                "b/(a+b) (uniform only when alpha = beta)",
-                "fix": "call it the mixture a/(a+b) Beta(a+1, b) + b/(a+b) Beta(b+1, a); its formula is "
-                "right",
-            },
+        row(
+            "uniform", "Notation: tilde-D_lambda 'is a uniform mixture of two Beta distributions'", "as_printed",
+            notation,
+            "reading tilde-D as the uniform mixture 1/2 Beta(a+1, b) + 1/2 Beta(b+1, a): "
+            f"{listing('uniform')}; it equals the loss only when alpha = beta",
+            "alpha = beta only",
+            **UNIFORM_MIXTURE_ERRATUM,
         ),
-        Check(
-            id="lemma1",
-            statement="Notation: tilde-D_lambda as a mixture with weights a/(a+b), b/(a+b)",
-            form="corrected",
-            term="uniform mixture (notation)",
-            kind="identity",
-            verdict="holds" if printed_ok else "fails",
-            detail=f"with the weights of the formula: {listing('printed')}",
-            conditions=conditions,
-            model="; ".join(t for t, _ in rows["printed"]),
+        row(
+            "printed", "Notation: tilde-D_lambda as a mixture with weights a/(a+b), b/(a+b)", "corrected", notation,
+            f"with the weights of the formula: {listing('printed')}", conditions,
         ),
-        Check(
-            id="lemma1",
-            statement="Lemma 1's closing clause 'lambda ~ Beta(alpha, beta)' for the vicinal form",
-            form="as_printed",
-            term="law of lambda in the vicinal form",
-            kind="identity",
-            verdict="holds" if identity_verdict([e for _, e in rows["beta"]], IDENTITY_RTOL) else "fails",
-            detail=f"vicinal form with lambda ~ Beta(alpha, beta) instead of tilde-D: {listing('beta')}",
-            conditions="never (the label-mixing weights tilt Beta into tilde-D)",
-            model="; ".join(t for t, _ in rows["beta"]),
-            extra={
-                "erratum": "the lemma ends 'and lambda ~ Beta(alpha, beta)' while its expectation is over "
-                "tilde-D_lambda",
-                "fix": "lambda ~ tilde-D_lambda in the vicinal form (Beta(alpha, beta) only in Eq. "
-                "emp_NFMloss)",
-            },
+        row(
+            "beta", "Lemma 1's closing clause 'lambda ~ Beta(alpha, beta)' for the vicinal form", "as_printed",
+            vicinal,
+            f"vicinal form with lambda ~ Beta(alpha, beta) instead of tilde-D: {listing('beta')}",
+            "never (the label-mixing weights tilt Beta into tilde-D)",
+            **BETA_LAW_ERRATUM,
         ),
-        Check(
-            id="lemma1",
-            statement="Lemma 1's identity, read with tilde-D_lambda",
-            form="corrected",
-            term="law of lambda in the vicinal form",
-            kind="identity",
-            verdict="holds" if printed_ok else "fails",
-            detail=f"vicinal form with lambda ~ tilde-D: {listing('printed')}",
-            conditions=conditions,
-            model="; ".join(t for t, _ in rows["printed"]),
+        row(
+            "printed", "Lemma 1's identity, read with tilde-D_lambda", "corrected", vicinal,
+            f"vicinal form with lambda ~ tilde-D: {listing('printed')}", conditions,
         ),
     ]
     checks.extend(_rescaling_checks(eps, seed))
@@ -314,23 +289,10 @@ class _Thm1Setting:
                 self.eps, lambda e: nfm_loss(self.model, self.data, fam, e, increment=True), vectorized=True
             )
         residuals, floor = residual_curve(self.eps, self.values[fam_name], first, second)
-        slope, ok, why = expansion_verdict(self.eps, residuals, expected, coefs, floor=floor)
-        return Check(
-            id="thm1",
-            statement=THM1,
-            form=form,
-            term=term,
-            kind="expansion",
-            verdict="holds" if ok else "fails",
-            detail=f"[{fam_name}] {detail}" + (f"; {why}" if why else ""),
-            conditions=conditions,
-            model=self.name,
-            residual_slope=slope,
-            expected_slope=expected,
-            coefficients=coefs,
-            eps=list(self.eps),
-            residuals=list(residuals),
-            extra=extra or {},
+        return expansion_check(
+            id="thm1", statement=THM1, form=form, term=term, detail=f"[{fam_name}] {detail}",
+            conditions=conditions, model=self.name, eps=self.eps, residuals=residuals, floor=floor,
+            expected=expected, coefficients=coefs, extra=extra,
         )
 
 

@@ -82,39 +82,27 @@ def theorem3_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
         )
         kappa = parts["S1_true"] + setting.vicinal[0] * parts["L_std_jsd"]
         lhs = _lhs(setting, eps)
-        for form in ("as_printed", "corrected"):
+        # the rows, in report order: (form, model name, with the JSD half, tight (eps^reg)^2 constant)
+        variants = [(form, name, True, False) for form in ("as_printed", "corrected")]
+        if index == 0:  # the NFM half alone (gamma = 0): the (eps^reg)^2 constant
+            nfm_name = name.replace(f"gamma = {setting.gamma:g}", "gamma = 0")
+            variants += [("as_printed", nfm_name, False, False), ("corrected", nfm_name, False, True)]
+        for form, model, with_jsd, tight in variants:
             checks.append(
                 _entry(
                     setting,
                     parts,
                     eps,
                     form=form,
-                    name=name,
+                    name=model,
                     hyp=hyp,
                     region=region,
                     kappa=kappa,
                     lhs=lhs,
-                    with_jsd=True,
-                    tight=False,
+                    with_jsd=with_jsd,
+                    tight=tight,
                 )
             )
-        if index == 0:  # the NFM half alone (gamma = 0): the (eps^reg)^2 constant
-            for form, tight in (("as_printed", False), ("corrected", True)):
-                checks.append(
-                    _entry(
-                        setting,
-                        parts,
-                        eps,
-                        form=form,
-                        name=name.replace(f"gamma = {setting.gamma:g}", "gamma = 0"),
-                        hyp=hyp,
-                        region=region,
-                        kappa=kappa,
-                        lhs=lhs,
-                        with_jsd=False,
-                        tight=tight,
-                    )
-                )
     return checks
 
 

@@ -14,7 +14,7 @@ from theory.calculus import derivatives, fit_slope, taylor
 from theory.checks import (
     Check,
     coefficient,
-    expansion_verdict,
+    expansion_check,
     grid_values,
     identity_verdict,
     rescaling_checks,
@@ -95,7 +95,6 @@ def prop1_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
             "uniform" if half else "[" + ", ".join(f"{p:.2f}" for p in pi) + "]"
         )
         for form, expected in (("as_printed", 4.0), ("corrected", 3.0)):
-            slope, ok, why = expansion_verdict(eps, residuals, expected, coefs, floor=floor)
             if form == "as_printed":
                 detail = (
                     "the remainder is claimed o(eps^3) (slope > 3), but the exact eps^3 coefficient "
@@ -115,23 +114,12 @@ def prop1_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
                 detail = f"terms as printed, remainder O(eps^3) (eps^3 coefficient {third:.4g})"
                 extra = {"eps3_coefficient": third}
             checks.append(
-                Check(
-                    id="prop1",
-                    statement=PROP1,
-                    form=form,
-                    term="expansion",
-                    kind="expansion",
-                    verdict="holds" if ok else "fails",
-                    detail=detail + (f"; {why}" if why else ""),
+                expansion_check(
+                    id="prop1", statement=PROP1, form=form, term="expansion", detail=detail,
                     conditions="any M >= 1, K >= 2, pi on the simplex; p twice differentiable (C^3 for "
                     "O(eps^3))",
-                    model=tag,
-                    residual_slope=slope,
-                    expected_slope=expected,
-                    coefficients=coefs,
-                    eps=list(eps),
-                    residuals=list(residuals),
-                    extra=extra,
+                    model=tag, eps=eps, residuals=residuals, floor=floor, expected=expected,
+                    coefficients=coefs, extra=extra,
                 )
             )
     return checks
@@ -377,23 +365,10 @@ class _Thm2Setting:
         if (fam_name, pi) not in self.values:  # the exact loss on the grid, once per family
             self.values[fam_name, pi] = grid_values(self.eps, self._loss(fam_name, pi), vectorized=True)
         residuals, floor = residual_curve(self.eps, self.values[fam_name, pi], first_c, second_c)
-        slope, ok, why = expansion_verdict(self.eps, residuals, expected, coefs, floor=floor)
-        return Check(
-            id="thm2",
-            statement=THM2,
-            form=form,
-            term=term,
-            kind="expansion",
-            verdict="holds" if ok else "fails",
-            detail=f"[{fam_name}] {detail}" + (f"; {why}" if why else ""),
-            conditions=conditions,
-            model=self.name + ("" if pi == HALF else f", pi={pi}"),
-            residual_slope=slope,
-            expected_slope=expected,
-            coefficients=coefs,
-            eps=list(self.eps),
-            residuals=list(residuals),
-            extra=extra or {},
+        return expansion_check(
+            id="thm2", statement=THM2, form=form, term=term, detail=f"[{fam_name}] {detail}",
+            conditions=conditions, model=self.name + ("" if pi == HALF else f", pi={pi}"), eps=self.eps,
+            residuals=residuals, floor=floor, expected=expected, coefficients=coefs, extra=extra,
         )
 
 
@@ -574,24 +549,14 @@ def _q_checks(eps: np.ndarray, seed: int) -> list[Check]:
             "(1/2) sum_k (grad p^k . a) ln(2p^k(x)/(p^k(x)+p^k(y)))": coefficient(first, float(c[1])),
         }
         residuals, floor = residual_curve(eps, exact, first, second)
-        slope, ok, why = expansion_verdict(eps, residuals, 3.0, coefs, floor=floor)
         checks.append(
-            Check(
+            expansion_check(
                 id="thm2",
                 statement="Theorem 2: q^k(x, y), the second-order kernel of one argument of JS_{1/2}",
-                form="as_printed",
-                term="q^k",
-                kind="expansion",
-                verdict="holds" if ok else "fails",
-                detail="8 random (x, y, a): JS(p(x + eps a), p(y)) expanded with q^k"
-                + (f"; {why}" if why else ""),
-                conditions="pi = (1/2, 1/2); p twice differentiable; any K",
-                model=model.describe(),
-                residual_slope=slope,
-                expected_slope=3.0,
-                coefficients=coefs,
-                eps=list(eps),
-                residuals=list(residuals),
+                form="as_printed", term="q^k",
+                detail="8 random (x, y, a): JS(p(x + eps a), p(y)) expanded with q^k",
+                conditions="pi = (1/2, 1/2); p twice differentiable; any K", model=model.describe(),
+                eps=eps, residuals=residuals, floor=floor, expected=3.0, coefficients=coefs,
             )
         )
     return checks

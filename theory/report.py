@@ -126,18 +126,26 @@ def _header(checks: list[Check], config: Any, seconds: float) -> list[str]:
     ]
 
 
+def _table_head(title: str, columns: list[str], intro: str = "") -> list[str]:
+    """A section's heading, its intro paragraph (where it has one) and the head of its table."""
+    return [
+        f"## {title}",
+        "",
+        *([intro, ""] if intro else []),
+        "| " + " | ".join(columns) + " |",
+        "|" + "---|" * len(columns),
+    ]
+
+
 def _errata(checks: list[Check], by_id: dict[str, list[Check]]) -> list[str]:
     """One row per printed statement that fails, with its fix; then the notes that are not errata."""
-    lines = [
-        "## Errata",
-        "",
+    lines = _table_head(
+        "Errata",
+        ["id", "term", "what is printed / wrong", "fix", "holds under", "as printed", "corrected"],
         "Each row: a printed statement that fails on exact computation, what is wrong, the fix (implemented "
         "and checked), and where it holds. Slopes are the fitted log-log slopes of the residual (expected "
         "in parentheses).",
-        "",
-        "| id | term | what is printed / wrong | fix | holds under | as printed | corrected |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    )
     seen = set()
     for c in checks:
         if c.form != "as_printed" or "erratum" not in c.extra or (c.id, c.term) in seen:
@@ -206,13 +214,7 @@ def _conditions(by_id: dict[str, list[Check]]) -> list[str]:
 
 def _all_checks(checks: list[Check]) -> list[str]:
     """Every numerical check, one row each."""
-    lines = [
-        "",
-        "## All checks",
-        "",
-        "| id | term | form | model | slope (expected) | verdict | detail |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    lines = ["", *_table_head("All checks", ["id", "term", "form", "model", "slope (expected)", "verdict", "detail"])]
     for c in checks:
         if c.kind == "symbolic":
             continue
@@ -227,13 +229,12 @@ def _sympy_witness(symbolic: list[Check]) -> list[str]:
     """sympy's exact coefficients against our formulas, one row per witness."""
     lines = [
         "",
-        "## sympy witness",
-        "",
-        "Exact (rational) models, laws and data; sympy's Taylor coefficients of the exact loss against our "
-        "float64 formulas.",
-        "",
-        "| id | term | model | coefficients (max rel. error) | verdict | detail |",
-        "|---|---|---|---|---|---|",
+        *_table_head(
+            "sympy witness",
+            ["id", "term", "model", "coefficients (max rel. error)", "verdict", "detail"],
+            "Exact (rational) models, laws and data; sympy's Taylor coefficients of the exact loss against our "
+            "float64 formulas.",
+        ),
     ]
     for c in symbolic:
         worst = max((v["rel_error"] for v in c.coefficients.values() if v["agrees"]), default=None)
@@ -248,14 +249,7 @@ def _sympy_witness(symbolic: list[Check]) -> list[str]:
 
 def _method_and_runtime(timings: dict[str, float], seconds: float) -> list[str]:
     """How the checks are exact, and the seconds each step took."""
-    lines = [
-        "",
-        METHOD.replace("{tol}", str(SLOPE_TOLERANCE)),
-        "## Runtime",
-        "",
-        "| step | seconds |",
-        "|---|---|",
-    ]
+    lines = ["", METHOD.replace("{tol}", str(SLOPE_TOLERANCE)), *_table_head("Runtime", ["step", "seconds"])]
     lines += [f"| {k} | {v:.2f} |" for k, v in timings.items()]
     lines += [f"| **total** | **{seconds:.2f}** |", ""]
     return lines

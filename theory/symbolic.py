@@ -26,7 +26,7 @@ from typing import Any
 import sympy as sp
 import torch
 
-from theory.checks import Check, coefficient
+from theory.checks import Check, Form, coefficient
 from theory.laws import DiscreteLaw, NoiseLaw
 from theory.models import Model, build_model, polynomial_logit, rational_weights
 from theory.nfm import theorem1_expansion, theorem1_terms
@@ -84,6 +84,17 @@ def _outer(fn: sp.Expr, order: int = 3) -> list:
     return [sp.lambdify((_A, _B, _C, _D), s.coeff(EPS, k), modules="sympy") for k in range(order + 1)]
 
 
+def _witness(
+    id: str, statement: str, ok: bool, detail: str, conditions: str, model: str, *,
+    term: str = "sympy witness", form: Form = "corrected", **fields: Any,
+) -> Check:
+    """A ``symbolic`` row: sympy's exact values against our float64 formulas (``ok``: they agree);
+    ``fields``: its coefficients and extra, where it has them."""
+    return Check(id=id, statement=statement, form=form, term=term, kind="symbolic",
+                 verdict="holds" if ok else "fails", detail=detail, conditions=conditions, model=model,
+                 **fields)
+
+
 # ------------------------------------------------------------------------------------ jsd
 def _jsd_checks() -> list[Check]:
     k, m = 3, 3
@@ -111,21 +122,16 @@ def _jsd_checks() -> list[Check]:
     )
     local_agree = sp.simplify(exact2 - formula2) == 0
     return [
-        Check(
-            id="jsd",
-            statement="JS_pi entropy form = KL form; JS_pi(p + eps v_l) = eps^2/2 sum_k Var_pi(v_k)/p_k + "
-            "O(eps^3)",
+        _witness(
+            "jsd",
+            "JS_pi entropy form = KL form; JS_pi(p + eps v_l) = eps^2/2 sum_k Var_pi(v_k)/p_k + O(eps^3)",
+            forms_agree and local_agree,
+            f"sympy: expand(entropy form - KL form) = {difference} for symbolic p (3 x 3) and pi; the "
+            f"exact eps^2 coefficient {exact2} equals the quadratic form {formula2} (sympy.simplify of "
+            "the difference is 0)",
+            "any M, K, pi (the identity needs only the mixture m = sum pi_l p_l)",
+            "symbolic p, pi",
             form="as_printed",
-            term="sympy witness",
-            kind="symbolic",
-            verdict="holds" if forms_agree and local_agree else "fails",
-            detail=(
-                f"sympy: expand(entropy form - KL form) = {difference} for symbolic p (3 x 3) and pi; the "
-                f"exact eps^2 coefficient {exact2} equals the quadratic form {formula2} (sympy.simplify of "
-                "the difference is 0)"
-            ),
-            conditions="any M, K, pi (the identity needs only the mixture m = sum pi_l p_l)",
-            model="symbolic p, pi",
             extra={
                 "sympy": {
                     "entropy_minus_kl": str(difference),
@@ -177,21 +183,16 @@ def _prop1_checks() -> list[Check]:
     ok = all(c["agrees"] for c in coefficients.values())
     worst = max(c["rel_error"] for c in coefficients.values())
     return [
-        Check(
-            id="prop1",
-            statement="Proposition 1: eps and eps^2 coefficients of JS_pi(p(z_l + R_l(eps)))",
-            form="corrected",
-            term="sympy witness",
-            kind="symbolic",
-            verdict="holds" if ok else "fails",
-            detail=(
-                "sympy's exact Taylor coefficients of the JS of a rational 3-class model (M = 2, pi = (1/5, "
-                "1/3, 7/15), R_l with non-zero delta^2 z and a cubic term) agree with our float64 "
-                f"implementation of the printed terms to {worst:.1e}; the exact eps^3 coefficient is "
-                f"{float(exact[2]):.6g} != 0, so the remainder is O(eps^3), not o(eps^3)"
-            ),
-            conditions="any M, K, pi; p twice differentiable",
-            model=model.describe(),
+        _witness(
+            "prop1",
+            "Proposition 1: eps and eps^2 coefficients of JS_pi(p(z_l + R_l(eps)))",
+            ok,
+            "sympy's exact Taylor coefficients of the JS of a rational 3-class model (M = 2, pi = (1/5, "
+            "1/3, 7/15), R_l with non-zero delta^2 z and a cubic term) agree with our float64 "
+            f"implementation of the printed terms to {worst:.1e}; the exact eps^3 coefficient is "
+            f"{float(exact[2]):.6g} != 0, so the remainder is O(eps^3), not o(eps^3)",
+            "any M, K, pi; p twice differentiable",
+            model.describe(),
             coefficients=coefficients,
             extra={"sympy_eps3_coefficient": float(exact[2])},
         )
@@ -291,21 +292,16 @@ def _thm1_checks() -> list[Check]:
     as_printed = coefficient(printed[0], exact1, TORCH_VS_SYMPY_RTOL)
     ok = all(c["agrees"] for c in coefficients.values()) and not as_printed["agrees"]
     return [
-        Check(
-            id="thm1",
-            statement="Theorem 1: eps and eps^2 coefficients of L_n^NFM",
-            form="corrected",
-            term="sympy witness",
-            kind="symbolic",
-            verdict="holds" if ok else "fails",
-            detail=(
-                "sympy's exact coefficients of the cubic-polynomial model's NFM loss (n = 3, a two-point "
-                "lambda law, 16 xi atoms, sigma_add = 7/10, sigma_mult = 1/2) agree with the corrected R1 "
-                f"and with R2~ + R3~ (rel. {coefficients['R2~ + R3~']['rel_error']:.1e}); the printed R1 "
-                f"differs (rel. {as_printed['rel_error']:.2f})"
-            ),
-            conditions="any law of lambda on (0,1) (only its moments enter); independent xi_add, xi_mult",
-            model=model.describe(),
+        _witness(
+            "thm1",
+            "Theorem 1: eps and eps^2 coefficients of L_n^NFM",
+            ok,
+            "sympy's exact coefficients of the cubic-polynomial model's NFM loss (n = 3, a two-point "
+            "lambda law, 16 xi atoms, sigma_add = 7/10, sigma_mult = 1/2) agree with the corrected R1 "
+            f"and with R2~ + R3~ (rel. {coefficients['R2~ + R3~']['rel_error']:.1e}); the printed R1 "
+            f"differs (rel. {as_printed['rel_error']:.2f})",
+            "any law of lambda on (0,1) (only its moments enter); independent xi_add, xi_mult",
+            model.describe(),
             coefficients=coefficients,
             extra={"R1 as printed (h'(p(x_i) - y_i)) against sympy": as_printed},
         )
@@ -365,25 +361,21 @@ def _thm2_checks() -> list[Check]:
         ok = all(c["agrees"] for c in coefficients.values())
         tag = "pi = (1/2, 1/2)" if pi[0] == pi[1] else "pi = (1/3, 2/3)"
         results.append(
-            Check(
-                id="thm2",
-                statement="Theorem 2: eps and eps^2 coefficients of L_n^JSD",
-                form="corrected",
+            _witness(
+                "thm2",
+                "Theorem 2: eps and eps^2 coefficients of L_n^JSD",
+                ok,
+                "sympy's exact coefficients of the stability loss of a rational 3-class model (n = 2, "
+                "shared xi, 8 xi atoms, a two-point lambda law) agree with our general-pi formulas"
+                + (
+                    " and with the printed S-terms when E_lambda is taken under the law actually used"
+                    if pi[0] == pi[1]
+                    else ""
+                )
+                + f" (max rel. {max(c['rel_error'] for c in coefficients.values()):.1e})",
+                "shared xi in both arguments; the lambda law enters only through its moments",
+                model.describe(),
                 term=f"sympy witness, {tag}",
-                kind="symbolic",
-                verdict="holds" if ok else "fails",
-                detail=(
-                    "sympy's exact coefficients of the stability loss of a rational 3-class model (n = 2, "
-                    "shared xi, 8 xi atoms, a two-point lambda law) agree with our general-pi formulas"
-                    + (
-                        " and with the printed S-terms when E_lambda is taken under the law actually used"
-                        if pi[0] == pi[1]
-                        else ""
-                    )
-                    + f" (max rel. {max(c['rel_error'] for c in coefficients.values()):.1e})"
-                ),
-                conditions="shared xi in both arguments; the lambda law enters only through its moments",
-                model=model.describe(),
                 coefficients=coefficients,
             )
         )

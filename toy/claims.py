@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Literal
 
 from toy.stats import combine, paired, verdict
@@ -21,6 +22,11 @@ Part = tuple[str, Literal["greater", "less"], str, str]
 
 _SMOOTHNESS = ("grad_norm", "hessian_norm", "contour_length")
 _OTHERS = ("baseline", "noise", "manifold_mixup", "nfm", "manifold_mixup_jsd")
+
+
+def _ascending(metric: str, *schemes: str) -> tuple[Part, ...]:
+    """The strict steps of an ascending order: each scheme's ``metric`` greater than the one before's."""
+    return tuple((metric, "greater", higher, lower) for lower, higher in pairwise(schemes))
 
 
 @dataclass(frozen=True)
@@ -36,10 +42,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("accuracy_ordering",
           "Test accuracy orders the schemes as the paper's captions: Baseline = Noise injection "
           "< Manifold Mixup < NFM < Manifold Mixup + JSD < NoisyMix; checked as the four strict steps",
-          (("accuracy", "greater", "manifold_mixup", "baseline"),
-           ("accuracy", "greater", "nfm", "manifold_mixup"),
-           ("accuracy", "greater", "manifold_mixup_jsd", "nfm"),
-           ("accuracy", "greater", "noisymix", "manifold_mixup_jsd"))),
+          _ascending("accuracy", "baseline", "manifold_mixup", "nfm", "manifold_mixup_jsd", "noisymix")),
     Claim("noisymix_best_accuracy",
           "NoisyMix yields the best test accuracy among all schemes",
           tuple(("accuracy", "greater", "noisymix", other) for other in _OTHERS)),

@@ -83,34 +83,42 @@ def test_motion_blur_equals_imagecorruptions_when_installed():
         assert np.abs(ours[0].permute(1, 2, 0).numpy() - ref).max() < 1e-3
 
 
+def _check_with_the_same_draws(name, params, size, n, severities, seed, reference, mean_tol, max_tol=None):
+    """``corrupt`` (generator seeded ``seed``) against ``reference(x, c, g)``: the reference's uint8
+    images of the photos ``x`` with the severity's parameters ``c``, fed the same random draws
+    replayed from ``g``, a generator seeded the same.  The mean absolute difference must stay below
+    ``mean_tol`` and, where given, the largest at most ``max_tol``."""
+    for severity in severities:
+        x = R.photo(n, size, severity)
+        ours = corrupt(x, name, severity, generator=torch.Generator().manual_seed(seed), params=params)
+        ref = reference(x, SPECS[name].row(params, severity), torch.Generator().manual_seed(seed))
+        mean, mx = _diff(ours, ref)
+        assert mean < mean_tol and (max_tol is None or mx <= max_tol), (severity, mean, mx)
+
+
 @pytest.mark.parametrize("params,size,n", CASES)
 def test_motion_blur_corruption_with_the_same_angle(params, size, n):
-    for severity in (1, 5):
-        x = R.photo(n, size, severity)
-        ours = corrupt(x, "motion_blur", severity, generator=torch.Generator().manual_seed(1), params=params)
-        angles = _uniform((n,), -45, 45, torch.Generator().manual_seed(1)).double().numpy()
-        radius, sigma = SPECS["motion_blur"].row(params, severity)
-        ref = np.stack([np.round(np.clip(R.motion_blur(a, radius, sigma, t), 0, 1) * 255)
-                        for a, t in zip(_floats(x), angles, strict=True)])
-        mean, mx = _diff(ours, ref)
-        assert mean < 0.01 and mx <= 1
+    def reference(x, c, g):
+        angles = _uniform((n,), -45, 45, g).double().numpy()
+        radius, sigma = c
+        return np.stack([np.round(np.clip(R.motion_blur(a, radius, sigma, t), 0, 1) * 255)
+                         for a, t in zip(_floats(x), angles, strict=True)])
+
+    _check_with_the_same_draws("motion_blur", params, size, n, (1, 5), 1, reference, mean_tol=0.01, max_tol=1)
 
 
 @pytest.mark.parametrize("params,size,n,severities", [("cifar", 32, 3, (1, 2, 3, 4, 5)), ("imagenet", 96, 2, (2,))])
 def test_glass_blur_runs_the_reference_swap_loop(params, size, n, severities):
     """Same randint draws -> the same pixels swapped, in the same order, as the Python loop."""
-    for severity in severities:
-        x = R.photo(n, size, severity)
-        ours = corrupt(x, "glass_blur", severity, generator=torch.Generator().manual_seed(2), params=params)
-        _, delta, iterations = c = SPECS["glass_blur"].row(params, severity)
-        g = torch.Generator().manual_seed(2)
+    def reference(x, c, g):
+        _, delta, iterations = c
         steps = (size - 2 * delta) ** 2
         draws = [torch.randint(-delta, delta, (steps, n, 2), generator=g).numpy() for _ in range(iterations)]
-        ref = np.stack([R.to_u8(R.glass_blur(a, c, np.stack([d[:, i] for d in draws])))
-                        for i, a in enumerate(_floats(x))])
-        mean, mx = _diff(ours, ref)
-        # the same permutation; float32 vs float64 blurs move a few truncations by one level
-        assert mean < 0.1 and mx <= 1, (severity, mean, mx)
+        return np.stack([R.to_u8(R.glass_blur(a, c, np.stack([d[:, i] for d in draws])))
+                         for i, a in enumerate(_floats(x))])
+
+    # the same permutation; float32 vs float64 blurs move a few truncations by one level
+    _check_with_the_same_draws("glass_blur", params, size, n, severities, 2, reference, mean_tol=0.1, max_tol=1)
 
 
 def _replay(n: int, mapsize: int, decay: float, g: torch.Generator) -> list:
@@ -123,44 +131,33 @@ def _replay(n: int, mapsize: int, decay: float, g: torch.Generator) -> list:
 
 @pytest.mark.parametrize("params,size,n", [("cifar", 32, 3), ("imagenet", 224, 1)])
 def test_fog_is_the_reference_plasma_fractal(params, size, n):
-    for severity in (1, 3, 5):
-        x = R.photo(n, size, severity)
-        ours = corrupt(x, "fog", severity, generator=torch.Generator().manual_seed(3), params=params)
-        c = SPECS["fog"].row(params, severity)
+    def reference(x, c, g):
         mapsize = 32 if size == 32 else 256
-        streams = _replay(n, mapsize, c[1], torch.Generator().manual_seed(3))
-        ref = np.stack([R.to_u8(R.fog(a, c, R.plasma_fractal(mapsize, c[1], lambda s, it=it: next(it))))
-                        for a, it in zip(_floats(x), streams, strict=True)])
-        mean, _ = _diff(ours, ref)
-        assert mean < 0.05, (severity, mean)
+        streams = _replay(n, mapsize, c[1], g)
+        return np.stack([R.to_u8(R.fog(a, c, R.plasma_fractal(mapsize, c[1], lambda s, it=it: next(it))))
+                         for a, it in zip(_floats(x), streams, strict=True)])
+
+    _check_with_the_same_draws("fog", params, size, n, (1, 3, 5), 3, reference, mean_tol=0.05)
 
 
 @pytest.mark.parametrize("params,size,n", [("cifar", 32, 4), ("imagenet", 128, 2)])
 def test_elastic_transform_with_the_same_draws(params, size, n):
-    for severity in range(1, 6):
-        x = R.photo(n, size, severity)
-        ours = corrupt(x, "elastic_transform", severity, generator=torch.Generator().manual_seed(4), params=params)
-        c = SPECS["elastic_transform"].row(params, severity)
-        g = torch.Generator().manual_seed(4)
+    def reference(x, c, g):
         pts = _uniform((n, 3, 2), -c[2], c[2], g).double().numpy()
         field = _uniform((n, 2, size, size), -1, 1, g).double().numpy()
-        ref = np.stack([R.to_u8(R.elastic(a, c, p, f)) for a, p, f in zip(_floats(x), pts, field, strict=True)])
-        mean, _ = _diff(ours, ref)
-        assert mean < 0.1, (severity, mean)
+        return np.stack([R.to_u8(R.elastic(a, c, p, f)) for a, p, f in zip(_floats(x), pts, field, strict=True)])
+
+    _check_with_the_same_draws("elastic_transform", params, size, n, range(1, 6), 4, reference, mean_tol=0.1)
 
 
 @pytest.mark.parametrize("params,size,n", [("cifar", 32, 4), ("imagenet", 224, 1)])
 def test_snow_with_the_same_draws(params, size, n):
-    for severity in range(1, 6):
-        x = R.photo(n, size, severity)
-        ours = corrupt(x, "snow", severity, generator=torch.Generator().manual_seed(5), params=params)
-        c = SPECS["snow"].row(params, severity)
-        g = torch.Generator().manual_seed(5)
+    def reference(x, c, g):
         noise = torch.randn((n, 1, size, size), generator=g).double().numpy()[:, 0]
         angles = _uniform((n,), -135, -45, g).double().numpy()
-        ref = np.stack([R.to_u8(R.snow(a, c, z, t)) for a, z, t in zip(_floats(x), noise, angles, strict=True)])
-        mean, _ = _diff(ours, ref)
-        assert mean < 0.5, (severity, mean)
+        return np.stack([R.to_u8(R.snow(a, c, z, t)) for a, z, t in zip(_floats(x), noise, angles, strict=True)])
+
+    _check_with_the_same_draws("snow", params, size, n, range(1, 6), 5, reference, mean_tol=0.5)
 
 
 # ------------------------------------------------------------------- noise, in distribution

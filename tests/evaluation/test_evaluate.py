@@ -343,12 +343,6 @@ def test_clear_errors(tmp_path, digits):
 # --- hostile files (issue 10, item 8) -----------------------------------------------------------
 
 
-def _one_line(capsys) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err and "\n" not in err and "Traceback" not in err, err
-    return err
-
-
 class _RunsCode:
     def __init__(self, marker):
         self.marker = str(marker)
@@ -358,7 +352,7 @@ class _RunsCode:
         return (os.system, (f"touch {self.marker}",))
 
 
-def test_nan_weights_are_refused_not_reported_as_chance_accuracy(tmp_path, capsys):
+def test_nan_weights_are_refused_not_reported_as_chance_accuracy(tmp_path, one_line_error):
     run, model = _run(tmp_path)
     state = model.state_dict()
     head = [k for k in state if k.endswith("weight")][-1]
@@ -366,13 +360,13 @@ def test_nan_weights_are_refused_not_reported_as_chance_accuracy(tmp_path, capsy
     save_torch(run / "final.pt", state)
     for suite in ("clean", "fgsm"):
         assert main(["evaluate", str(run), "--suite", suite]) == 2
-        line = _one_line(capsys)  # refused with the weights, before any image (issue 32)
+        line = one_line_error()  # refused with the weights, before any image (issue 32)
         assert "non-finite weights" in line and "final.pt" in line
         assert not (run / "eval" / f"{suite}.json").exists() or not _read(run, suite).get("complete")
 
 
 @pytest.mark.parametrize("kind", ["random", "truncated", "runs_code", "a_list", "other_width", "empty"])
-def test_hostile_or_foreign_checkpoints_give_one_line_naming_the_file(tmp_path, capsys, kind):
+def test_hostile_or_foreign_checkpoints_give_one_line_naming_the_file(tmp_path, one_line_error, kind):
     run, _ = _run(tmp_path)
     weights = run / "final.pt"
     marker = tmp_path / "pwned"
@@ -389,22 +383,22 @@ def test_hostile_or_foreign_checkpoints_give_one_line_naming_the_file(tmp_path, 
     else:
         weights.write_bytes(b"")
     assert main(["evaluate", str(run), "--suite", "clean"]) == 2
-    assert "final.pt" in _one_line(capsys)
+    assert "final.pt" in one_line_error()
     assert not marker.exists()
 
 
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]", "\udcff", ""])
-def test_a_config_that_is_not_a_run_config_is_one_line(tmp_path, capsys, text):
+def test_a_config_that_is_not_a_run_config_is_one_line(tmp_path, one_line_error, text):
     run, _ = _run(tmp_path)
     (run / "config.json").write_bytes(text.encode("utf-8", "surrogateescape"))
     assert main(["evaluate", str(run), "--suite", "clean"]) == 2
-    assert "config.json" in _one_line(capsys)
+    assert "config.json" in one_line_error()
 
 
-def test_an_unusable_device_is_one_line(tmp_path, capsys):
+def test_an_unusable_device_is_one_line(tmp_path, one_line_error):
     run, _ = _run(tmp_path)
     assert main(["evaluate", str(run), "--suite", "clean", "--device", "tpu"]) == 2
-    assert "tpu" in _one_line(capsys)
+    assert "tpu" in one_line_error()
 
 
 def test_evaluate_takes_the_same_set_dialect_as_train():

@@ -35,12 +35,6 @@ def _run(tmp_path, dataset="digits", classes=10, seed=0, name=None):
     return run
 
 
-def _one_line(capsys) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err and "\n" not in err and "Traceback" not in err, err
-    return err
-
-
 @pytest.fixture(scope="module")
 def made_sets(tmp_path_factory):
     """A Digits-C and a Digits-P set made by `noisymix corrupt` (with their manifest.json)."""
@@ -56,16 +50,16 @@ def made_sets(tmp_path_factory):
 
 
 @pytest.mark.parametrize("suite", ["cifar10-c", "cifar100-c", "imagenet-c"])
-def test_a_set_of_another_data_set_is_refused_by_its_manifest(tmp_path, capsys, made_sets, suite):
+def test_a_set_of_another_data_set_is_refused_by_its_manifest(tmp_path, one_line_error, made_sets, suite):
     digits_c, _ = made_sets
     run = _run(tmp_path, "cifar10")  # a CIFAR-10 model: only the set's manifest tells
     assert main(["evaluate", str(run), "--suite", suite, "--data-root", str(digits_c), "--partial"]) == 2
-    line = _one_line(capsys)
+    line = one_line_error()
     assert "manifest.json" in line and "--suite digits-c" in line
     assert not (run / "eval").exists()
 
 
-def test_a_suite_of_another_data_set_than_the_runs_is_refused(tmp_path, capsys, made_sets):
+def test_a_suite_of_another_data_set_than_the_runs_is_refused(tmp_path, one_line_error, made_sets):
     digits_c, _ = made_sets
     # a CIFAR-10-C set as released (no manifest) given to a Digits run: 10 classes and 32 x 32 both,
     # so nothing else would tell; the run's config.json does
@@ -75,7 +69,7 @@ def test_a_suite_of_another_data_set_than_the_runs_is_refused(tmp_path, capsys, 
     shutil.copy(digits_c / "labels.npy", released / "labels.npy")
     run = _run(tmp_path, "digits")
     assert main(["evaluate", str(run), "--suite", "cifar10-c", "--data-root", str(released), "--partial"]) == 2
-    line = _one_line(capsys)
+    line = one_line_error()
     assert "trained on digits" in line and "--suite digits-c" in line
     assert not (run / "eval").exists()
     # the matching suite is accepted, on the manifest's set and on one made elsewhere
@@ -83,7 +77,7 @@ def test_a_suite_of_another_data_set_than_the_runs_is_refused(tmp_path, capsys, 
     assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(released), "--partial"]) == 0
 
 
-def test_a_folder_of_another_kind_is_refused_as_data_or_run(tmp_path, capsys, made_sets):
+def test_a_folder_of_another_kind_is_refused_as_data_or_run(tmp_path, one_line_error, made_sets):
     digits_c, digits_p = made_sets
     run = _run(tmp_path, "digits")
     cases = [
@@ -94,18 +88,18 @@ def test_a_folder_of_another_kind_is_refused_as_data_or_run(tmp_path, capsys, ma
     ]
     for args, what in cases:
         assert main(["evaluate", str(run), *args]) == 2
-        assert what in _one_line(capsys)
+        assert what in one_line_error()
     assert main(["evaluate", str(digits_c), "--suite", "clean"]) == 2  # a -C set as RUN
-    assert "RUN" in _one_line(capsys)
+    assert "RUN" in one_line_error()
     assert not (run / "eval").exists()
 
 
-def test_a_p_set_of_another_resolution_is_refused(tmp_path, capsys):
+def test_a_p_set_of_another_resolution_is_refused(tmp_path, one_line_error):
     run = _run(tmp_path, "digits")
     root = tmp_path / "big-p"
     save_npy(root / "rotate.npy", np.zeros((2, 3, 64, 64, 3), np.uint8))
     assert main(["evaluate", str(run), "--suite", "digits-p", "--data-root", str(root)]) == 2
-    assert "64x64" in _one_line(capsys)
+    assert "64x64" in one_line_error()
 
 
 # --- part 5: partial results bound to the files they read ------------------------------------------
@@ -199,11 +193,11 @@ def test_another_checkpoint_does_not_overwrite_the_runs_results(tmp_path, capsys
 # --- part 5: one evaluate of a run at a time ------------------------------------------------------
 
 
-def test_a_second_evaluate_of_a_run_in_use_is_refused(tmp_path, capsys):
+def test_a_second_evaluate_of_a_run_in_use_is_refused(tmp_path, one_line_error):
     run = _run(tmp_path, "digits")
     with directory_lock(run, "evaluating"):  # another evaluate (or train) of this run is under way
         assert main(["evaluate", str(run), "--suite", "clean"]) == 2
-        assert "in use" in _one_line(capsys)
+        assert "in use" in one_line_error()
     assert not (run / "eval" / "clean.json").exists()
     assert main(["evaluate", str(run), "--suite", "clean"]) == 0  # free again
 
@@ -211,7 +205,7 @@ def test_a_second_evaluate_of_a_run_in_use_is_refused(tmp_path, capsys):
 # --- part 5: NaN weights and empty test sets: one line ---------------------------------------------
 
 
-def test_nan_weights_on_a_c_set_are_one_line_naming_the_checkpoint(tmp_path, capsys, made_sets):
+def test_nan_weights_on_a_c_set_are_one_line_naming_the_checkpoint(tmp_path, one_line_error, made_sets):
     digits_c, _ = made_sets
     run = _run(tmp_path, "digits")
     state = torch.load(run / "final.pt", weights_only=True)
@@ -219,7 +213,7 @@ def test_nan_weights_on_a_c_set_are_one_line_naming_the_checkpoint(tmp_path, cap
     state[key][0, 0, 0, 0] = float("nan")
     save_torch(run / "final.pt", state)
     assert main(["evaluate", str(run), "--suite", "digits-c", "--data-root", str(digits_c), "--partial"]) == 2
-    line = _one_line(capsys)
+    line = one_line_error()
     assert "final.pt" in line and "non-finite" in line
     assert not (run / "eval" / "digits-c.json").exists()
 
@@ -234,12 +228,12 @@ def test_the_cpu_inference_model_of_a_nan_model_is_the_eager_model():
 
 
 @pytest.mark.parametrize("suite", ["clean", "calibration", "fgsm"])
-def test_an_empty_test_set_is_one_line(tmp_path, capsys, monkeypatch, suite):
+def test_an_empty_test_set_is_one_line(tmp_path, one_line_error, monkeypatch, suite):
     run = _run(tmp_path, "digits")
     empty = ImageSet(torch.zeros(0, 3, 32, 32, dtype=torch.uint8), torch.zeros(0, dtype=torch.long), 10, "digits",
                      "an empty test batch")
     monkeypatch.setattr(own_split, "load_dataset", lambda *args, **kwargs: empty)
     assert main(["evaluate", str(run), "--suite", suite]) == 2
-    assert "no images" in _one_line(capsys)
+    assert "no images" in one_line_error()
     assert not (run / "eval" / f"{suite}.json").exists()
 
