@@ -62,23 +62,36 @@ def crash_then_resume(crash_after_first_checkpoint):
 
 
 @pytest.fixture()
-def crash_after_first_checkpoint(monkeypatch):
-    """``crash(cfg, out)``: train ``cfg`` into ``out`` with the process dying (KeyboardInterrupt)
-    right after its first checkpoint is written; the trainer is restored, ready for ``resume=True``."""
+def crash_after_checkpoints(monkeypatch):
+    """``crash(train, n=1)``: call ``train()`` with the process dying (KeyboardInterrupt) right after
+    the ``n``-th ``checkpoint.pt`` is written (a group writes one per member); the trainer is
+    restored, ready to resume."""
     import fullscale.training.checkpoint as checkpoint_module
-    import fullscale.training.loop as trainer
 
-    def crash(cfg, out):
-        original = checkpoint_module.save_torch
+    def crash(train, n=1):
+        original, saved = checkpoint_module.save_torch, []
 
         def save_then_crash(path, obj):
             original(path, obj)
             if path.name == "checkpoint.pt":
-                raise KeyboardInterrupt
+                saved.append(path)
+                if len(saved) == n:
+                    raise KeyboardInterrupt
         monkeypatch.setattr(checkpoint_module, "save_torch", save_then_crash)
         with pytest.raises(KeyboardInterrupt):
-            trainer.train(cfg, out)
+            train()
         monkeypatch.setattr(checkpoint_module, "save_torch", original)
+    return crash
+
+
+@pytest.fixture()
+def crash_after_first_checkpoint(crash_after_checkpoints):
+    """``crash(cfg, out)``: train ``cfg`` into ``out`` with the process dying (KeyboardInterrupt)
+    right after its first checkpoint is written; the trainer is restored, ready for ``resume=True``."""
+    import fullscale.training.loop as trainer
+
+    def crash(cfg, out):
+        crash_after_checkpoints(lambda: trainer.train(cfg, out))
     return crash
 
 

@@ -20,7 +20,6 @@ import pytest
 import torch
 from torch import nn
 
-import fullscale.training.checkpoint as checkpoint_module
 import fullscale.training.loop as trainer
 import fullscale.training.members as members_module
 from fullscale.models import create_model
@@ -155,23 +154,12 @@ def test_stacking_round_trips_each_members_state_and_output(stem_stride):
             torch.testing.assert_close(logits[:, m], model(x), rtol=1e-5, atol=1e-5)
 
 
-def test_a_killed_group_resumes_to_the_same_members(tmp_path, one_torch_thread, monkeypatch):
+def test_a_killed_group_resumes_to_the_same_members(tmp_path, one_torch_thread, crash_after_checkpoints):
     cfg = _config("nfm", epochs=3)
     straight = [tmp_path / f"straight{s}" for s in (0, 1)]
     train_members(cfg, (0, 1), straight)
     resumed = [tmp_path / f"resumed{s}" for s in (0, 1)]
-    original, saved = checkpoint_module.save_torch, []
-
-    def save_then_die(path, obj):
-        original(path, obj)
-        saved.append(path)
-        if len(saved) == 2:  # both members' first checkpoints written
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(checkpoint_module, "save_torch", save_then_die)
-    with pytest.raises(KeyboardInterrupt):
-        train_members(cfg, (0, 1), resumed)
-    monkeypatch.setattr(checkpoint_module, "save_torch", original)
+    crash_after_checkpoints(lambda: train_members(cfg, (0, 1), resumed), 2)  # both members' first checkpoints
     train_members(cfg, (0, 1), resumed)
     for a, b in zip(straight, resumed, strict=True):
         assert _losses(a) == _losses(b)

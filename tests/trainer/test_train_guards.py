@@ -238,8 +238,7 @@ def test_a_group_reports_its_diverged_members(tmp_path):
         assert "finished" not in json.loads((out / "config.json").read_text())["run"]
 
 
-def test_a_group_refuses_to_resume_on_changed_data(tmp_path, monkeypatch):
-    import fullscale.training.checkpoint as checkpoint_module
+def test_a_group_refuses_to_resume_on_changed_data(tmp_path, crash_after_checkpoints):
     from fullscale.training.members import train_members
 
     root = tmp_path / "cifar"
@@ -247,17 +246,7 @@ def test_a_group_refuses_to_resume_on_changed_data(tmp_path, monkeypatch):
     cfg = resolve_config("baseline", ["dataset=cifar10", f"data_root={root}", "width=4", "epochs=2",
                                       "batch_size=16"])
     outs = [tmp_path / "a", tmp_path / "b"]
-    original, saved = checkpoint_module.save_torch, []
-
-    def save_then_die(path, obj):
-        original(path, obj)
-        saved.append(path)
-        if len(saved) == 2:  # both members' first checkpoints written
-            raise KeyboardInterrupt
-    monkeypatch.setattr(checkpoint_module, "save_torch", save_then_die)
-    with pytest.raises(KeyboardInterrupt):
-        train_members(cfg, (0, 1), outs)
-    monkeypatch.setattr(checkpoint_module, "save_torch", original)
+    crash_after_checkpoints(lambda: train_members(cfg, (0, 1), outs), 2)  # both members' first checkpoints
     write_cifar_fixture(root, n_train=32, n_test=8, seed=1)
     with pytest.raises(ValueError, match=r"training data .* changed since the run started"):
         train_members(cfg, (0, 1), outs)
