@@ -64,9 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"side, from {', '.join(WAYS)} (default all; one alone where --workers is one worker)")
     parser.add_argument("--cut-blocks", default="2,4,8,16", help="comma-separated blocks per side at which the "
                         "graph cuts alone are timed (divisors of 32; default the recipe's 2,4,8,16)")
-    parser.add_argument("--cut-repeats", type=int, default=20, help="rounds of the graph cuts alone")
+    parser.add_argument("--cut-repeats", type=int, default=30, help="rounds of the graph cuts alone")
     parser.add_argument("--busy-cores", type=int, default=0, help="busy loops (python: while True: pass) "
-                        "running beside the timing, ended after it")
+                        "running beside the timing, ended after it; started after the torch thread count is "
+                        "chosen (give --threads to fix it)")
     parser.add_argument("--public-code", default=None, help="directory with the public code's mixup.py "
                         "(github.com/snu-mllab/PuzzleMix); its step is timed beside ours")
     parser.add_argument("--public-mp", type=int, default=8, help="the public code's graph-cut processes "
