@@ -4,13 +4,14 @@ Read top to bottom: ``train`` claims the run folder; ``_prepare`` reads and chec
 (config, device, data, model size) and builds the model, the optimiser and the generators, writing
 nothing; ``train_runs`` resumes or starts, then runs the epochs; ``_train_epoch`` runs the steps.
 
-The loop trains a model's ``Run`` records: one run folder for a run alone, or several seeds of one config
-stacked into one network (``members``: stacking is a model transformation, ``members.Stacked``).
-What differs between the two is the ``Trainee``: how one step's draws become each run's loss, and
-each run's weights and optimiser state in the plain model's layout.  The epochs, resume,
-checkpoints, checks and the finish are this module's, once.
+The loop trains a model's ``Run`` records: one run folder for a run alone, or several seeds of one
+config stacked into one network (``members``: stacking is a model transformation, ``members.Stacked``).
+What differs between the two is the ``Trainee`` (``trainee``): how one step's draws become each
+run's loss, and each run's weights and optimiser state in the plain model's layout.  The epochs,
+resume, checkpoints, checks and the finish are this module's, once.
 Each concept lives in its own module of this package:
 
+- ``trainee``: what the loop trains (its runs, the trainee, the setup);
 - ``step``: one step's views, draws, forward pass and loss (the recipe of the paper);
 - ``data``: the training set on the device, or ImageNet streamed from disk;
 - ``process``: device, DDP, sync-BN, compile, whether the model fits;
@@ -26,25 +27,20 @@ that could not be decoded (``bad_files``); the progress bar shows images/s and t
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch import Tensor, nn
+from torch import Tensor
 
-from fullscale.augment import to_float
-from fullscale.data import ImageSet
-from fullscale.data.imagenet import StreamingImageNet
 from fullscale.runs import append_metrics, read_metrics
 from fullscale.training.checkpoint import (
     check_out,
     check_same_config,
-    config_identity,
     read_checkpoint,
     restoring,
     run_record,
@@ -61,21 +57,20 @@ from fullscale.training.checks import (
     end_accuracy,
 )
 from fullscale.training.config import TrainConfig
-from fullscale.training.data import InMemoryData, device_transform, training_data, view_shape
-from fullscale.training.draws import RunDraws, StepDraws
+from fullscale.training.data import training_data
 from fullscale.training.generators import Generators
-from fullscale.training.methods import Method, get_method
-from fullscale.training.process import Process, build_models, start_process
+from fullscale.training.methods import get_method
+from fullscale.training.process import build_models, start_process
 from fullscale.training.schedule import make_optimizer, make_scheduler
-from fullscale.training.step import drawn_step_loss, epoch_entry, epoch_sums, history_row
+from fullscale.training.step import epoch_entry, epoch_sums, history_row
+from fullscale.training.trainee import Alone, Run, Setup, run_draws
 from fullscale.training.transfer import check_config, set_train_mode
-from noisymix.loss import LossParts
 from noisymix_infra.folder_kind import claim_folder
 from noisymix_infra.io import directory_lock, save_torch, write_json
 from noisymix_infra.progress import progress
 from noisymix_infra.provenance import now
 
-__all__ = ["Alone", "Run", "Setup", "Trainee", "train", "train_runs"]
+__all__ = ["train", "train_runs"]
 
 
 def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> Path:
@@ -125,107 +120,6 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> Path:
                 dist.destroy_process_group()
 
 
-@dataclasses.dataclass
-class Run:
-    """One run folder the loop trains: a run alone, or one seed of a stacked group (``members``)."""
-
-    cfg: TrainConfig
-    out: Path
-    generators: Generators  # its carried streams (order, device draws)
-    record: dict  # its config.json
-    draws: RunDraws  # its views and draws, made a chunk of steps at a time
-    # torch's global generator as its weights left it (stacked members: theirs were drawn in turn,
-    # and no member draws from it after, having no dropout); None: the live global generator
-    torch_state: Tensor | None = None
-    metrics: list[dict] = dataclasses.field(default_factory=list)
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.out / "checkpoint.pt"
-
-    @property
-    def identity(self) -> str:
-        """The run's ``config_identity``, stored in its checkpoints."""
-        return config_identity(self.record)
-
-
-class Trainee(Protocol):
-    """How the loop's model trains its runs: one network (``Alone``) or seeds stacked as one
-    (``members.Stacked``)."""
-
-    core: nn.Module  # the network the hooks reach (its ``stages``: the transform points)
-    model: nn.Module  # what the step calls (set to train mode each epoch)
-
-    def losses(self, draws: Sequence[StepDraws], labels: Sequence[Tensor], runs: Sequence[Run]) -> list[LossParts]:
-        """Steps 2-4 of each run's step (``fullscale.training.step``), its draws already made."""
-
-    def states(self) -> list[dict[str, Tensor]]:
-        """Each run's weights in the plain model's layout (what ``create_model`` loads)."""
-
-    def optimizer_states(self, optimizer: torch.optim.Optimizer) -> list[dict]:
-        """Each run's optimiser state as a run alone would hold it."""
-
-    def load(self, states: Sequence[dict], optimizer: torch.optim.Optimizer, optimizer_states: Sequence[dict]) -> None:
-        """The inverse of ``states`` and ``optimizer_states`` (resume)."""
-
-    def networks(self) -> Iterator[nn.Module]:
-        """Each run's network in the plain layout, in turn (checks of its weights, its accuracy)."""
-
-
-@dataclasses.dataclass
-class Alone:
-    """A run alone: its network (``core``: hooks, checkpoints) and what the step calls (``model``:
-    ``core``, DDP and/or compiled around it)."""
-
-    core: nn.Module
-    model: nn.Module
-    method: Method
-    cfg: TrainConfig
-    num_classes: int
-
-    def losses(self, draws: Sequence[StepDraws], labels: Sequence[Tensor], runs: Sequence[Run]) -> list[LossParts]:
-        return [drawn_step_loss(self.model, self.core, draws[0], labels[0], self.method, self.cfg, self.num_classes,
-                                runs[0].generators.aug)]
-
-    def states(self) -> list[dict[str, Tensor]]:
-        return [self.core.state_dict()]
-
-    def optimizer_states(self, optimizer: torch.optim.Optimizer) -> list[dict]:
-        return [optimizer.state_dict()]
-
-    def load(self, states: Sequence[dict], optimizer: torch.optim.Optimizer, optimizer_states: Sequence[dict]) -> None:
-        self.core.load_state_dict(states[0])
-        optimizer.load_state_dict(optimizer_states[0])
-
-    def networks(self) -> Iterator[nn.Module]:
-        yield self.core
-
-
-@dataclasses.dataclass
-class Setup:
-    """Runs ready to train: everything read and checked, nothing written (``_prepare``,
-    ``members.train_members``)."""
-
-    cfg: TrainConfig  # the runs' config (theirs differ in the seed alone)
-    method: Method
-    process: Process
-    data: InMemoryData | StreamingImageNet
-    heldout: ImageSet | None
-    trainee: Trainee
-    optimizer: torch.optim.Optimizer
-    scheduler: torch.optim.lr_scheduler.LRScheduler
-    runs: list[Run]
-    steps_per_epoch: int
-
-    @property
-    def probe(self) -> Tensor | None:
-        """A few training images whose logits must stay finite (``check_weights``); streamed and
-        upsampled inputs are made per step."""
-        data = self.data
-        return (to_float(data.images[:16]) if isinstance(data, InMemoryData) and not self.cfg.is_transfer
-                and data.images.dim() == 4 else None)
-
-
 def _prepare(cfg: TrainConfig, out: Path) -> Setup:
     """Read and check every input of the run (config, device, data, model size), build the model
     and the optimiser; write nothing, so that a refused run leaves no folder behind."""
@@ -248,13 +142,6 @@ def _prepare(cfg: TrainConfig, out: Path) -> Setup:
               run_draws(cfg, method, data, process, steps_per_epoch))
     return Setup(cfg, method, process, data, heldout, Alone(core, model, method, cfg, data.num_classes), optimizer,
                  scheduler, [run], steps_per_epoch)
-
-
-def run_draws(cfg: TrainConfig, method: Method, data: InMemoryData | StreamingImageNet, process: Process,
-              steps_per_epoch: int) -> RunDraws:
-    """A run's chunked draws on this process's share of the data, through the data's own device transform."""
-    return RunDraws(cfg, method, steps_per_epoch, view_shape(cfg, data), rank=process.rank, world=process.world,
-                    transform=device_transform(cfg))
 
 
 # ----------------------------------------------------------------------------------- the loop

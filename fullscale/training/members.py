@@ -43,11 +43,12 @@ from fullscale.training.data import STREAMED, InMemoryData, training_data
 from fullscale.training.draws import StepDraws
 from fullscale.training.generators import Generators
 from fullscale.training.hooks import stage_module
-from fullscale.training.loop import Run, Setup, run_draws, train_runs
+from fullscale.training.loop import train_runs
 from fullscale.training.methods import Method, get_method
 from fullscale.training.process import check_model_fits, start_process
 from fullscale.training.schedule import make_optimizer, make_scheduler
 from fullscale.training.step import method_loss, mix_features
+from fullscale.training.trainee import Run, Setup, run_draws
 from noisymix.loss import LossParts
 from noisymix.mixing import mix_targets
 from noisymix_infra.folder_kind import claim_folder, require_kind

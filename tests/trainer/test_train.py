@@ -313,7 +313,7 @@ def test_a_full_disk_is_one_line(tmp_path, capsys, monkeypatch):
 
 
 def test_orphan_temporary_files_are_swept_and_a_late_config_error_leaves_no_config(tmp_path, monkeypatch):
-    import fullscale.training.loop as loop_module
+    import fullscale.training.trainee as trainee_module
     out = tmp_path / "r"
     out.mkdir()
     orphan = out / ".checkpoint.pt.k1ll3d.tmp"  # what kill -9 leaves mid-write
@@ -321,7 +321,7 @@ def test_orphan_temporary_files_are_swept_and_a_late_config_error_leaves_no_conf
 
     def late_error(*args, **kwargs):
         raise ValueError("a setting only the first step finds wrong")
-    monkeypatch.setattr(loop_module, "drawn_step_loss", late_error)
+    monkeypatch.setattr(trainee_module, "drawn_step_loss", late_error)
     with pytest.raises(ValueError, match="first step"):
         train(resolve_config("baseline", QUICK), out)
     assert not orphan.exists()

@@ -80,11 +80,11 @@ def test_a_cifar_run_without_its_data_leaves_no_folder_behind(tmp_path, capsys):
 
 @pytest.mark.parametrize("existing", [False, True])
 def test_a_late_error_leaves_the_folder_as_it_was(tmp_path, monkeypatch, existing):
-    import fullscale.training.loop as loop_module
+    import fullscale.training.trainee as trainee_module
 
     def late_error(*args, **kwargs):
         raise ValueError("a setting only the first step finds wrong")
-    monkeypatch.setattr(loop_module, "drawn_step_loss", late_error)
+    monkeypatch.setattr(trainee_module, "drawn_step_loss", late_error)
     out = tmp_path / "r"
     if existing:
         out.mkdir()
