@@ -42,8 +42,18 @@ class ReproducePlan:
     # 0: as many as the cores free when the runs start (at least 1); N: N.  One: one after another
     # in this process; more: one process each (``noisymix_app.sweep.local``).  Load changes the time only.
     workers: int = 0
-    # seeds of one method trained as one stacked model (fullscale.training.members; 1: one seed at a time)
+    # seeds of one method trained as one stacked model (fullscale.training.members; 1: one seed at a time);
+    # with workers=1 only (one process): on a GPU, where M small members cost about one
     members: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:
+            raise ValueError(f"seeds must be distinct numbers >= 0, at least one, got {list(self.seeds)}")
+        if not self.methods or self.epochs < 1 or self.width < 1:
+            raise ValueError(f"a plan needs methods, epochs >= 1 and width >= 1 (got {len(self.methods)} method(s), "
+                             f"epochs={self.epochs}, width={self.width})")
+        if self.workers < 0 or self.members < 1:
+            raise ValueError(f"need workers >= 0 and members >= 1, got workers={self.workers}, members={self.members}")
 
 
 PLANS: dict[str, ReproducePlan] = {

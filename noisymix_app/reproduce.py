@@ -28,15 +28,16 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from noisymix_app.plans import PLANS, ReproducePlan
+from noisymix_infra.config import add_set_argument, apply_overrides
 from noisymix_infra.io import directory_lock, read_json, write_json, write_text
 
 __all__ = ["PLANS", "ReproducePlan", "add_arguments", "check_git_checkout", "reproduce",  # plans: noisymix_app.plans
-           "run", "run_workers"]
+           "resolve_plan", "run", "run_workers"]
 
 
 @dataclass(frozen=True)
@@ -206,8 +207,12 @@ def _log_step(log: dict, log_path: Path, entry: dict, seconds: float, started: f
 
 
 def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: str | None = None,
-              fresh: bool = False, command: Callable[[list[str]], int] | None = None, threads: int = 0) -> dict:
+              fresh: bool = False, command: Callable[[list[str]], int] | None = None, threads: int = 0,
+              name: str | None = None) -> dict:
     """Run every step of ``plan`` into ``out``; return (and write ``out/reproduce.json``) the log.
+
+    ``name``: how the log and the summary name the plan (default: its name in ``PLANS``, or
+    ``custom``; the command line gives ``laptop --set members=9`` for a named plan with overrides).
 
     ``threads``: torch threads of each training run and its evaluations (0: one, whatever the load;
     the free cores run runs side by side instead, ``run_workers``).
@@ -232,7 +237,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     _claim(out)
     log_path = out / "reproduce.json"
     # steps are kept in run order (a list: JSON objects are written with sorted keys)
-    name = next((n for n, known in PLANS.items() if known == plan), "custom")
+    name = name or next((n for n, known in PLANS.items() if known == plan), "custom")
     log: dict = {"plan": dataclasses.asdict(plan), "plan_name": name, "steps": []}
     old = read_json(log_path) if log_path.exists() else None
     old = old if isinstance(old, dict) else {}
@@ -470,17 +475,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fresh", action="store_true", help="rerun every step even if its results exist")
     parser.add_argument("--update-readme", action="store_true",
                         help="copy the summary to docs/reproduce-summary.* and into README.md between its markers")
+    add_set_argument(parser, "--set workers=1 --set members=9 (on a GPU: each method's seeds as one stacked model, "
+                     "one process)", "the plan (its fields: seeds, epochs, width, workers, members, ...)")
+
+
+def resolve_plan(name: str, overrides: Sequence[str]) -> tuple[ReproducePlan, str]:
+    """The plan ``name`` with ``--set`` overrides of its fields, and how the log names it
+    (``laptop --set members=9``; the plain name when the overrides change nothing)."""
+    plan = apply_overrides(PLANS[name], list(overrides))
+    return plan, name if plan == PLANS[name] else " ".join([name, *(f"--set {o}" for o in overrides)])
 
 
 def run(args: argparse.Namespace) -> int:
+    plan, name = resolve_plan(args.plan, args.overrides)  # a bad key or value: one line, nothing written
     if args.update_readme:
+        if name != args.plan:
+            raise ValueError(f"--update-readme puts the {args.plan} plan's summary into the README; "
+                             "run it without --set")
         check_git_checkout()  # before hours of work, not after
     # one job per folder: a second `reproduce` on it is one line at once, not "failed: None" later
     _claim(Path(args.out))  # before the lock writes into it: not a run's or a -C set's folder
     with directory_lock(args.out, "reproducing"):
         try:
-            log = reproduce(PLANS[args.plan], args.out, data_root=args.data_root, fresh=args.fresh,
-                            threads=args.threads or 0)
+            log = reproduce(plan, args.out, data_root=args.data_root, fresh=args.fresh, threads=args.threads or 0,
+                            name=name)
         except RuntimeError as error:  # a failing step: named, in one line; what finished is kept
             print(f"noisymix reproduce: {error}; the finished steps are kept, rerun to continue "
                   f"(the step's log: `noisymix sweep status {args.out}`)", file=sys.stderr)

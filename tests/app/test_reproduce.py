@@ -201,3 +201,35 @@ def test_reproduce_refuses_a_run_folder_and_keeps_its_own_older_folders(tmp_path
     (old / "reproduce.json").write_text("{}")
     _claim(old)
     assert folder_kind(old) == "reproduce"
+
+
+def test_set_overrides_plan_fields_and_names_the_plan_so(tmp_path):
+    """``reproduce --set``: the plan's fields in the one ``--set`` dialect.  ``members=2`` with one
+    worker trains each method's two seeds as one stacked model (the GPU layout), and the log and
+    summary name the plan with its overrides."""
+    from noisymix_app.reproduce import resolve_plan
+
+    plan, name = resolve_plan("quick", ["seeds=0,1", "members=2"])
+    assert (plan.seeds, plan.members, plan.workers) == ((0, 1), 2, 1)
+    assert name == "quick --set seeds=0,1 --set members=2"
+    assert resolve_plan("quick", ["workers=1"]) == (PLANS["quick"], "quick")  # no change: the plain name
+    out = tmp_path / "out"
+    log = reproduce(plan, out, name=name)
+    assert log["plan_name"] == name
+    for method in ("baseline", "noisymix"):
+        for seed in (0, 1):
+            record = json.loads((out / "runs" / f"{method}-seed{seed}" / "config.json").read_text())
+            assert record["run"]["members"] == {"seeds": [0, 1], "index": seed}  # trained as one stack
+            assert (out / "runs" / f"{method}-seed{seed}" / "eval" / "digits16-c.json").is_file()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["plan_name"] == name
+
+
+def test_set_refuses_bad_plan_values_in_one_line_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    for bad in (["--set", "memberz=2"], ["--set", "members=0"], ["--set", "seeds=1,1"], ["--set", "epochs=x"],
+                ["--set", "members=2", "--update-readme"]):
+        assert main(["reproduce", "--plan", "quick", "--out", str(out), *bad]) == 2, bad
+        err = capsys.readouterr().err.strip()
+        assert err and "\n" not in err and "Traceback" not in err, (bad, err)
+        assert not out.exists(), bad
