@@ -97,24 +97,23 @@ def _robustness_sentence(claims: dict) -> str | None:
     rows = [(m, c) for m, c in rows if c]
     if not rows:
         return None
-    parts = []
-    held, noise, failed = _by_verdict(rows)
-    if held:
-        parts.append(f"more robust to corruption than {_join(held)}")
-    if noise:
-        parts.append(f"not distinguishable in robustness from {_join(noise)}")
-    if failed:
-        parts.append(f"less robust than {_join(failed)}, so the paper's ranking fails there")
-    return "NoisyMix is " + "; ".join(parts)
+    return "NoisyMix is " + "; ".join(_by_verdict(
+        rows, holds="more robust to corruption than {}", within_noise="not distinguishable in robustness from {}",
+        fails="less robust than {}, so the paper's ranking fails there"))
 
 
-def _by_verdict(rows: list[tuple[str, dict]], unit: str = "") -> tuple[list[str], list[str], list[str]]:
-    """The methods of ``rows`` (method, claim) named by verdict: those that hold with their mean
-    difference (``unit`` after it), those within noise and those that fail with their interval."""
-    held = [f"{_label(m)} ({_signed(c['difference']['mean'])}{unit})" for m, c in rows if c["verdict"] == "holds"]
-    noise = [f"{_label(m)} ({_interval(c['difference'])})" for m, c in rows if c["verdict"] == "within noise"]
-    failed = [f"{_label(m)} ({_interval(c['difference'])})" for m, c in rows if c["verdict"] == "fails"]
-    return held, noise, failed
+def _by_verdict(rows: list[tuple[str, dict]], *, holds: str, within_noise: str, fails: str,
+                unit: str = "") -> list[str]:
+    """One phrase per verdict that ``rows`` (method, claim) hold, in the order holds, within noise,
+    fails: its template with ``{}`` replaced by the methods of that verdict, named with their mean
+    difference (``unit`` after it) where they hold and with their interval otherwise."""
+    phrases = []
+    for verdict, template in (("holds", holds), ("within noise", within_noise), ("fails", fails)):
+        methods = [f"{_label(m)} ({_signed(c['difference']['mean'])}{unit})" if verdict == "holds"
+                   else f"{_label(m)} ({_interval(c['difference'])})" for m, c in rows if c["verdict"] == verdict]
+        if methods:
+            phrases.append(template.format(_join(methods)))
+    return phrases
 
 
 def _clean_sentence(claims: dict) -> str | None:
@@ -171,15 +170,10 @@ def _stability_sentence(claims: dict) -> str | None:
             if cid.startswith("stable_noisymix_vs_")]
     if not rows:
         return None
-    held, noise, failed = _by_verdict(rows, " points of flip probability")
-    parts = []
-    if held:
-        parts.append(f"flips less than {_join(held)} on the perturbed sequences")
-    if noise:
-        parts.append(f"cannot be told apart from {_join(noise)} in how often it flips")
-    if failed:
-        parts.append(f"flips more than {_join(failed)}, so the paper's stability claim fails there")
-    return "it " + " and ".join(parts)
+    return "it " + " and ".join(_by_verdict(
+        rows, holds="flips less than {} on the perturbed sequences",
+        within_noise="cannot be told apart from {} in how often it flips",
+        fails="flips more than {}, so the paper's stability claim fails there", unit=" points of flip probability"))
 
 
 def _others_sentence(claims: dict) -> str | None:
