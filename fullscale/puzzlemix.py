@@ -287,6 +287,8 @@ def _pool(count: int) -> list[subprocess.Popen]:
     if _HELPERS is None or _HELPERS[0] != os.getpid():
         _HELPERS = (os.getpid(), [])
     helpers = _HELPERS[1]
+    if len(helpers) >= count:  # every batch after the first: nothing to start
+        return helpers[:count]
     root = str(Path(__file__).resolve().parents[1])  # the fullscale package found here, not another
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     while len(helpers) < count:

@@ -154,7 +154,6 @@ def train_runs(setup: Setup, resume: bool) -> None:
     if process.writer:
         for run in runs:
             write_json(run.out / "config.json", run.record)
-    probe = setup.probe
     total = cfg.optim.epochs * setup.steps_per_epoch
     desc = f"train {cfg.preset}" + (f" x{len(runs)}" if len(runs) > 1 else "")
     bar = (progress(total=total, initial=start_epoch * setup.steps_per_epoch + start_step, desc=desc, unit="step")
@@ -168,13 +167,13 @@ def train_runs(setup: Setup, resume: bool) -> None:
         for run, entry in zip(runs, entries, strict=True):
             run.metrics.append(entry)
         if process.writer:
-            _check_weights(setup, f"after epoch {epoch + 1}", probe)
+            _check_weights(setup, f"after epoch {epoch + 1}")
             for run in runs:  # before the checkpoints: a resume drops the entries after its checkpoint's epoch
                 append_metrics(run.out, run.metrics)
             _save(setup, epoch + 1)
     bar.close()
     if process.writer:
-        _finish(setup, probe)
+        _finish(setup)
     if process.world > 1:
         dist.barrier()
 
@@ -184,9 +183,9 @@ def _who(setup: Setup, run: Run) -> str:
     return f" (seed {run.cfg.seed})" if len(setup.runs) > 1 else ""
 
 
-def _check_weights(setup: Setup, when: str, probe: Tensor | None) -> None:
+def _check_weights(setup: Setup, when: str) -> None:
     for run, network in zip(setup.runs, setup.trainee.networks(), strict=True):
-        check_weights(network, f"{when}{_who(setup, run)}", run.checkpoint, probe)
+        check_weights(network, f"{when}{_who(setup, run)}", run.checkpoint, setup.probe)
 
 
 def _save(setup: Setup, epoch: int, step: int = 0, order_states: Sequence[Tensor] = (),
@@ -245,10 +244,10 @@ def _resume(setup: Setup, resume: bool) -> tuple[int, int, Tensor | None]:
     return epoch, step, done
 
 
-def _finish(setup: Setup, probe: Tensor | None) -> None:
+def _finish(setup: Setup) -> None:
     """Each run's ``final.pt`` and finished record, unless it diverged (then its checkpoint stays:
     a resume says the same; no final.pt, not finished)."""
-    _check_weights(setup, "at the end", probe)
+    _check_weights(setup, "at the end")
     diverged = []
     for run, state, network in zip(setup.runs, setup.trainee.states(), setup.trainee.networks(), strict=True):
         why = divergence(run.metrics, setup.data.num_classes,
@@ -322,7 +321,7 @@ def _train_epoch(setup: Setup, epoch: int, bar: Any, start_step: int = 0, done: 
         if every and global_step % every == 0 and step + 1 < s.steps_per_epoch:
             checked = check(step + 1)
             if s.process.writer:
-                _check_weights(s, f"at epoch {epoch + 1}, step {step + 1}", s.probe)
+                _check_weights(s, f"at epoch {epoch + 1}, step {step + 1}")
                 _save(s, epoch, step + 1, order_states, history[:, :step + 1])
     check(s.steps_per_epoch)
     seconds = time.perf_counter() - t0

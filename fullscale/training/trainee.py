@@ -9,6 +9,7 @@ checkpoints, checks, the finish) is written once, over the runs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -124,10 +125,10 @@ class Setup:
     runs: list[Run]
     steps_per_epoch: int
 
-    @property
+    @functools.cached_property
     def probe(self) -> Tensor | None:
-        """A few training images whose logits must stay finite (``check_weights``); streamed and
-        upsampled inputs are made per step."""
+        """A few training images whose logits must stay finite (``check_weights``), made once;
+        streamed and upsampled inputs are made per step (None)."""
         data = self.data
         return (to_float(data.images[:16]) if isinstance(data, InMemoryData) and not self.cfg.is_transfer
                 and data.images.dim() == 4 else None)
