@@ -19,7 +19,8 @@ from fullscale.vocabulary import ALEXNET_CLEAN_ERR, ALEXNET_ERR, CATEGORIES, COR
 
 __all__ = ["ALEXNET_CLEAN_ERR", "ALEXNET_ERR", "accuracy", "aurra", "corruption_summary",
            "expected_calibration_error", "fit_temperature", "flip_probability", "flip_summary",
-           "is_noise_sequence", "mean_corruption_error", "read_alexnet_flip_table", "rms_calibration_error",
+           "fold_temperatures", "is_noise_sequence", "mean_corruption_error", "noise_floor_draws", "pool_reliability",
+           "read_alexnet_flip_table", "reliability_bins", "reliability_edges", "rms_calibration_error",
            "scaled_confidence", "temperature_scaled", "transfer_summary"]
 
 
@@ -248,6 +249,18 @@ def scaled_confidence(logits: np.ndarray, temperature: float) -> tuple[np.ndarra
     return p.max(1), p.argmax(1)
 
 
+def fold_temperatures(logits: np.ndarray, labels: np.ndarray, folds: int = 2) -> list[float]:
+    """The cross-fitted temperatures: image i is in fold ``i mod folds``, and ``[k]`` is the T fitted
+    (``fit_temperature``) on the images *not* in fold k, the one to apply to the images of fold k (and,
+    under shift, to their corrupted copies), so that no image is scaled by a T fitted on itself."""
+    z, y = np.asarray(logits, float), np.asarray(labels)
+    n = len(z)
+    if folds < 2 or n < folds:
+        raise ValueError(f"need at least {max(folds, 2)} images and 2 folds, got {n} images and {folds} folds")
+    fold = np.arange(n) % folds
+    return [fit_temperature(z[fold != k], y[fold != k]) for k in range(folds)]
+
+
 def temperature_scaled(logits: np.ndarray, labels: np.ndarray, *, folds: int = 2, bin_size: int = 100,
                        estimator: str = "exact") -> dict:
     """RMS calibration error after temperature scaling, each image's temperature fitted on held-out
@@ -259,16 +272,85 @@ def temperature_scaled(logits: np.ndarray, labels: np.ndarray, *, folds: int = 2
     accuracy, > 0: over-confident)."""
     z, y = np.asarray(logits, float), np.asarray(labels)
     n = len(z)
-    if folds < 2 or n < folds:
-        raise ValueError(f"need at least {max(folds, 2)} images and 2 folds, got {n} images and {folds} folds")
+    temps = fold_temperatures(z, y, folds)
     fold = np.arange(n) % folds
-    confidence, predicted, temps = np.empty(n), np.empty(n, dtype=int), []
-    for k in range(folds):
-        t = fit_temperature(z[fold != k], y[fold != k])
-        temps.append(t)
+    confidence, predicted = np.empty(n), np.empty(n, dtype=int)
+    for k, t in enumerate(temps):
         confidence[fold == k], predicted[fold == k] = scaled_confidence(z[fold == k], t)
     correct = (predicted == y).astype(float)
     return {"temperature": fit_temperature(z, y), "fold_temperatures": temps,
             "rms_calibration_error": rms_calibration_error(confidence, correct, bin_size=bin_size,
                                                            estimator=estimator if n >= bin_size else "exact"),
             "confidence_gap": float(confidence.mean() - correct.mean())}
+
+
+def reliability_edges(bins: int = 15) -> list[float]:
+    """The ``bins + 1`` edges of equal-width confidence bins over [0, 1]."""
+    return [float(e) for e in np.linspace(0, 1, bins + 1)]
+
+
+def reliability_bins(confidence: np.ndarray, correct: np.ndarray, bins: int = 15) -> dict[str, list]:
+    """The data of a reliability diagram (Guo et al., 2017, Fig. 1; Ovadia et al., 2019): per
+    equal-width confidence bin (lower, upper] of [0, 1] (the first bin also takes 0, as
+    ``expected_calibration_error`` bins them), its image ``count``, ``mean_confidence`` and
+    ``accuracy`` (``None`` for an empty bin).  ECE = sum_b count_b / n |mean_confidence_b - accuracy_b|."""
+    conf, corr = _sorted(confidence, correct)
+    if bins < 1:
+        raise ValueError(f"bins must be >= 1, got {bins}")
+    edges = np.linspace(0, 1, bins + 1)
+    index = np.clip(np.searchsorted(edges, conf, side="left") - 1, 0, bins - 1)
+    count = np.bincount(index, minlength=bins)
+    conf_sum, corr_sum = np.bincount(index, conf, bins), np.bincount(index, corr, bins)
+    return {"count": [int(c) for c in count],
+            "mean_confidence": [float(s / c) if c else None for s, c in zip(conf_sum, count, strict=True)],
+            "accuracy": [float(s / c) if c else None for s, c in zip(corr_sum, count, strict=True)]}
+
+
+def pool_reliability(diagrams: Sequence[Mapping[str, list]]) -> dict[str, list]:
+    """Several ``reliability_bins`` of the same bins pooled as if their images were one set: counts
+    added, each bin's mean confidence and accuracy weighted by its counts."""
+    if not diagrams:
+        raise ValueError("no reliability diagrams to pool")
+    bins = len(diagrams[0]["count"])
+    if any(len(d["count"]) != bins for d in diagrams):
+        raise ValueError("reliability diagrams of different bins cannot be pooled")
+    count = [sum(d["count"][b] for d in diagrams) for b in range(bins)]
+
+    def pooled(key: str) -> list:
+        return [sum(d[key][b] * d["count"][b] for d in diagrams if d["count"][b]) / count[b] if count[b] else None
+                for b in range(bins)]
+
+    return {"count": count, "mean_confidence": pooled("mean_confidence"), "accuracy": pooled("accuracy")}
+
+
+def noise_floor_draws(confidence: np.ndarray, generator, *, draws: int = 200, bin_size: int = 100,
+                      estimator: str = "exact") -> np.ndarray:
+    """The RMS calibration error (``rms_calibration_error``, same bins and estimator) of ``draws``
+    perfectly calibrated models with these confidences: each image correct with probability its
+    confidence, correct_i ~ Bernoulli(confidence_i), drawn with ``generator`` (a ``torch.Generator``).
+    Their spread is the estimator's noise floor: what a measured error cannot be told apart from.
+    For the exact estimator E[RMS^2] = sum_b 1 / (n |b|) sum_{i in b} p_i (1 - p_i), so with bins of a
+    fixed share of the images the floor shrinks like 1 / sqrt(n)."""
+    import torch
+
+    if estimator not in ("exact", "public"):
+        raise ValueError(f"estimator must be 'exact' or 'public', got {estimator!r}")
+    conf = np.sort(np.asarray(confidence, float), kind="stable")
+    n = len(conf)
+    if conf.ndim != 1 or n == 0 or not np.isfinite(conf).all() or conf.min() < 0 or conf.max() > 1:
+        raise ValueError(f"confidence must be a non-empty vector of probabilities in [0, 1], got shape {conf.shape}")
+    if draws < 1:
+        raise ValueError(f"draws must be >= 1, got {draws}")
+    if estimator == "public" and n < bin_size:
+        raise ValueError(f"the public estimator needs at least bin_size={bin_size} samples, got {n}")
+    uniform = torch.rand((draws, n), generator=generator, dtype=torch.float64).numpy()
+    correct = (uniform < conf).astype(float)  # (draws, n), sorted by confidence as the estimator bins them
+    starts = list(range(0, max(n // bin_size, 1) * bin_size, bin_size))
+    bins = [(s, s + bin_size) for s in starts]
+    bins[-1] = (bins[-1][0], n)
+    if estimator == "public":
+        bins = bins[:-1]
+    total = np.zeros(draws)
+    for a, b in bins:
+        total += (b - a) / n * (conf[a:b].mean() - correct[:, a:b].mean(1)) ** 2
+    return np.sqrt(total)

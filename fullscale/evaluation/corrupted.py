@@ -32,11 +32,13 @@ from fullscale.evaluation.records import (
     nonempty_count,
 )
 from fullscale.evaluation.robustbench import RES224, listed_images, read_image_list, robustbench_summary
+from fullscale.evaluation.shift_calibration import BINS, SHIFTED, clean_fit, scaled_cell, shift_summary
 from fullscale.metrics import (
     accuracy,
     corruption_summary,
     expected_calibration_error,
     mean_corruption_error,
+    reliability_bins,
     rms_calibration_error,
     transfer_summary,
 )
@@ -165,6 +167,10 @@ def corrupted_npy(ctx: Context) -> Results:
     model = ctx.model
     if ctx.device.type == "cpu" and any(n not in results for n in names):
         model = cpu_inference_model(ctx.model, data.images(names[0], 1)[:ctx.batch_size])
+    # calibration under shift (issue 46): the temperature fitted on the clean test images, applied
+    # unchanged to every corrupted set; the clean logits are computed here, whatever suite ran before
+    estimator = "exact" if ctx.options.rms_estimator == "public" and data.count < 100 else ctx.options.rms_estimator
+    fit = clean_fit(ctx, model, data.labels, estimator)
     for name in progress(names, desc="corruptions", unit="corruption"):
         record = file_record(data.path(name), 5 * data.count)
         files.append(record)
@@ -176,11 +182,19 @@ def corrupted_npy(ctx: Context) -> Results:
             logits = logits_of(model, data.images(name, severity), ctx.device, ctx.batch_size)
             confidence, predicted = logits.softmax(1).max(1)
             correct = predicted.numpy() == data.labels
-            entry[str(severity)] = {"accuracy": accuracy(predicted.numpy(), data.labels), "n": data.count,
-                                    **_set_calibration(confidence.numpy(), correct, ctx.options.rms_estimator)}
+            cell = {"accuracy": accuracy(predicted.numpy(), data.labels), "n": data.count,
+                    **_set_calibration(confidence.numpy(), correct, ctx.options.rms_estimator)}
+            if severity == SHIFTED:  # the shifted reliability diagram pools these bins over the corruptions
+                cell["reliability"] = reliability_bins(confidence.numpy(), correct, BINS)
+            if not isinstance(fit, str):
+                cell["temperature_scaled"] = scaled_cell(logits.double().numpy(), data.labels, fit, estimator,
+                                                         f"{name}:{severity}", reliability=severity == SHIFTED)
+            entry[str(severity)] = cell
         results[name] = entry
         ctx.on_result(name, entry, identity)
     summary = _c_summary(ctx, results, names, missing, imagenet=False)
+    standard = [n for n in names if n not in EXTRA_CORRUPTIONS] or list(names)  # as the calibration means
+    summary["calibration_under_shift"] = shift_summary(results, standard, fit)
     if ctx.options.protocol == "robustbench":
         summary["robustbench"] = robustbench_summary(results, names, data.count, "ToTensor (none)")
     return results, summary, files
