@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from noisymix_figures import plots
+from noisymix_figures.calibration_shift import calibration_shift
 from noisymix_figures.registry import portable
 from noisymix_figures.report import write_report_text
 from noisymix_figures.results import collect
@@ -59,6 +60,8 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
         "ImageNet-C vs ImageNet-R (fig:robustCvsR)": lambda: plots.robust_c_vs_r(groups, out / "robust_c_vs_r.png"),
         "Accuracy and calibration per corruption severity (ours; issue 31)":
             lambda: plots.calibration_by_severity(groups, out / "calibration_by_severity.png"),
+        "Reliability under shift: clean vs severity 5, before and after the clean-fitted temperature (issue 46)":
+            lambda: calibration_shift(groups, out / "calibration_shift.png"),
         "Toy accuracies, ours vs the paper (fig:toy_example)":
             lambda: plots.toy_bars(results.toy[1], out / "toy_accuracy.png") if results.toy else None,
         "Toy decision boundaries (fig:toy_example)":

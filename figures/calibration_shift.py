@@ -1,0 +1,101 @@
+"""Reliability diagrams under shift (issue 46; Ovadia et al., 2019, Fig. 2's question asked of our
+runs): one column per method, clean test images against all corruptions pooled at severity 5, as
+evaluated and after the temperature fitted on clean images; the diagonal is perfect calibration, the
+bars below count the images per confidence bin.  The bins come from each run's -C record
+(``summary.calibration_under_shift.reliability``, ``fullscale.evaluation.shift_calibration``),
+pooled over seeds."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from fullscale.metrics import pool_reliability
+from noisymix_figures.methods import method_label, method_order
+from noisymix_infra.io import write_bytes
+
+__all__ = ["SETS", "STAGES", "calibration_shift", "pooled_diagrams", "reliability_figure"]
+
+#: the two sets of each panel: (key in the record, legend label, colour)
+SETS = (("clean", "clean test images", "tab:blue"), ("severity_5", "corrupted, severity 5 (all corruptions)",
+                                                     "tab:red"))
+#: the two rows of panels: (key in the record, row title)
+STAGES = (("as_evaluated", "as evaluated"), ("temperature_scaled", "after the clean-fitted temperature"))
+
+
+def pooled_diagrams(runs: list) -> dict | None:
+    """The reliability bins of one method's runs (``noisymix_figures.results.Run``s evaluated on a -C
+    suite), pooled over seeds (counts added, means weighted by them); None when no run has them."""
+    records = []
+    for run in runs:
+        for suite, record in run.evals.items():
+            shift = (record.get("summary") or {}).get("calibration_under_shift") or {}
+            if suite.endswith("-c") and "reliability" in shift:
+                records.append(shift["reliability"])
+    if not records:
+        return None
+    out = {"edges": records[0]["edges"], "seeds": len(records)}
+    for key, _, _ in SETS:
+        out[key] = {stage: pool_reliability([r[key][stage] for r in records]) for stage, _ in STAGES}
+    return out
+
+
+def reliability_figure(diagrams: dict[str, dict], title: str = "Reliability under shift") -> Figure:
+    """One column per method of ``diagrams`` (method -> ``pooled_diagrams``): accuracy per confidence
+    bin for the clean images and severity 5 side by side, the diagonal, and the images per bin below,
+    as evaluated (top) and after scaling (bottom)."""
+    if not diagrams:
+        raise ValueError("no reliability diagrams to draw")
+    methods = sorted(diagrams, key=method_order)
+    fig, axes = plt.subplots(4, len(methods), figsize=(3.6 * len(methods) + 0.6, 9.5), squeeze=False,
+                             gridspec_kw={"height_ratios": [3, 1, 3, 1]}, layout="constrained")
+    for col, method in enumerate(methods):
+        data = diagrams[method]
+        edges = data["edges"]
+        width = edges[1] - edges[0]
+        for row, (stage, stage_title) in enumerate(STAGES):
+            top, bottom = axes[2 * row, col], axes[2 * row + 1, col]
+            top.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--", label="perfect calibration")
+            for k, (key, label, color) in enumerate(SETS):
+                bins = data[key][stage]
+                left = [e + k * width / 2 for e in edges[:-1]]
+                accuracy = [0.0 if a is None else a for a in bins["accuracy"]]
+                top.bar(left, accuracy, width=width / 2, align="edge", color=color, alpha=0.75, label=label)
+                bottom.bar(left, bins["count"], width=width / 2, align="edge", color=color, alpha=0.75)
+            top.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence (max softmax probability)",
+                    ylabel="accuracy in the bin")
+            top.set_title(f"{method_label(method)}: {stage_title}\n({data.get('seeds', 1)} seed(s) pooled)",
+                          fontsize=9)
+            bottom.set(xlim=(0, 1), xlabel="confidence", ylabel="images")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)
+    fig.suptitle(title)
+    return fig
+
+
+def calibration_shift(groups: dict, out: Path) -> Path | None:
+    """``reliability_figure`` of every (data set, model) of ``groups`` (``Results.groups()``) whose
+    runs have the bins, written to ``out`` (the first setting; any other to ``out`` suffixed with its
+    data set and model).  None when no run has them (records made before issue 46)."""
+    settings: dict[tuple[str, str], dict[str, dict]] = {}
+    for (dataset, model, method), runs in groups.items():
+        pooled = pooled_diagrams(runs)
+        if pooled is not None:
+            settings.setdefault((dataset, model), {})[method] = pooled
+    written = None
+    for i, ((dataset, model), diagrams) in enumerate(sorted(settings.items())):
+        path = out if i == 0 else out.with_name(f"{out.stem}_{dataset}_{model}{out.suffix}")
+        fig = reliability_figure(diagrams, f"Reliability under shift: {dataset}-C, {model} (clean vs severity 5; "
+                                           "temperature fitted on clean images)")
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        write_bytes(path, buffer.getvalue())
+        written = written or path
+    return written
