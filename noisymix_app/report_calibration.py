@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fullscale.metrics import TEMPERATURE_BOUNDS
 from fullscale.training.methods import METHODS
 from noisymix_figures.results import stale_evaluation
 from noisymix_infra.io import read_json
@@ -155,9 +156,12 @@ def calibration_shift_lines(data: dict | None, figure: str | None = None) -> lis
             if cell is None:
                 continue
             t = row["temperature_all_clean_images"]
+            # a fit at the search's bound is no fitted temperature (a model near uniform, e.g. the quick plan's)
+            bound = " (at the search's bound)" if not TEMPERATURE_BOUNDS[0] * 1.01 < t["mean"] < \
+                TEMPERATURE_BOUNDS[1] * 0.99 else ""
             lines.append(f"| {'clean' if s == '0' else s} | {_label(method)} | {_cell(cell['before'])} | "
                          f"{_cell(cell['after'])} | {cell['noise_floor']['mean']:.1f} | "
-                         f"{cell['noise_floor']['p95']:.1f} | {t['mean']:.2f} |")
+                         f"{cell['noise_floor']['p95']:.1f} | {t['mean']:.2f}{bound} |")
     lines += ["", f"Reliability diagrams, clean and at severity {SHIFTED} (all corruptions pooled), as evaluated and "
               f"after scaling: `{figure or data.get('figure', FIGURE)}`."]
     lacking = data.get("needs_rerun") or []
