@@ -7,6 +7,7 @@ from pathlib import Path
 
 from noisymix_figures import plots
 from noisymix_figures.calibration_shift import calibration_shift
+from noisymix_figures.coverage import retitle
 from noisymix_figures.registry import portable
 from noisymix_figures.report import write_report_text
 from noisymix_figures.results import collect
@@ -46,9 +47,6 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
     groups = results.groups()
     tables = build_tables(groups)
     claim_folder(out, "figures")
-    for table in tables:
-        write_text(out / "tables" / f"{portable(table.name)}.md", table.markdown())
-        write_text(out / "tables" / f"{portable(table.name)}.tex", table.latex())
     jobs = {
         "Robust accuracy on corrupted sets (fig:robust10vs100)":
             lambda: plots.robust_c_bars(groups, out / "robust_c.png"),
@@ -84,6 +82,12 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
         except (KeyError, ValueError, TypeError) as error:  # partial results must not stop the report
             results.problems.append(f"figure '{title}' not drawn: {type(error).__name__}: {error}")
             figures[title] = None
+    # the tables after the figures: each heading says what fills it, from the label's one account
+    # (``noisymix_figures.coverage.account``), which reads the figures drawn (issue 48)
+    retitle(tables, results, out)
+    for table in tables:
+        write_text(out / "tables" / f"{portable(table.name)}.md", table.markdown())
+        write_text(out / "tables" / f"{portable(table.name)}.tex", table.latex())
     write_text(out / "REPORT.md", write_report_text(results, tables, figures, out, provenance()))
     return out / "REPORT.md"
 

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, METHOD_ROWS
-from noisymix_figures.methods import method_colors, method_label, method_order
+from noisymix_figures.methods import method_color, method_colors, method_label, method_order
 from noisymix_figures.paper import paper_values
 from noisymix_figures.registry import NEEDS_IMAGENET, NEEDS_TOY, has_suite, needs_cifar, register
 from noisymix_infra.io import write_bytes
@@ -50,7 +50,7 @@ def __getattr__(name: str):
 
 def _color(name: str, default: str | None = None) -> str | None:
     """The colour of a method (as the paper names it) in every panel, ``default`` for a name without one."""
-    return method_colors().get(name, default)
+    return method_color(name, default)
 
 
 def _legend_outside(ax, **kwargs) -> None:
@@ -62,24 +62,40 @@ def _mean_of(cell) -> float:
     return cell["mean"] if isinstance(cell, dict) else cell
 
 
-def _zoomed(ax, values: list[float], *, floor: float = 0.0, ceiling: float = 100.0) -> None:
-    """A y-axis over the data's range (a 0-100 axis hid an 84-91 spread; issue 40), saying where it starts."""
+#: the gid of the marks drawn where a bar chart's y-axis is cut (``_shared_range``)
+AXIS_BREAK = "axis-break"
+
+
+def _shared_range(axes, values: list[float], *, floor: float = 0.0, ceiling: float = 100.0) -> None:
+    """One y range for every bar panel of a figure, over all their data (a 0-100 axis hid an 84-91
+    spread, issue 40; panels cut at different heights could not be compared, issue 48): where it does
+    not start at 0, the cut is marked on each axis (a zigzag across its foot) and named in its label."""
     finite = [v for v in values if v is not None and np.isfinite(v)]
     if not finite:
         return
     lo, hi = min(finite), max(finite)
     pad = max(1.0, 0.15 * (hi - lo))
     lo, hi = max(floor, np.floor(lo - pad)), min(ceiling, np.ceil(hi + pad))
-    ax.set_ylim(lo, hi)
-    if lo > floor:
-        ax.text(0.0, -0.02, f"axis from {lo:g}", transform=ax.transAxes, fontsize=7, va="top", ha="right",
-                color="dimgray")
+    for ax in axes:
+        ax.set_ylim(lo, hi)
+        if lo <= floor:
+            continue
+        # the break: a white gap with two slanted strokes across the foot of the y-axis
+        for dy in (0.0, 0.025):
+            ax.plot([-0.025, 0.025], [0.015 + dy, 0.045 + dy], transform=ax.transAxes, color="black", lw=1.2,
+                    clip_on=False, zorder=6, gid=AXIS_BREAK)
+        ax.set_ylabel(f"{ax.get_ylabel()}\n(axis cut: starts at {lo:g}, not 0)")
 
 
 def robust_c_bars(groups: dict, out: Path) -> Path:
+    """fig:robust10vs100 (``robust_c_figure``) written to ``out``."""
+    return _save(robust_c_figure(groups), out)
+
+
+def robust_c_figure(groups: dict):
     """fig:robust10vs100: mean -C accuracy per method, one panel per data set — the paper's CIFAR-10-C
     and CIFAR-100-C (PreActResNet-18, tab:results_cifar10) and every -C set of ours — each bar coloured
-    by its method as in every other figure, each axis over its panel's range (issue 40)."""
+    by its method as in every other figure, every panel over one y range, its cut marked (issue 48)."""
     paper = _paper_rows("tab:results_cifar10")
     methods = [m for m in _PAPER_TO_OURS if m in paper]
     panels: dict[str, tuple[list[str], list[float], list[list[float]] | None]] = {
@@ -101,7 +117,8 @@ def robust_c_bars(groups: dict, out: Path) -> Path:
                      for r in groups.get((dataset, model, _PAPER_TO_OURS[m]), [])} - {None}
             what = f"{model}" + (f" width {', '.join(map(str, sorted(width)))}" if width else "")
             panels[f"ours: {dataset}-C, {what}\n(mean, 95 % CI; dots: seeds)"] = (names, means, per_seed)
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.4), squeeze=False)
+    shown: list[float] = []
     for ax, (title, (names, means, per_seed)) in zip(axes[0], panels.items(), strict=True):
         x = np.arange(len(names))
         labels = [method_label(m) for m in names]
@@ -113,12 +130,14 @@ def robust_c_bars(groups: dict, out: Path) -> Path:
             ax.scatter([xi] * len(v), v, s=8, color="black", zorder=3)
         ax.set_xticks(x, labels, rotation=40, ha="right", fontsize=9)
         ends = [m + sign * e for m, e in zip(means, errors or [], strict=False) for sign in (-1, 1)]
-        _zoomed(ax, [*means, *ends, *(v for seeds in per_seed or [] for v in seeds)])
+        shown += [*means, *ends, *(v for seeds in per_seed or [] for v in seeds)]
         ax.set_title(title, fontsize=10)
         ax.set_ylabel("robust accuracy (%)", fontsize=9)
-    fig.suptitle("Robust accuracy on corrupted test sets (paper's panels hatched; colour: method)", fontsize=11)
+    _shared_range(axes[0], shown)
+    fig.suptitle("Robust accuracy on corrupted test sets (paper's panels hatched; colour: method; one y range)",
+                 fontsize=11)
     fig.tight_layout()
-    return _save(fig, out)
+    return fig
 
 
 #: the per-severity panels: (title, where the value is, scale); severity 0 is the clean test split
@@ -146,11 +165,24 @@ def _severity_values(run, suite: str, key: str) -> list[float] | None:
 
 
 def calibration_by_severity(groups: dict, out: Path) -> Path | None:
-    """Accuracy, RMS calibration error and the signed confidence gap against corruption severity,
-    one line per method (mean over seeds, error bars: the 95 % t-interval), for every data set of
-    ours with a -C suite (issue 31): under-confidence shows as a gap below 0, over-confidence above.
+    """``calibration_figure`` written to ``out``, the numbers it draws beside it (CSV); None when no
+    run has per-severity calibration."""
+    drawn = calibration_figure(groups)
+    if drawn is None:
+        return None
+    fig, points = drawn
+    write_points(out, points)
+    return _save(fig, out)
+
+
+def calibration_figure(groups: dict):
+    """(figure, points) of ``calibration_by_severity``: accuracy, RMS calibration error and the signed
+    confidence gap against corruption severity, one line per method (mean over seeds, error bars:
+    the 95 % t-interval), for every data set of ours with a -C suite (issue 31): under-confidence
+    shows as a gap below 0, over-confidence above.
     Severity 0 is the clean test split; 1-5 average the -C suite's corruptions at that severity.
-    The data of every panel is named in its title.  None when no run has per-severity calibration."""
+    The data of every panel is named in its title; the figure's title says what the error bars are
+    (issue 48).  None when no run has per-severity calibration."""
     settings: dict[tuple[str, str], dict[str, list]] = {}
     for (dataset, model, method), runs in groups.items():
         suite = f"{dataset}-c"
@@ -159,8 +191,10 @@ def calibration_by_severity(groups: dict, out: Path) -> Path | None:
             settings.setdefault((dataset, model), {})[method] = rows
     if not settings:
         return None
-    fig, axes = plt.subplots(len(settings), 3, figsize=(15, 3.8 * len(settings)), squeeze=False)
+    fig, axes = plt.subplots(len(settings), 3, figsize=(15, 3.8 * len(settings) + 0.6), squeeze=False,
+                             layout="constrained")
     points = []
+    seeds = set()
     for axes_row, ((dataset, model), methods) in zip(axes, sorted(settings.items()), strict=True):
         for k, (ax, (title, key, scale)) in enumerate(zip(axes_row, _SEVERITY_PANELS, strict=True)):
             for method in sorted(methods, key=method_order):
@@ -173,6 +207,7 @@ def calibration_by_severity(groups: dict, out: Path) -> Path | None:
                 errors = [interval(list(col[~np.isnan(col)]))["half_width"] or 0.0 if np.sum(~np.isnan(col)) > 1
                           else 0.0 for col in values.T]
                 label = method_label(method)
+                seeds.add(len(values))
                 ax.errorbar(range(6), mean, yerr=errors, marker="o", capsize=3, label=label,
                             color=_color(label))
                 points += [{"dataset": dataset, "model": model, "method": method, "measure": key, "severity": s,
@@ -182,14 +217,24 @@ def calibration_by_severity(groups: dict, out: Path) -> Path | None:
                 ax.axhline(0, color="black", lw=0.8)
             ax.set_xticks(range(6), ["clean", "1", "2", "3", "4", "5"])
             ax.set_xlabel(f"severity ({dataset}-C; clean: the {dataset} test split)")
+            ax.set_ylabel(title, fontsize=8)
             ax.set_title(f"{title}\n{dataset}, {model}", fontsize=9)
         _legend_outside(axes_row[1], fontsize=8, ncol=4)
-    write_points(out, points)
-    return _save(fig, out)
+    counts = ", ".join(str(n) for n in sorted(seeds))
+    fig.suptitle("Accuracy and calibration against corruption severity (ours): each point the mean over "
+                 f"{counts} seed(s);\nerror bars: the 95 % t-interval of that mean over the seeds (none for one "
+                 "seed)", fontsize=10)
+    return fig, points
 
 
 def category_bars(groups: dict, out: Path) -> Path:
-    """fig:imagenet_type / fig:cifar10_wrs_type: accuracy per corruption category."""
+    """``category_bars_figure`` written to ``out`` (categories.png)."""
+    return _save(category_bars_figure(groups), out)
+
+
+def category_bars_figure(groups: dict):
+    """Accuracy per corruption category: the paper's ImageNet-C and CIFAR-10-C (its fig:imagenet_type
+    and fig:cifar10_wrs_type, three rows each) beside every -C set of ours, on one y range."""
     panels = {"paper ImageNet-C (ResNet-50)": ("tab:results_imagenet_c", None),
               "paper CIFAR-10-C (\"WRN-28x2\"; the public code trained a WRN-28-4)":
                   ("tab:results_wrs_cifar10_c", None)}
@@ -203,24 +248,30 @@ def category_bars(groups: dict, out: Path) -> Path:
             ours.setdefault(f"ours {dataset}-C ({model})", {})[method] = {c: v for c, v in accs.items() if v}
     fig, axes = plt.subplots(1, len(panels) + len(ours), figsize=(6 * (len(panels) + len(ours)), 3.8), squeeze=False,
                              layout="constrained")
+    heights = []
     for ax, (title, (label, _)) in zip(axes[0], panels.items(), strict=False):
         rows = _paper_rows(label)
         shown = [m for m in rows if m in ("Baseline", "AugMix", "NoisyMix (ours)")]
         data = {m: {cat: float(np.mean([rows[m][CORRUPTIONS_INDEX[c]] for c in members]))
                     for cat, members in CATEGORIES.items()} for m in shown}
-        _category_panel(ax, title, data)
+        heights += _category_panel(ax, title, data)
     for ax, (title, data) in zip(axes[0][len(panels):], ours.items(), strict=False):
-        _category_panel(ax, title, dict(sorted(data.items(), key=lambda kv: method_order(kv[0]))), seeds=True)
-    return _save(fig, out)
+        heights += _category_panel(ax, title, dict(sorted(data.items(), key=lambda kv: method_order(kv[0]))),
+                                   seeds=True)
+    _shared_range(axes[0], heights)
+    fig.suptitle("Accuracy per corruption category, the paper's (three of its rows) and every -C set of ours "
+                 "(one y range)", fontsize=10)
+    return fig
 
 
 CORRUPTIONS_INDEX = {c: i for i, c in enumerate(CORRUPTIONS)}
 
 
-def _category_panel(ax, title: str, data: dict, seeds: bool = False) -> None:
+def _category_panel(ax, title: str, data: dict, seeds: bool = False) -> list[float]:
     """One panel of bars per method and category; with ``seeds`` each value is a list of our seeds'
     accuracies, drawn as their mean with the tables' spread, the 95 % t-interval of the mean (none
-    for one seed), so that a gap between methods can be read against the seed noise."""
+    for one seed), so that a gap between methods can be read against the seed noise.  Returns the heights
+    drawn, for the figure's one y range (``_shared_range``)."""
     cats = list(CATEGORIES)
     width = 0.8 / max(len(data), 1)
     for i, (method, values) in enumerate(data.items()):
@@ -237,11 +288,11 @@ def _category_panel(ax, title: str, data: dict, seeds: bool = False) -> None:
     ax.set_xticks(np.arange(len(cats)) + 0.4 - width / 2, cats)
     heights = [float(np.mean(v)) if seeds else v for values in data.values()
                for v in (values.values() if isinstance(values, dict) else [])]
-    _zoomed(ax, heights)
     ax.set_title(textwrap.fill(title, 60), fontsize=9, pad=8)
     ax.set_ylabel("accuracy (%), mean over seeds ± 95 % t-interval" if seeds else "accuracy (%)", fontsize=8)
     # at the right, one column: below the axes two columns of eleven names were clipped (issue 40)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=7)
+    return heights
 
 
 def write_points(out: Path, points: list[dict]) -> Path:
@@ -275,7 +326,14 @@ def imagenet_points(groups: dict) -> list[dict]:
 
 
 def robust_c_vs_r(groups: dict, out: Path) -> Path:
-    """fig:robustCvsR: ImageNet-C vs ImageNet-R accuracy of ResNet-50s, the paper's points
+    """``robust_c_vs_r_figure`` written to ``out``, the numbers it draws beside it (CSV)."""
+    fig, points = robust_c_vs_r_figure(groups)
+    write_points(out, points)
+    return _save(fig, out)
+
+
+def robust_c_vs_r_figure(groups: dict):
+    """(figure, points) of fig:robustCvsR: ImageNet-C vs ImageNet-R accuracy of ResNet-50s, the paper's points
     (tab:results_imagenet, filled) and our ImageNet runs' (open, mean over seeds); the numbers
     drawn are written beside the PNG (``write_points``)."""
     rows = _paper_rows("tab:results_imagenet")
@@ -300,8 +358,7 @@ def robust_c_vs_r(groups: dict, out: Path) -> Path:
     ax.set_title(f"ImageNet-C vs ImageNet-R; paper: filled markers\n{note}", fontsize=8)
     ax.set_xlabel("ImageNet-C accuracy (%)")
     ax.set_ylabel("ImageNet-R accuracy (%)")
-    write_points(out, points + ours)
-    return _save(fig, out)
+    return fig, points + ours
 
 
 #: the paper's per-category figures: the table they average and the (dataset, model) of our runs
@@ -315,7 +372,14 @@ CATEGORY_FIGURES: dict[str, tuple[str, str, str, str]] = {
 
 
 def category_figure(groups: dict, label: str, out: Path) -> Path:
-    """One of the paper's per-category figures (``CATEGORY_FIGURES``): the mean accuracy over the
+    """``category_plot`` of ``label`` written to ``out``, the numbers it draws beside it (CSV)."""
+    fig, points = category_plot(groups, label)
+    write_points(out, points)
+    return _save(fig, out)
+
+
+def category_plot(groups: dict, label: str):
+    """(figure, points): one of the paper's per-category figures (``CATEGORY_FIGURES``): the mean accuracy over the
     corruptions of each group (noise, blur, weather, digital) per method, the paper's (every row
     of its table, averaged as the caption says) beside our runs of the matching (dataset, model),
     mean over seeds with the 95 % t-interval; without runs, the paper's panel alone, saying so.
@@ -338,13 +402,13 @@ def category_figure(groups: dict, label: str, out: Path) -> Path:
             ours[method] = {c: v for c, v in accs.items() if v}
     fig, axes = plt.subplots(1, 2 if ours else 1, figsize=(13 if ours else 7, 4.4), squeeze=False,
                              layout="constrained")
-    _category_panel(axes[0][0], f"paper: {what} ({source})", paper)
+    heights = _category_panel(axes[0][0], f"paper: {what} ({source})", paper)
     flagged = sorted({row for f in findings_for(source, paper_values()) for row in f.rows[source]})
     points = [{"source": "paper", "method": method_label(name), "category": cat, "accuracy": round(v, 3), "seeds": ""}
               for name, values in paper.items() for cat, v in values.items()]
     if ours:
         data = dict(sorted(ours.items(), key=lambda kv: method_order(kv[0])))
-        _category_panel(axes[0][1], f"ours: {model} runs, suite {suite}", data, seeds=True)
+        heights += _category_panel(axes[0][1], f"ours: {model} runs, suite {suite}", data, seeds=True)
         points += [{"source": "ours", "method": method_label(m), "category": cat,
                     "accuracy": round(float(np.mean(v)), 3), "seeds": len(v)}
                    for m, values in data.items() for cat, v in values.items()]
@@ -354,8 +418,8 @@ def category_figure(groups: dict, label: str, out: Path) -> Path:
         title += (f"\npaper rows with a note in {source} (the paper contradicts itself or renames them): "
                   + ", ".join(flagged))
     fig.suptitle("\n".join(textwrap.fill(part, 100) for part in title.split("\n")), fontsize=9)
-    write_points(out, points)
-    return _save(fig, out)
+    _shared_range(axes[0], heights)
+    return fig, points
 
 
 def corruption_examples(out: Path, severities: tuple[int, ...] = (3, 5)) -> Path:
@@ -393,7 +457,16 @@ def corruption_examples(out: Path, severities: tuple[int, ...] = (3, 5)) -> Path
 
 
 def toy_bars(toy: dict, out: Path) -> Path:
-    """fig:toy_example accuracies: ours (mean and 95% CI over seeds) beside the paper's single run."""
+    """``toy_bars_figure`` written to ``out``."""
+    return _save(toy_bars_figure(toy), out)
+
+
+def toy_bars_figure(toy: dict):
+    """fig:toy_example accuracies: ours (mean and 95% CI over seeds) beside the paper's single run, each
+    scheme in its method's colour as in every other figure (``noisymix_figures.methods``): the paper's
+    bar hatched and pale, ours solid; the legend says which is which, in no method's colour (issue 48)."""
+    from matplotlib.patches import Patch
+
     from toy.schemes import PAPER_SCHEMES
 
     schemes = toy["schemes"]
@@ -403,19 +476,24 @@ def toy_bars(toy: dict, out: Path) -> Path:
     ci = np.array([[100 * schemes[n]["accuracy"]["mean"] - 100 * schemes[n]["accuracy"]["ci95"][0],
                     100 * schemes[n]["accuracy"]["ci95"][1] - 100 * schemes[n]["accuracy"]["mean"]] for n in names]).T
     paper = [100 * schemes[n].get("paper_accuracy", np.nan) for n in names]
-    fig, ax = plt.subplots(figsize=(8, 3.8))
+    colors = [_color(schemes[n]["label"], "tab:blue") for n in names]
+    fig, ax = plt.subplots(figsize=(8, 4.2))
     x = np.arange(len(names))
-    ax.bar(x - 0.2, paper, 0.4, label="paper (one seed)", hatch="//", alpha=0.8)
-    ax.bar(x + 0.2, ours, 0.4, yerr=ci, capsize=3, label=f"ours (mean, 95% CI, {toy['experiment']['seeds']} seeds)")
+    ax.bar(x - 0.2, paper, 0.4, color=colors, alpha=0.45, hatch="//", edgecolor="white")
+    ax.bar(x + 0.2, ours, 0.4, color=colors, yerr=ci, capsize=3)
     # level labels, long ones on two lines, so that no two touch
     ax.set_xticks(x, [textwrap.fill(schemes[n]["label"], 15) for n in names], fontsize=8)
     lows = [o - c for o, c in zip(ours, ci[0], strict=True)]
     highs = [o + c for o, c in zip(ours, ci[1], strict=True)]
-    _zoomed(ax, [*paper, *lows, *highs])
-    ax.set_title("Toy test accuracy in the paper's order (its panels); paper: one run, hatched", fontsize=9)
+    ax.set_title("Toy test accuracy in the paper's order (its panels); colour: scheme, as its method elsewhere",
+                 fontsize=9)
     ax.set_ylabel("test accuracy (%)")
-    _legend_outside(ax, fontsize=8, ncol=2)
-    return _save(fig, out)
+    _shared_range([ax], [*paper, *lows, *highs])
+    handles = [Patch(facecolor="lightgray", hatch="//", edgecolor="white", label="left, hatched: paper (one run)"),
+               Patch(facecolor="dimgray",
+                     label=f"right, solid: ours (mean, 95% CI, {toy['experiment']['seeds']} seeds)")]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False, fontsize=8, ncol=2)
+    return fig
 
 
 def copy_figure(source: Path, out: Path) -> Path | None:

@@ -31,6 +31,10 @@ class Table:
     numbers: dict  # {row: {column: {"paper": x, "ours": stats}}}, for the report
     # footnotes: where the paper contradicts itself (``noisymix_figures.consistency``), marked [n] on their rows
     notes: list[str] = field(default_factory=list)
+    # the paper label it stands for, and whether it is a small-scale analogue of it: the label-by-label
+    # account (``noisymix_figures.coverage.account``) reads them, and titles the table from its account
+    label: str = ""
+    analogue: bool = False
 
     def markdown(self) -> str:
         lines = [f"### {self.title}", "", "| " + " | ".join(self.header) + " |",
@@ -110,7 +114,8 @@ def compare_table(comp: Comparison, paper: dict, groups: dict) -> Table:
         _gain_column(comp, table, header, rows, numbers, groups)
     name = comp.name or comp.label.replace("tab:", "") + ("_digits_analogue" if comp.analogue else "")
     notes = [*notes, comp.legend] if comp.legend else notes
-    return Table(name, f"{comp.title} ({comp.label})", header, rows, numbers, notes)
+    return Table(name, f"{comp.title} ({comp.label})", header, rows, numbers, notes, label=comp.label,
+                 analogue=comp.analogue)
 
 
 def _gain_column(comp: Comparison, table: dict, header: list, rows: list, numbers: dict, groups: dict) -> None:
@@ -214,4 +219,5 @@ def transfer_table(paper: dict, groups: dict, model: str = TRANSFER_MODEL) -> Ta
            else "every layer trained")
     title = (f"Transfer: ImageNet ResNet-50s fine-tuned on CIFAR-10/100 ({TRANSFER_LABEL}); ours: {model}, "
              f"{how}; 'all' = mean of the four group means, as the paper")
-    return Table(TRANSFER_LABEL.replace("tab:", "") + ("_frozen" if frozen else ""), title, header, rows, numbers)
+    return Table(TRANSFER_LABEL.replace("tab:", "") + ("_frozen" if frozen else ""), title, header, rows, numbers,
+                 label=TRANSFER_LABEL)

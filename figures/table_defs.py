@@ -134,7 +134,8 @@ COMPARISONS: tuple[Comparison, ...] = (
                (("cifar100", _WRN, summary("clean", "accuracy")),
                 ("cifar100", _WRN, summary("cifar100-c", "mean_accuracy"))), ABLATION_ROWS,
                gain=True, legend=ABLATION_LEGEND, ours="cifar100 / wrn28_4 runs of the ten switch rows; the digits "
-               "runs of `reproduce --plan ablation` fill an analogue table", needs=needs_cifar("ablation"), position=5),
+               "runs fill an analogue table, one row per method run (the main job's four; `reproduce --plan "
+               "ablation`: all ten)", needs=needs_cifar("ablation"), position=5),
     Comparison("tab:results_cifar10_c", "PreActResNet-18, CIFAR-10-C per corruption; ours: preactresnet18",
                _c_columns("cifar10", "preactresnet18"), METHOD_ROWS, ours="cifar10 / preactresnet18 runs: cifar10-c "
                "per corruption; the digits runs fill an analogue table (Digits-C)",
@@ -175,8 +176,8 @@ COMPARISONS: tuple[Comparison, ...] = (
     Comparison("tab:results_cifar_p", "Small-scale analogue: Digits-P flip probabilities (ours: preactresnet18, "
                "reduced) vs the paper's CIFAR-10-P", _p_columns("digits", "preactresnet18"), METHOD_ROWS,
                analogue=True, ours_suffix="(ours, Digits-P)"),
-    Comparison("tab:ablation", "Small-scale analogue: ablation on Digits / Digits-C (ours: preactresnet18, reduced; "
-               "`--plan ablation`) vs the paper's Wide-ResNet-28 on CIFAR-100",
+    Comparison("tab:ablation", "Small-scale analogue: ablation on Digits / Digits-C (ours: preactresnet18, reduced) "
+               "vs the paper's Wide-ResNet-28 on CIFAR-100",
                (("digits", "preactresnet18", summary("clean", "accuracy")),
                 ("digits", "preactresnet18", summary("digits-c", "mean_accuracy"))), ABLATION_ROWS,
                analogue=True, ours_names=("Digits (ours)", "Digits-C (ours)"), gain=True, legend=ABLATION_LEGEND),

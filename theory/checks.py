@@ -228,7 +228,7 @@ def identity_verdict(errors: list[float], tolerance: float) -> bool:
 
 def rescaling_checks(lemma: str, title: str, statement: str, *, eps: np.ndarray, printed: np.ndarray,
                      corrected: np.ndarray, slope: float, tolerance: float, model: str, printed_detail: str,
-                     corrected_detail: str, erratum: str, fix: str) -> list[Check]:
+                     corrected_detail: str, erratum: str, fix: str, erratum_kind: str) -> list[Check]:
     """The two rows of a lemma stated after the rescaling 1 - lambda -> eps (1 - lambda) (Lemmas 1 and 2):
     as printed, the two rescaled sides (``printed``: their difference on the eps grid, fitted
     ``slope``); corrected (``title``: "Lemma 1"), the identity at every noise level sigma -> eps sigma, lambda unscaled
@@ -243,7 +243,8 @@ def rescaling_checks(lemma: str, title: str, statement: str, *, eps: np.ndarray,
     return [
         row("as_printed", statement + " — with the rescaling 1 - lambda -> eps (1 - lambda) applied to both sides",
             printed, printed_detail, "the identity is one of the unscaled loss",
-            residual_slope=slope, residuals=list(printed), extra={"erratum": erratum, "fix": fix}),
+            residual_slope=slope, residuals=list(printed), extra={"erratum": erratum, "fix": fix,
+                                                           "erratum_kind": erratum_kind}),
         row("corrected", f"{title} for every noise level sigma -> eps sigma (lambda unscaled); rescale after",
             corrected, corrected_detail, "any alpha, beta, sigma", residuals=list(np.abs(corrected))),
     ]

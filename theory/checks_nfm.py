@@ -55,10 +55,12 @@ UNIFORM_MIXTURE_ERRATUM = {
     "erratum": "tilde-D_lambda is called a 'uniform mixture', but its weights are a/(a+b) and b/(a+b) "
     "(uniform only when alpha = beta)",
     "fix": "call it the mixture a/(a+b) Beta(a+1, b) + b/(a+b) Beta(b+1, a); its formula is right",
+    "erratum_kind": "typo or notation",  # a word: the formula printed beside it is right
 }
 BETA_LAW_ERRATUM = {
     "erratum": "the lemma ends 'and lambda ~ Beta(alpha, beta)' while its expectation is over tilde-D_lambda",
     "fix": "lambda ~ tilde-D_lambda in the vicinal form (Beta(alpha, beta) only in Eq. emp_NFMloss)",
+    "erratum_kind": "typo or notation",  # the law named in the closing words, not the one the proof uses
 }
 
 
@@ -194,6 +196,8 @@ def _rescaling_checks(eps: np.ndarray, seed: int) -> list[Check]:
         "sides rescaled that way differ at O(eps)",
         fix="Lemma 1 is an identity of the unscaled loss (for every noise level); the "
         "small-parameter family of Theorem 1 is defined by rescaling in the vicinal (tilde-D) form",
+        # the identity is right, for eps = 1 (the unscaled loss): a condition the statement leaves out
+        erratum_kind="unstated assumption",
     )
 
 
@@ -237,6 +241,7 @@ R1_ERRATUM = {
     "erratum": "R1 is printed with h'(p(x_i) - y_i) (equal to the right h'(p(x_i)) - y_i only where "
     "y_i = 0)",
     "fix": "R1 = E[1-lambda]/n sum_i (h'(p(x_i)) - y_i) grad p(x_i)^T E_{x_r}[x_r - x_i] (as in R3)",
+    "erratum_kind": "wrong term",  # another first-order coefficient: the expansion fails at O(eps)
 }
 
 
@@ -357,6 +362,7 @@ def _thm1_cross_term(s: _Thm1Setting) -> list[Check]:
         "erratum": "the expansion assumes E[xi_add (xi_mult)^T] = 0, which the statement "
         "(zero mean, finite second moments) does not require",
         "fix": "assume xi_add, xi_mult uncorrelated, or add the sigma_add sigma_mult cross term",
+        "erratum_kind": "unstated assumption",  # the printed terms are right for uncorrelated noises
     }
     checks = []
     for form, printed in (("as_printed", True), ("corrected", False)):

@@ -132,6 +132,7 @@ STABILITY_ERRATUM = {
         "use gamma (L~_std + eps S1) (Theorem 2's first two terms), or add the condition S1 + "
         "E[1-lambda] L~_std >= 0 (typical, not guaranteed, once the predictions saturate)"
     ),
+    "erratum_kind": "unstated assumption",  # the bound holds where S1 + E[1-lambda] L~_std >= 0
 }
 
 

@@ -108,6 +108,10 @@ def prop1_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
                     "grad p^k(z_l)^T delta z_j, and l is reused as a summation index",
                     "fix": "remainder o(eps^2) — O(eps^3) when p is C^3; the eps and eps^2 terms are right, "
                     "for any M, K and pi",
+                    # not o -> O alone: under the stated assumption (p twice differentiable) even O(eps^3)
+                    # needs more; the remainder of a second-order expansion is of the wrong order
+                    "erratum_kind": "wrong order",
+                    "claimed_remainder": "o(eps^3)",
                     "eps3_coefficient": third,
                 }
             else:
@@ -213,6 +217,7 @@ def lemma2_checks(eps: np.ndarray, seed: int = 0) -> list[Check]:
             ),
             erratum="as Lemma 1: stated after the rescaling, but an identity of the unscaled loss only",
             fix="identity at eps = 1 (every noise level); Theorem 2's family is the rescaled tilde-D form",
+            erratum_kind="unstated assumption",  # as Lemma 1's: right for eps = 1, which is not said
         ),
     ]
 
@@ -423,6 +428,7 @@ def _thm2_cross_term(s: _Thm2Setting) -> list[Check]:
         "erratum": "as Theorem 1: the expansion assumes xi_add, xi_mult uncorrelated, which the "
         "statement does not require",
         "fix": "assume it, or add the cross term (theory.stability.theorem2_general)",
+        "erratum_kind": "unstated assumption",
     }
     checks = []
     for form in ("as_printed", "corrected"):
@@ -449,6 +455,7 @@ def _thm2_general_pi(s: _Thm2Setting) -> list[Check]:
         "erratum": "L^JSD is defined with any weights pi, but Theorem 2's terms hold for pi "
         "= (1/2, 1/2) only (the proof sets pi_0 = pi_1 = 1/2; the statement does not say so)",
         "fix": "state pi = (1/2, 1/2), or use the general-pi terms (theory.stability.theorem2_general)",
+        "erratum_kind": "unstated assumption",  # the terms are right for the pi the proof sets
     }
     checks = []
     for form, t in (("as_printed", s.printed_terms("full")), ("corrected", s.general_terms("full", pi))):

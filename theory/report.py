@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import platform
+import re
 from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,9 +16,9 @@ import numpy as np
 from noisymix_infra.io import write_bytes, write_json, write_text
 from noisymix_infra.provenance import provenance
 from theory.checks import SLOPE_TOLERANCE, Check
-from theory.results import tally, tally_sentence, theory_record
+from theory.results import ERRATUM_KINDS, tally, tally_sentence, theory_record
 
-__all__ = ["convergence_figure", "markdown", "write_report"]
+__all__ = ["claim_label", "claim_of", "convergence_fig", "convergence_figure", "markdown", "write_report"]
 
 TITLES = {
     "jsd": "JSD properties (Sec. 3.1)",
@@ -141,10 +142,10 @@ def _errata(checks: list[Check], by_id: dict[str, list[Check]]) -> list[str]:
     """One row per printed statement that fails, with its fix; then the notes that are not errata."""
     lines = _table_head(
         "Errata",
-        ["id", "term", "what is printed / wrong", "fix", "holds under", "as printed", "corrected"],
-        "Each row: a printed statement that fails on exact computation, what is wrong, the fix (implemented "
-        "and checked), and where it holds. Slopes are the fitted log-log slopes of the residual (expected "
-        "in parentheses).",
+        ["id", "term", "kind", "what is printed / wrong", "fix", "holds under", "as printed", "corrected"],
+        "Each row: a printed statement that fails on exact computation, its kind of erratum ("
+        + ", ".join(ERRATUM_KINDS) + "), what is wrong, the fix (implemented and checked), and where it "
+        "holds. Slopes are the fitted log-log slopes of the residual (expected in parentheses).",
     )
     seen = set()
     for c in checks:
@@ -178,8 +179,8 @@ def _erratum_row(c: Check, group: list[Check]) -> str:
     c_text = (f"holds on {c_ok}/{len(corr)}" + (f" (slopes {c_slopes})" if c_slopes else "")) if corr else "—"
     where = corr[0].conditions if corr else c.conditions
     return (
-        f"| {c.id} | {_cell(c.term)} | {_cell(c.extra['erratum'])} | {_cell(c.extra.get('fix', ''))} | "
-        f"{_cell(where)} | {p_text} | {c_text} |"
+        f"| {c.id} | {_cell(c.term)} | {c.extra.get('erratum_kind', '—')} | {_cell(c.extra['erratum'])} | "
+        f"{_cell(c.extra.get('fix', ''))} | {_cell(where)} | {p_text} | {c_text} |"
     )
 
 
@@ -258,10 +259,15 @@ def _method_and_runtime(timings: dict[str, float], seconds: float) -> list[str]:
 #: how the failing as-printed lines are drawn: on top of the others (a corrected line that holds has
 #: nearly the same residual at small eps and hid them), dashed with dots, so they stay visible
 FAILING_STYLE = {"ls": (0, (4, 1.5)), "marker": "o", "ms": 3, "lw": 1.6, "zorder": 4}
+#: one line style per failing term of a panel (a panel has at most a few), all red: failing
+_TERM_STYLES = ((0, (4, 1.5)), (0, (1, 1)), (0, (6, 2, 1, 2)), "-")
+_TERM_MARKERS = ("o", "s", "^", "D")
+#: the bands of the checks that hold: as printed, corrected
+_BAND_COLORS = {"as_printed": "tab:green", "corrected": "tab:blue"}
 
 
 def convergence_figure(checks: list[Check]) -> bytes:
-    """Log-log |residual| against eps, one panel per id, with reference slopes 1, 2, 3; PNG bytes."""
+    """Log-log |residual| against eps, one panel per statement (``convergence_fig``); PNG bytes."""
     import matplotlib.pyplot as plt
 
     fig = convergence_fig(checks)
@@ -271,103 +277,121 @@ def convergence_figure(checks: list[Check]) -> bytes:
     return buffer.getvalue()
 
 
-def _claimed_slope(group: list[Check]) -> tuple[float, float, float, list[float]] | None:
-    """For a panel with a failing as-printed expansion: (the slope its printed remainder claims, the
-    slowest measured slope, the failing residual's largest magnitude, its eps) — so that a claim like
-    Proposition 1's o(eps^3), whose residual falls as eps^3 only, does not look like a pass next to
-    the generic slope lines (issue 40)."""
-    failing = [c for c in group if c.form == "as_printed" and c.verdict == "fails" and c.expected_slope is not None
-               and c.residual_slope is not None and c.eps and c.residuals
-               and c.residual_slope < c.expected_slope - 0.25]  # failing on its slope, not on a term
-    if not failing:
+def claim_of(c: Any) -> tuple[float, bool] | None:
+    """What a check's printed remainder claims of its residual's log-log slope: (k, strict) for a
+    slope > k (``o(eps^k)``: the residual falls faster than eps^k) or >= k (``O(eps^k)``); None for
+    a check without an order (identities, properties, inequalities: their gap is not a remainder).
+    Proposition 1 prints ``o(eps^3)`` (``claimed_remainder``): a slope above 3, not 4 (issue 48)."""
+    get = (lambda key: c.get(key)) if isinstance(c, dict) else (lambda key: getattr(c, key, c.extra.get(key)))
+    claimed = get("claimed_remainder") if isinstance(c, dict) else c.extra.get("claimed_remainder")
+    if claimed:
+        match = re.fullmatch(r"([oO])\(eps\^(\d+)\)", claimed)
+        if match is None:
+            raise ValueError(f"claimed_remainder {claimed!r}: expected o(eps^k) or O(eps^k)")
+        return float(match.group(2)), match.group(1) == "o"
+    if get("kind") != "expansion" or get("expected_slope") is None:
         return None
-    worst = min(failing, key=lambda c: c.residual_slope)
-    top = max(abs(r) for r in worst.residuals if r is not None)
-    return float(worst.expected_slope), float(worst.residual_slope), top, list(worst.eps)
+    return float(get("expected_slope")), False
+
+
+def claim_label(claim: tuple[float, bool]) -> str:
+    """A claim as its legend names it: "claim: slope > 3" (o(eps^3)) or "claim: slope >= 2" (O(eps^2))."""
+    order, strict = claim
+    return f"claim: slope {'>' if strict else '≥'} {order:g} ({'o' if strict else 'O'}(eps^{order:g}))"
+
+
+def _magnitudes(c: Check) -> tuple[np.ndarray, np.ndarray]:
+    eps = np.asarray(c.eps, dtype=float)
+    res = np.abs(np.asarray([np.nan if r is None else r for r in c.residuals], dtype=float))
+    return eps, np.where(res > 0, res, np.nan)
+
+
+def _draw_band(ax, group: list[Check], color: str, label: str) -> None:
+    """The checks that hold as one shaded band (smallest to largest |residual| at each eps) and its
+    median line: dozens of lines that all hold cannot be told apart, and need not be."""
+    eps = np.asarray(group[0].eps, dtype=float)
+    stack = np.vstack([_magnitudes(c)[1] for c in group if len(c.eps) == len(eps)])
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low, high, mid = np.nanmin(stack, 0), np.nanmax(stack, 0), np.nanmedian(stack, 0)
+    ok = np.isfinite(low) & np.isfinite(high)
+    ax.fill_between(eps[ok], low[ok], high[ok], color=color, alpha=0.25, lw=0, zorder=1)
+    ax.plot(eps[ok], mid[ok], "-", color=color, lw=1.4, zorder=2, label=label)
+
+
+def _panel(ax, key: str, group: list[Check]) -> None:
+    """One statement: the checks that hold as bands, each failing as-printed term as its own line,
+    and the order each printed remainder claims as a bound (a black line from the largest residual)."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for form in ("as_printed", "corrected"):
+        holding = [c for c in group if c.form == form and c.verdict == "holds"]
+        if holding:
+            _draw_band(ax, holding, _BAND_COLORS[form],
+                       f"{form.replace('_', ' ')}, holds: {len(holding)} check(s), range and median")
+    failing = [c for c in group if c.verdict == "fails"]
+    terms = list(dict.fromkeys((c.form, c.term) for c in failing))
+    for k, (form, term) in enumerate(terms):
+        members = [c for c in failing if (c.form, c.term) == (form, term)]
+        worst = max(members, key=lambda c: np.nanmax(_magnitudes(c)[1]))
+        eps, mag = _magnitudes(worst)
+        slopes = ", ".join(f"{c.residual_slope:.1f}" for c in members if c.residual_slope is not None)
+        label = (f"{form.replace('_', ' ')}, fails: {term} ({len(members)} check(s)"
+                 + (f"; slope {slopes}" if slopes else "") + ")")
+        ax.plot(eps, mag, color="tab:red" if form == "as_printed" else "tab:orange", label=label,
+                **{**FAILING_STYLE, "ls": _TERM_STYLES[k % len(_TERM_STYLES)],
+                   "marker": _TERM_MARKERS[k % len(_TERM_MARKERS)]})
+        if key == "thm3":  # the gap's sign: x where it is negative (the bound violated)
+            res = np.asarray([np.nan if r is None else r for r in worst.residuals], dtype=float)
+            ax.plot(eps[res < 0], mag[res < 0], "x", color="black", ms=6, zorder=5)
+    claims: dict[tuple[float, bool], list[Check]] = {}
+    for c in group:
+        if c.form == "as_printed" and claim_of(c) is not None:
+            claims.setdefault(claim_of(c), []).append(c)
+    for k, (claim, members) in enumerate(sorted(claims.items())):
+        eps = np.asarray(members[0].eps, dtype=float)
+        top = max(np.nanmax(_magnitudes(c)[1]) for c in members)
+        bound = top * (eps / eps[0]) ** claim[0]
+        style = ("--", "-.", ":")[k % 3]
+        # a bound, not a slope to match: the claim needs the residual to fall at least this fast as eps shrinks
+        ax.plot(eps, bound, style, color="black", lw=1.6, zorder=3, label=claim_label(claim))
+    ax.set_xlabel("eps (log scale)", fontsize=9)
+    ax.set_ylabel("|L(eps) - expansion(eps)|" if key != "thm3" else "|gap LHS - RHS| (x: gap < 0)", fontsize=9)
+    ax.tick_params(labelsize=8)
+    ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=7, frameon=False)
 
 
 def convergence_fig(checks: list[Check]):
-    """The matplotlib figure of ``convergence_figure`` (the caller closes it)."""
+    """The matplotlib figure of ``convergence_figure`` (the caller closes it): one panel per statement
+    (small multiples), its legend at its right, outside the data; in each, the checks that hold as a
+    band, every failing term as a line of its own, and each printed remainder's claim as a bound:
+    o(eps^3) asks for a slope above 3, O(eps^2) for at least 2 (``claim_of``; issue 48)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from theory.results import tally
+
     ids = list(dict.fromkeys(c.id for c in checks))
-    cols = 4
+    cols = 2
     rows = (len(ids) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.2 * rows), squeeze=False)
-    colors = {
-        ("as_printed", "holds"): "tab:green",
-        ("as_printed", "fails"): "tab:red",
-        ("corrected", "holds"): "tab:blue",
-        ("corrected", "fails"): "tab:orange",
-    }
-    used: set[tuple[str, str]] = set()
-    for ax, key in zip(axes.flat, ids):
-        drawn = set()
+    fig, axes = plt.subplots(rows, cols, figsize=(9.0 * cols, 3.5 * rows), squeeze=False, layout="constrained")
+    for ax, key in zip(axes.flat, ids, strict=False):
         group = [c for c in checks if c.id == key and c.eps is not None and c.residuals is not None]
-        for c in group:
-            eps = np.asarray(c.eps, dtype=float)
-            res = np.asarray([np.nan if r is None else r for r in c.residuals], dtype=float)
-            signature = (c.form, tuple(np.round(res, 20)))
-            if signature in drawn:
-                continue
-            drawn.add(signature)
-            mag = np.abs(res)
-            ok = mag > 0
-            color = colors[(c.form, c.verdict)]
-            used.add((c.form, c.verdict))
-            label = f"{c.form.replace('_', ' ')}, {c.verdict}"
-            if (c.form, c.verdict) == ("as_printed", "fails"):
-                ax.loglog(eps[ok], mag[ok], color=color, label=label, **FAILING_STYLE)
-            else:
-                ax.loglog(eps[ok], mag[ok], "-", color=color, alpha=0.75, lw=1.2, zorder=2, label=label)
-            negative = ok & (res < 0) if key == "thm3" else np.zeros_like(ok)
-            if negative.any():
-                ax.loglog(eps[negative], mag[negative], "x", color=color, ms=5)
-        if group:
-            e = np.asarray(group[0].eps, dtype=float)
-            top = max(
-                (
-                    np.nanmax(np.abs(np.asarray([np.nan if r is None else r for r in c.residuals], float)))
-                    for c in group
-                ),
-                default=1.0,
-            )
-            for order, style in ((1, ":"), (2, "--"), (3, "-.")):
-                ref = top * (e / e[0]) ** order
-                ax.loglog(e, ref, style, color="gray", lw=0.9)  # named by its style in the legend
-        claimed = _claimed_slope(group)
-        n_p = sum(c.form == "as_printed" and c.verdict == "fails" for c in checks if c.id == key)
-        subtitle = f"{n_p} as-printed failing"
-        if claimed is not None:  # the slope the printed remainder needs, drawn from the failing residual's top
-            slope, measured, start, e0 = claimed
-            e = np.asarray(e0, dtype=float)
-            ax.loglog(e, start * (e / e[0]) ** slope, color="black", lw=2.2, ls=(0, (1, 1.5)), zorder=4)
-            subtitle += f"\nclaimed slope {slope:g} (black dots), measured {measured:.1f}"
-        ax.set_title(f"{TITLES.get(key, key)}\n{subtitle}", fontsize=10)
-        ax.set_xlabel("eps", fontsize=10)
-        ax.set_ylabel("|L(eps) - expansion(eps)|" if key != "thm3" else "|gap| (x: gap < 0)", fontsize=10)
-        ax.tick_params(labelsize=9)
-    for ax in list(axes.flat)[len(ids) :]:
+        _panel(ax, key, group)
+        kinds = [kind for kind, k in tally([c for c in checks if c.id == key])["errata"]["kinds"].items()
+                 if k["errata"]]
+        n_fail = sum(c.form == "as_printed" and c.verdict == "fails" for c in checks if c.id == key)
+        ax.set_title(f"{TITLES.get(key, key)}: {n_fail} as-printed check(s) fail"
+                     + (f" ({', '.join(kinds)})" if kinds else ""), fontsize=10)
+    for ax in list(axes.flat)[len(ids):]:
         ax.axis("off")
-    handles = [  # only the kinds of line drawn
-        plt.Line2D([], [], color=v, label=f"{k[0].replace('_', ' ')}, {k[1]}",
-                   **({k2: v2 for k2, v2 in FAILING_STYLE.items() if k2 != "zorder"}
-                      if k == ("as_printed", "fails") else {}))
-        for k, v in colors.items() if k in used
-    ]
-    handles += [
-        plt.Line2D([], [], color="gray", ls=s, label=f"slope {o}")
-        for o, s in ((1, ":"), (2, "--"), (3, "-."))
-    ]
-    handles.append(plt.Line2D([], [], color="black", lw=2.2, ls=(0, (1, 1.5)),
-                              label="the slope a failing as-printed remainder claims\n(its residual must fall at least "
-                                    "this fast)"))
-    fig.legend(handles=handles, loc="lower right", fontsize=10, frameon=False, ncol=1)
-    fig.suptitle("NoisyMix theory: residual of each expansion against the exact loss", fontsize=13)
-    fig.tight_layout(rect=(0, 0.03, 1, 0.96))
+    fig.suptitle("NoisyMix theory: residual of each printed expansion against the exact loss, per statement; "
+                 "the black lines bound what each printed remainder claims", fontsize=12)
     return fig
 
 

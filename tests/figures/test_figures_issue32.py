@@ -133,12 +133,12 @@ def test_failing_as_printed_lines_are_drawn_on_top_and_labelled():
               check("corrected", "holds", [1e-2, 2.5e-3, 6.25e-4])]
     fig = convergence_fig(checks)
     ax = fig.axes[0]
-    lines = {line.get_label(): line for line in ax.get_lines() if not line.get_label().startswith("_")}
+    lines = {line.get_label().split(":")[0]: line for line in ax.get_lines() if not line.get_label().startswith("_")}
     failing, corrected = lines["as printed, fails"], lines["corrected, holds"]
     assert failing.get_zorder() > corrected.get_zorder()
     assert failing.get_linestyle() != corrected.get_linestyle() and failing.get_marker() not in ("None", "", None)
-    legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert "as printed, fails" in legend
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]  # issue 48: one legend per panel, at its right
+    assert any(text.startswith("as printed, fails: t") for text in legend)
 
 
 def test_decision_boundaries_have_a_legend_for_points_and_shading():

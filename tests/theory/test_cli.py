@@ -14,6 +14,19 @@ pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated
 IDS = {"jsd", "lemma1", "prop1", "thm1", "lemma2", "thm2", "thm3"}
 REQUIRED = {"id": str, "statement": str, "form": str, "verdict": str, "detail": str}
 WITH_ERRATA = {"lemma1", "prop1", "thm1", "lemma2", "thm2", "thm3"}  # both forms recorded
+#: the kind of each erratum (issue 48), by hand from the README's theory table and the paper: the printed
+#: "uniform" mixture and "lambda ~ Beta" are words; R1 a wrong coefficient; Proposition 1's o(eps^3) after a
+#: second-order expansion of a C^2 loss a wrong order; the rest conditions the statements leave out
+ERRATUM_KINDS = {("lemma1", "uniform mixture (notation)"): "typo or notation",
+                 ("lemma1", "law of lambda in the vicinal form"): "typo or notation",
+                 ("lemma1", "rescaled family"): "unstated assumption",
+                 ("lemma2", "rescaled family"): "unstated assumption",
+                 ("prop1", "expansion"): "wrong order",
+                 ("thm1", "expansion"): "wrong term", ("thm1", "R1"): "wrong term",
+                 ("thm1", "add x mult cross term"): "unstated assumption",
+                 ("thm2", "add x mult cross term"): "unstated assumption",
+                 ("thm2", "weights pi != (1/2, 1/2)"): "unstated assumption",
+                 ("thm3", "bound"): "unstated assumption"}
 
 
 def test_verify_writes_every_check_with_a_verdict_for_each_form(tmp_path):
@@ -44,6 +57,8 @@ def test_verify_writes_every_check_with_a_verdict_for_each_form(tmp_path):
     thm3 = [c for c in checks if c["id"] == "thm3" and c["term"] == "bound" and c["form"] == "as_printed"]
     assert {c["verdict"] for c in thm3} == {"holds", "fails"}  # depends on S1 + E[1-lambda] L~_std
     assert any(c["kind"] == "symbolic" and c["verdict"] == "holds" for c in checks)
+    kinds = {(c["id"], c["term"]): c["erratum_kind"] for c in checks if c["form"] == "as_printed" and "erratum" in c}
+    assert kinds == ERRATUM_KINDS
 
     report = (tmp_path / "theory.md").read_text()
     assert "## Errata" in report and "R1 is printed with h'(p(x_i) - y_i)" in report
