@@ -40,9 +40,15 @@ from noisymix_infra.validate import check_device_name, check_seed
 
 # The manifest fields that decide the content of every file: a rerun must match them all.
 _IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_photographs",
-             "source_sha256", "pixel_scale")
+             "source_sha256", "pixel_scale", "strengths")
 # identity fields that older manifests lack, with the value they were made with
-_IDENTITY_DEFAULTS = {"pixel_scale": 1.0}
+_IDENTITY_DEFAULTS = {"pixel_scale": 1.0, "strengths": None}
+
+
+def _strengths() -> dict[str, float]:
+    from fullscale.corruptions.matched import matched_fit
+
+    return {name: float(k) for name, k in matched_fit()["strengths"].items()}
 
 __all__ = ["MIN_SIDE", "THREADS", "CorruptOptions", "add_arguments", "pixel_scale_for", "resize_u8", "run"]
 
@@ -190,6 +196,9 @@ def run(args: argparse.Namespace) -> int:
         if args.limit:
             images, labels = images[:args.limit], labels[:args.limit]
         params = args.params or "cifar"
+        if params == "digits-matched" and (args.dataset != "digits" or args.kind != "c" or args.size not in (0, 32)):
+            raise ValueError("--params digits-matched is the difficulty-matched Digits-C: --dataset digits --kind c "
+                             "at its own 32x32 (its strengths were fitted there)")
         if args.size and args.size != images.shape[-1]:
             images = resize_u8(images, args.size)
         count, source = len(labels), data.source
@@ -207,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
         # the rows' lengths in pixels for images of this side (1.0: the table's own side)
         "pixel_scale": 1.0 if folder_tree else pixel_scale_for(int(images.shape[-1]), params),
         "generator": "per chunk: crc32(f'{seed}:{name}:{severity}:{chunk index}')",
+        # the difficulty-matched rows' strengths: a refit is another set, never resumed into this one
+        "strengths": _strengths() if params == "digits-matched" else None,
     }
     found = {p.name for p in out.iterdir()} if out.is_dir() else None  # None: this call makes the folder
     with directory_lock(out, "corrupting"):

@@ -42,6 +42,8 @@ COMMANDS: dict[str, Command] = {
     "corrupt": Command("fullscale.cli_corrupt", "generate a -C or -P set in the standard layout"),
     "figures": Command("noisymix_figures.cli", "the paper's tables and figures from run results"),
     "reproduce": Command("noisymix_app.reproduce", "the main job on a CPU with built-in data, one report"),
+    "fit-analogue": Command("noisymix_app.fit_analogue",
+                            "fit the difficulty-matched Digits-C's strengths on Baseline models of unused seeds"),
     "sweep": Command("noisymix_app.sweep.command",
                      "every run of a paper table (local or SLURM), resumable; `status DIR`"),
     "bench": Command("noisymix_app.bench.cli", "speed benchmarks, written as JSON"),

@@ -52,7 +52,10 @@ def _run_name(method: str, seed: int) -> str:
 
 
 def _corrupted(plan: ReproducePlan, out: Path) -> Path:
-    return out / "data" / f"{plan.dataset}-c"
+    """The plan's -C set: ``data/<dataset>-c`` at the published rows, ``data/<dataset>-c-<params>`` at
+    another table (the difficulty-matched Digits-C: ``data/digits-c-digits-matched``)."""
+    tail = "" if plan.corruption_params == "cifar" else f"-{plan.corruption_params}"
+    return out / "data" / f"{plan.dataset}-c{tail}"
 
 
 def _perturbed(plan: ReproducePlan, out: Path) -> Path | None:
@@ -75,7 +78,8 @@ def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> tuple[list[
     root = () if data_root is None else ("--data-root", data_root)
     corruptions = () if plan.corruptions is None else ("--corruptions", ",".join(plan.corruptions))
     steps.append(_Step("corrupt", ("corrupt", "--dataset", plan.dataset, "--kind", "c",
-                                   "--out", str(corrupted), *root, *corruptions, "--seed", "0"),
+                                   "--out", str(corrupted), *root, *corruptions, "--seed", "0",
+                                   "--params", plan.corruption_params),
                        corrupted / "labels.npy"))
     perturbed = _perturbed(plan, out)
     if perturbed is not None:  # the stability claims' -P set: the plan's perturbations of its first images
@@ -444,7 +448,7 @@ def _write_index(out: Path, plan: ReproducePlan, log: dict) -> None:
         "- Tables, figures and the comparison with the paper: [figures/REPORT.md](figures/REPORT.md)",
         f"- Runs: `runs/` ({len(plan.methods)} methods × {len(plan.seeds)} seeds, {plan.epochs} epochs, "
         f"{plan.model} width {plan.width}" + "".join(f", {o}" for o in plan.train_overrides)
-        + f"); corrupted test set: `data/{plan.dataset}-c/`",
+        + f"); corrupted test set: `{_corrupted(plan, out).relative_to(out)}/`",
         "", "Each step as it ran (recorded then, kept when a rerun skips the step):", "",
         "| step | seconds | torch threads | machine | finished |", "|---|---:|---:|---|---|",
     ]

@@ -16,8 +16,8 @@ from pathlib import Path
 from fullscale.training.methods import METHODS
 from noisymix_infra.io import read_json
 
-__all__ = ["PAPER_CALIBRATION_CLAIM", "PROTOCOL_AIMS", "VERDICT_WORDS", "aims_sentence", "calibration_section",
-           "gap_words", "headline", "paper_calibration", "terms"]
+__all__ = ["NOISYMIX_CLAIMS", "PAPER_CALIBRATION_CLAIM", "PROTOCOL_AIMS", "VERDICT_WORDS", "aims_sentence", "answer",
+           "calibration_section", "gap_words", "headline", "opening", "paper_calibration", "terms"]
 
 #: the paper's transcribed values (figures/paper_values.json)
 PAPER_VALUES = Path(__file__).resolve().parents[1] / "figures" / "paper_values.json"
@@ -159,9 +159,10 @@ def _calibration_sentence(summary: dict, claims: dict) -> str | None:
         words += f": {gap_words(gap)}"
     scaled = claims.get("calibrated_scaled_noisymix")
     if scaled:
-        words += {"holds": "; after temperature scaling it is better calibrated than Baseline",
-                  "within noise": "; after temperature scaling the two cannot be told apart",
-                  "fails": "; after temperature scaling it is still worse calibrated than Baseline"}[scaled["verdict"]]
+        words += {"holds": "; on the clean test images after temperature scaling it is better calibrated than Baseline",
+                  "within noise": "; on the clean test images after temperature scaling the two cannot be told apart",
+                  "fails": "; on the clean test images after temperature scaling it is still worse calibrated than "
+                           "Baseline"}[scaled["verdict"]]
     return words
 
 
@@ -190,6 +191,63 @@ def _others_sentence(claims: dict) -> str | None:
                                                 for k, v in by.items()) + "."
 
 
+#: NoisyMix's claims of the paper that the one-word answer weighs, in the order the opening names them
+NOISYMIX_CLAIMS = ("robust_noisymix", "noisymix_beats_augmix_jsd", "noisymix_beats_nfm", "clean_noisymix",
+                   "clean_gain_noisymix", "calibrated_noisymix", "stable_noisymix_vs_baseline",
+                   "stable_noisymix_vs_augmix_jsd", "stable_noisymix_vs_nfm")
+
+
+def _short(claim: dict) -> str:
+    """A claim's statement without its parenthesised gloss."""
+    return claim["statement"].split(" (")[0]
+
+
+def answer(summary: dict) -> tuple[str, list[str]]:
+    """The one-word answer to "does NoisyMix do what the paper says, at this scale?" and at most three
+    short sentences: **yes** when the primary claim holds and every other NoisyMix claim holds after
+    Holm's correction, **no** when the primary claim does not hold, **partly** otherwise."""
+    claims = {c["id"]: c for c in summary.get("claims", []) if c.get("difference")}
+    primary = claims.get("robust_noisymix")
+    if not primary or primary.get("verdict") not in VERDICT_WORDS:
+        return "no answer", ["No claim has a 95 % interval to judge at this size (one seed, or no NoisyMix and "
+                             "Baseline runs)."]
+    mine = [claims[cid] for cid in NOISYMIX_CLAIMS if cid in claims and cid != "robust_noisymix"]
+
+    def adjusted(c: dict) -> str:
+        return c.get("verdict_adjusted") or c["verdict"]
+
+    held = [c for c in mine if adjusted(c) == "holds"]
+    failed = [c for c in mine if adjusted(c) == "fails"]
+    open_ = [c for c in mine if adjusted(c) == "within noise"]
+    undecidable = [c for c in open_ if c.get("decidable") is False]
+    word = ("no" if primary["verdict"] != "holds" else "yes" if len(held) == len(mine) else "partly")
+    d = primary["difference"]
+    first = (f"NoisyMix is more robust to corruption than Baseline ({_interval(d)} points, the primary claim: "
+             f"**{primary['verdict']}**)." if primary["verdict"] == "holds" else
+             f"NoisyMix is not shown more robust to corruption than Baseline ({_interval(d)} points, the primary "
+             f"claim: **{primary['verdict']}**).")
+    sentences = [first]
+    if held or failed:
+        parts = []
+        if held:
+            parts.append("holds: " + "; ".join(_short(c) for c in held))
+        if failed:
+            parts.append("the opposite is measured: " + "; ".join(_short(c) for c in failed))
+        sentences.append("Of its other claims, after Holm's correction, " + "; ".join(parts) + ".")
+    if open_:
+        why = (f" ({len(undecidable)} of them because this run's MDD is larger than the paper's effect)"
+               if undecidable else "")
+        sentences.append(f"{len(open_)} cannot be told apart from no difference here{why}: "
+                         + "; ".join(_short(c) for c in open_) + ".")
+    return word, sentences[:3]
+
+
+def opening(summary: dict) -> str:
+    """The report's first lines: the one-word answer, then at most three short sentences."""
+    word, sentences = answer(summary)
+    return (f"**Does NoisyMix do what the paper says, at this scale? {word.capitalize()}.** " + " ".join(sentences))
+
+
 def headline(summary: dict) -> str:
     """The verdict paragraph: what holds, what fails, what cannot be told apart at this scale, and
     the one-line why of each failure, in plain words and our numbers (points, paired over seeds)."""
@@ -202,7 +260,7 @@ def headline(summary: dict) -> str:
                 "and Baseline runs), so nothing holds or fails here.")
     scale = (f"{plan.get('dataset', '?')}, {plan.get('model', '?')} width {plan.get('width', '?')}, "
              f"{plan.get('epochs', '?')} epochs, {len(plan.get('seeds') or [])} seeds")
-    text = f"**Verdict** (our runs at small scale: {scale}; differences in points, paired over seeds). " + \
+    text = f"**In detail** (our runs at small scale: {scale}; differences in points, paired over seeds). " + \
         "; ".join(parts) + "."
     others = _others_sentence(claims)
     if others:
@@ -219,7 +277,14 @@ def terms(margins: dict[str, float] | None = None) -> str:
              "of a paired mean measured on that metric between two CPUs running the same plan and seeds"]
     if margins:
         lines[0] += " (" + ", ".join(f"{name} {value:g}" for name, value in margins.items()) + " points)"
-    return lines[0] + "."
+    return lines[0] + (". *primary claim*: the one claim declared before the runs, NoisyMix more robust than "
+                       "Baseline on the corrupted set, tested alone at 5 %; every other claim is *secondary*. "
+                       "*p*: the paired t-test's two-sided p-value against the claim's boundary; *after Holm*: the "
+                       "secondary claims' p-values adjusted by Holm's step-down procedure over that family, and the "
+                       "verdict they give at 5 % (the unadjusted verdict is the interval's). *the paper's effect*: "
+                       "the difference the paper reports for the same claim; the run *cannot decide* a claim when "
+                       "its MDD exceeds the distance from the paper's effect to the claim's boundary (a true effect "
+                       "of the paper's size would be missed more than 20 % of the time).")
 
 
 def aims_sentence(summary: dict) -> str | None:

@@ -26,6 +26,10 @@ import re
 from pathlib import Path
 
 from fullscale.training.methods import METHODS
+from fullscale.vocabulary import CATEGORIES
+from noisymix_app.report_ablation import ablation_lines, read_ablation
+from noisymix_app.report_calibration import calibration_shift_lines, calibration_shift_summary
+from noisymix_app.reproduce_claims import analogue_profile, category_claims, correct, decidable, paper_effects
 from noisymix_app.reproduce_headline import paper_calibration
 from noisymix_figures.results import stale_evaluation
 from noisymix_infra.io import read_json, write_bytes, write_json, write_text
@@ -43,7 +47,8 @@ END = "<!-- reproduce-summary:end -->"
 # the code whose change makes a summary stale (methods, trainer, evaluation, metrics, augmentation,
 # corruptions, models and the reproduce job itself)
 CODE_PATHS = ("noisymix", "noisymix_app/plans.py", "noisymix_app/reproduce.py", "noisymix_app/reproduce_summary.py",
-              "noisymix_app/reproduce_headline.py",
+              "noisymix_app/reproduce_headline.py", "noisymix_app/reproduce_claims.py",
+              "noisymix_app/report_calibration.py", "noisymix_app/report_ablation.py",
               "noisymix_app/sweep", "fullscale/training",
               "fullscale/evaluation", "fullscale/metrics.py", "fullscale/vocabulary.py", "fullscale/augment",
               "fullscale/corruptions", "fullscale/models",
@@ -65,7 +70,9 @@ METRICS = (("clean", "clean", ("accuracy",)), ("corrupted", None, ("mean_accurac
            ("confidence_gap", "calibration", ("confidence_gap",)),
            ("confidence_gap_corrupted", None, ("calibration", "confidence_gap")),
            ("rms_calibration_error_scaled", "calibration", ("temperature_scaled", "rms_calibration_error")),
-           ("temperature", "calibration", ("temperature_scaled", "temperature")))
+           ("temperature", "calibration", ("temperature_scaled", "temperature")),
+           # the corrupted set's mean accuracy per corruption group: which groups carry a gain (issue 46)
+           *((f"corrupted_{category}", None, ("per_category", category)) for category in CATEGORIES))
 NOT_PERCENT = frozenset({"temperature"})  # a ratio, not a fraction: kept as it is
 MARGINS = ROOT / "docs" / "cross-machine-margins.json"
 
@@ -118,6 +125,11 @@ def summarize(out: str | Path) -> dict:
                         n_corruptions.add(len(record["summary"].get("per_corruption", {})))
     table = {m: {name: interval(list(v.values())) for name, v in per.items() if v} for m, per in values.items()}
     claims = _claims(values, plan["methods"])
+    correct(claims)  # the primary claim, and Holm's correction over the secondary ones (issue 46)
+    effects = paper_effects(LABELS)
+    for claim in claims:
+        claim["paper_effect"] = effects.get(claim["id"])
+        claim["decidable"] = decidable(claim, claim["paper_effect"])
     return {"plan": plan, "plan_name": log.get("plan_name", "custom"), "corrupted_suite": suite,
             "corruptions": sorted(n_corruptions),
             # both the sum of the steps' recorded times (total_seconds), never the
@@ -127,6 +139,11 @@ def summarize(out: str | Path) -> dict:
             "table": table, "claims": claims,
             "ran_on": _ran_on(log),
             "machine": {**machine(), "workers": log.get("workers", plan.get("workers", 0))},
+            "categories": category_claims(values, LABELS),
+            "calibration_under_shift": calibration_shift_summary(out),
+            # why NoisyMix is under-confident: the ablation plan's rows, run apart (issue 46, item 4)
+            "ablation": read_ablation() if log.get("plan_name") in ("laptop", "laptop-published-rows") else None,
+            "analogue": analogue_profile(out, plan, suite),
             "theory": _theory(out / "theory" / "theory.json"), "toy": _toy(out / "toy" / "toy.json"),
             "paper_calibration": paper_calibration(), "margins": read_margins()}
 
@@ -353,7 +370,33 @@ def _toy(path: Path) -> dict | None:
                 if isinstance(entry.get("accuracy"), dict)]
     return {"seeds": toy["experiment"]["seeds"], "accuracy": accuracy,
             "claims": [{"id": c["id"], "statement": c["statement"], "verdict": c["verdict"]}
-                       for c in toy.get("claims", [])]}
+                       for c in toy.get("claims", [])],
+            "tuning": _toy_tuning(toy.get("hyperparameters") or {})}
+
+
+def _toy_tuning(hyper: dict) -> dict | None:
+    """How the toy's strengths were chosen and how noisy the choice was (issue 48): the chosen strengths,
+    the span of every grid point's validation accuracy, and per grid the chosen point's lead over the
+    runner-up against the standard error of that lead (paired over the tuning seeds)."""
+    grids = (hyper.get("tuning") or {}).get("grids") or {}
+    strengths = hyper.get("strengths") or {}
+    if not grids:
+        return None
+    accuracies = [row["validation_accuracy"] for rows in grids.values() for row in rows]
+    leads = {}
+    for component, rows in grids.items():
+        chosen = next((r for r in rows if r["strengths"] == strengths.get(component)), None)
+        others = [r for r in rows if r is not chosen]
+        if chosen is None or not others or "per_seed_accuracy" not in chosen:
+            continue
+        runner = max(others, key=lambda r: r["validation_accuracy"])
+        diffs = [a - b for a, b in zip(chosen["per_seed_accuracy"], runner["per_seed_accuracy"], strict=True)]
+        spread = interval(diffs)
+        leads[component] = {"lead": 100 * spread["mean"],
+                            "standard_error": None if spread["sd"] is None else 100 * spread["sd"] / len(diffs) ** 0.5,
+                            "runner_up": runner["strengths"]}
+    return {"strengths": strengths, "validation_range": [100 * min(accuracies), 100 * max(accuracies)],
+            "leads": leads}
 
 
 def _paper_order(scheme: str) -> int:
@@ -416,7 +459,21 @@ def _claim_line(c: dict, margins: dict[str, float]) -> str:
     tag = "" if firm is None else (" (firm)" if firm else " (fragile)")
     if firm is None and d["half_width"] is not None and claim_metric(c) is not None:
         tag = " (no cross-machine margin measured)"
-    return f"- {c['statement']}: {d['mean']:+.1f}{interval}{mdd} — **{c['verdict']}**{tag}"
+    line = f"- {c['statement']}: {d['mean']:+.1f}{interval}{mdd}"
+    effect = c.get("paper_effect")
+    if effect is not None and d.get("mdd80") is not None:
+        line += (f" against the paper's {effect['effect']:+.1f} ({effect['source']})"
+                 + ("" if c.get("decidable") else ": this run cannot decide it"))
+    line += f" — **{c['verdict']}**{tag}"
+    if c.get("role") == "primary":
+        line += " (the primary claim" + ("" if c.get("p") is None else f", p {_p(c['p'])}") + ")"
+    elif c.get("p_adjusted") is not None:
+        line += f"; after Holm: p {_p(c['p'])} → {_p(c['p_adjusted'])}, **{c['verdict_adjusted']}**"
+    return line
+
+
+def _p(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def _toy_lines(toy: dict) -> list[str]:
@@ -431,20 +488,37 @@ def _toy_lines(toy: dict) -> list[str]:
                   "fig:toy_example captions), in the paper's order: "
                   + "; ".join(f"{r['label']} {r['ours']:.1f} (paper {r['paper']:.1f})" if r.get("paper") is not None
                               else f"{r['label']} {r['ours']:.1f}" for r in rows) + "."]
+    tuning = toy.get("tuning")
+    if tuning:
+        lo, hi = tuning["validation_range"]
+        mix = (tuning["strengths"].get("mix") or {}).get("alpha")
+        text = "Toy tuning (toy/tuned.json, tuning seeds apart from the reported ones): "
+        if mix is not None:
+            text += (f"the tuned mixing strength is alpha = {mix:g}, so Manifold Mixup (and the mixing inside NFM and "
+                     "NoisyMix) barely mixes and sits close to Baseline; ")
+        text += f"the grids' validation accuracies span {lo:.1f}–{hi:.1f} %"
+        noisy = [f"{c} by {v['lead']:.1f} points (standard error {v['standard_error']:.1f})"
+                 for c, v in tuning["leads"].items() if v.get("standard_error") is not None]
+        if noisy:
+            text += ("; each chosen point leads its grid's runner-up " + ", ".join(noisy)
+                     + ", so the choice is within the tuning's own noise where a lead is under two standard errors")
+        lines += ["", text + "."]
     return lines
 
 
 def render(summary: dict) -> str:
     """``SUMMARY.md``: the findings as Markdown (what the README includes between its markers): the
     verdict in plain words first (``reproduce_headline.headline``), the terms, then the numbers."""
-    from noisymix_app.reproduce_headline import aims_sentence, calibration_section, headline, terms
+    from noisymix_app.reproduce_claims import analogue_lines, category_lines
+    from noisymix_app.reproduce_headline import aims_sentence, calibration_section, headline, opening, terms
 
     plan, git = summary["plan"], summary["git"]
     seeds = len(plan["seeds"])
     n_c = ",".join(str(n) for n in summary["corruptions"]) or "?"
     dirty = "" if not git.get("dirty") else " (working tree had uncommitted changes)"
     margins = _margins_of(summary)
-    lines = [headline(summary), "", terms({_METRIC_WORDS.get(k, k): v for k, v in margins.items()}), "",
+    lines = [opening(summary), "", headline(summary), "",
+             terms({_METRIC_WORDS.get(k, k): v for k, v in margins.items()}), "",
              f"Generated by `noisymix reproduce --plan {summary.get('plan_name', '?')}` "
              f"({_description(summary)}) from commit `{(git.get('commit') or 'unknown')[:12]}`{dirty}"
              + _duration(summary) + ": "
@@ -465,12 +539,21 @@ def render(summary: dict) -> str:
     lines += ["", "Claims of the paper at this scale (paired difference over seeds in points, 95 % t-interval, "
               "MDD; the verdict words and marks as defined above):", ""]
     lines += [_claim_line(c, margins) for c in summary["claims"]]
+    for section in (category_lines(summary), analogue_lines(summary)):
+        if section:
+            lines += ["", *section]
     aims = aims_sentence(summary)
     if aims:
         lines += ["", aims]
     calibration = calibration_section(summary)
     if calibration:
         lines += ["", *calibration]
+    shift = calibration_shift_lines(summary.get("calibration_under_shift"))
+    if shift:
+        lines += ["", *shift]
+    ablation = ablation_lines(summary.get("ablation"))
+    if ablation:
+        lines += ["", *ablation]
     if summary.get("ran_on") or summary.get("machine"):
         lines += ["", _made_on(summary)]
     elif any(robustness(c, margins=margins) is not None for c in summary["claims"]):

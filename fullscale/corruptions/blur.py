@@ -16,7 +16,7 @@ from fullscale.corruptions._filters import (
     motion_blur,
     zoom_about_centre,
 )
-from fullscale.corruptions.specs import register_corruption
+from fullscale.corruptions.specs import away_from, register_corruption
 
 
 def _zooms(*tops_steps: tuple[float, float]) -> tuple[tuple[float, ...], ...]:
@@ -25,13 +25,14 @@ def _zooms(*tops_steps: tuple[float, float]) -> tuple[tuple[float, ...], ...]:
 
 
 @register_corruption("gaussian_blur", cifar=(0.4, 0.6, 0.7, 0.8, 1), imagenet=(1, 2, 3, 4, 6),
-                     pixel_fields={0: "float"})  # a bare sigma (a row of one number)
+                     pixel_fields={0: "float"}, strengthen=lambda c, k: c * k)  # a bare sigma (a row of one number)
 def gaussian_blur_corruption(x: Tensor, c: float, g: torch.Generator) -> Tensor:
     return gaussian_blur(x, c)
 
 
 @register_corruption("defocus_blur", cifar=((0.3, 0.4), (0.4, 0.5), (0.5, 0.6), (1, 0.2), (1.5, 0.1)),
-                     imagenet=((3, 0.1), (4, 0.5), (6, 0.5), (8, 0.5), (10, 0.5)))
+                     imagenet=((3, 0.1), (4, 0.5), (6, 0.5), (8, 0.5), (10, 0.5)),
+                     strengthen=lambda c, k: (c[0] * k, c[1] * k))  # the disk's radius, its anti-alias blur
 def defocus_blur(x: Tensor, c: tuple[float, float], g: torch.Generator) -> Tensor:
     return conv2d_same(x, disk_kernel(*c))
 
@@ -72,6 +73,8 @@ def _glass_permutation(n: int, h: int, w: int, delta: int, iterations: int, g: t
                      cifar=((0.05, 1, 1), (0.25, 1, 1), (0.4, 1, 1), (0.25, 1, 2), (0.4, 1, 2)),
                      imagenet=((0.7, 1, 2), (0.9, 2, 1), (1, 2, 3), (1.1, 3, 2), (1.5, 4, 2)),
                      pixel_fields={0: "float", 1: "int"},
+                     # the blur's sigma and the largest jump (a whole pixel, at least one); the passes stay
+                     strengthen=lambda c, k: (c[0] * k, max(1, round(c[1] * k)), c[2]),
                      whole_batch=True)  # the swap loop wants the whole batch at once
 def glass_blur(x: Tensor, c: tuple[float, int, int], g: torch.Generator) -> Tensor:
     sigma, delta, iterations = c
@@ -84,7 +87,8 @@ def glass_blur(x: Tensor, c: tuple[float, int, int], g: torch.Generator) -> Tens
 
 @register_corruption("motion_blur", cifar=((6, 1), (6, 1.5), (6, 2), (8, 2), (9, 2.5)),
                      imagenet=((10, 3), (15, 5), (15, 8), (15, 12), (20, 15)),
-                     pixel_fields={0: "int", 1: "float"})
+                     pixel_fields={0: "int", 1: "float"},
+                     strengthen=lambda c, k: (max(1, round(c[0] * k)), c[1] * k))  # the taps' reach and sigma
 def motion_blur_corruption(x: Tensor, c: tuple[int, float], g: torch.Generator) -> Tensor:
     radius, sigma = c
     angle = uniform((x.shape[0],), -45, 45, g)
@@ -94,7 +98,8 @@ def motion_blur_corruption(x: Tensor, c: tuple[int, float], g: torch.Generator) 
 
 @register_corruption("zoom_blur",
                      cifar=_zooms((1.06, 0.01), (1.11, 0.01), (1.16, 0.01), (1.21, 0.01), (1.26, 0.01)),
-                     imagenet=_zooms((1.11, 0.01), (1.16, 0.01), (1.21, 0.02), (1.26, 0.02), (1.31, 0.03)))
+                     imagenet=_zooms((1.11, 0.01), (1.16, 0.01), (1.21, 0.02), (1.26, 0.02), (1.31, 0.03)),
+                     strengthen=lambda c, k: tuple(away_from(1, f, k, low=0.05) for f in c))  # zoom 1: none
 def zoom_blur(x: Tensor, c: tuple[float, ...], g: torch.Generator) -> Tensor:
     out = sum(zoom_about_centre(x, float(f)) for f in c)
     return (x + out) / (len(c) + 1)

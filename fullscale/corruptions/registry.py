@@ -41,15 +41,18 @@ from torch import Tensor
 # the group files register their corruptions on import (``@register_corruption``)
 from fullscale.corruptions import blur, digital, noise, weather  # noqa: F401
 from fullscale.corruptions._draws import to_u8
-from fullscale.corruptions.specs import Corruption, CorruptionSpec, registered
+from fullscale.corruptions.specs import Corruption, CorruptionSpec, Strengthened, registered
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS
 
 __all__ = ["CATEGORIES", "CORRUPTIONS", "EXTRA_CORRUPTIONS", "NATIVE_SIDE", "PARAMS", "PIXEL_FIELDS", "SPECS",
-           "Corruption", "CorruptionSpec", "check_pixel_scale", "corrupt", "pixel_scaled", "to_u8"]
+           "Corruption", "CorruptionSpec", "check_pixel_scale", "corrupt", "pixel_scaled", "strengthened", "to_u8"]
 
-PARAMS = ("cifar", "imagenet")
+#: the parameter tables: make_cifar_c.py's, make_imagenet_c.py's, and the difficulty-matched Digits-C's (the
+#: CIFAR rows at strengths fitted so that the digits' Baseline loses what CIFAR-10's loses on CIFAR-10-C:
+#: ``fullscale.corruptions.matched``)
+PARAMS = ("cifar", "imagenet", "digits-matched")
 #: the image side each parameter table was written for (make_cifar_c.py: 32; make_imagenet_c.py: 224)
-NATIVE_SIDE = {"cifar": 32, "imagenet": 224}
+NATIVE_SIDE = {"cifar": 32, "imagenet": 224, "digits-matched": 32}
 
 _REGISTERED = registered()
 # the registry and the vocabulary name the same corruptions, each in its group (the specs take their
@@ -106,13 +109,27 @@ def check_pixel_scale(scale: float) -> None:
         raise ValueError(f"pixel scale must be in (0, 64), got {scale!r}")
 
 
+def strengthened(name: str, row: Any, strength: float) -> Any:
+    """``name``'s parameter ``row`` ``strength`` times as strong (``CorruptionSpec.strengthen``);
+    ``strength == 1`` returns ``row`` itself, and a corruption without a rule keeps its row (its
+    output is scaled instead: ``corrupt``)."""
+    if not (isinstance(strength, float | int) and 0 < strength < 1e3):
+        raise ValueError(f"strength must be a number in (0, 1000), got {strength!r}")
+    rule = SPECS[name].strengthen
+    return row if strength == 1 or rule is None else rule(row, float(strength))
+
+
 def corrupt(images_u8: Tensor, name: str, severity: int, *, generator: torch.Generator,
-            params: str = "cifar", frost_dir: str | None = None, pixel_scale: float = 1.0) -> Tensor:
+            params: str = "cifar", frost_dir: str | None = None, pixel_scale: float = 1.0,
+            strength: float = 1.0) -> Tensor:
     """``name`` at ``severity`` (1..5) on uint8 images (N, 3, H, W) -> uint8 (N, 3, H, W), as the
     -C sets store them (the reference's ``np.uint8(...)``: truncation after clipping to [0, 1]).
 
-    ``params``: ``"cifar"`` (make_cifar_c.py) or ``"imagenet"`` (make_imagenet_c.py) rows; the
-    images may have any size; ``pixel_scale`` scales the rows' lengths in pixels for images of
+    ``params``: ``"cifar"`` (make_cifar_c.py), ``"imagenet"`` (make_imagenet_c.py) rows, or
+    ``"digits-matched"`` (the CIFAR rows at the fitted strengths of ``fullscale.corruptions.matched``,
+    the 15 corruptions only); ``strength``: a further factor on the corruption's strength
+    (``strengthened``; the fit's knob, 1 for the published rows); the images may have any size;
+    ``pixel_scale`` scales the rows' lengths in pixels for images of
     another side than the table's (``pixel_scaled``; ``NATIVE_SIDE``).  Randomness comes from
     ``generator`` only; the work runs on the images' device (on the CPU in blocks of a few images,
     drawing block by block)."""
@@ -128,9 +145,22 @@ def corrupt(images_u8: Tensor, name: str, severity: int, *, generator: torch.Gen
     if images_u8.shape[0] == 0:
         return images_u8.clone()
     spec = SPECS[name]
-    row = pixel_scaled(name, spec.row(params, severity), pixel_scale)
+    if params == "digits-matched":
+        from fullscale.corruptions.matched import matched_strength
+        table, strength = "cifar", strength * matched_strength(name)
+    else:
+        table = params
+    row = strengthened(name, spec.row(table, severity), strength)
+    blend = strength if spec.strengthen is None and strength != 1 else None
+    if isinstance(row, Strengthened):  # the row saturated: the rest of the strength on the difference
+        row, blend = row.row, row.artefact
+    row = pixel_scaled(name, row, pixel_scale)
     if spec.cpu_u8 is not None and images_u8.device.type == "cpu":
-        return spec.cpu_u8(images_u8, row)
+        out_u8 = spec.cpu_u8(images_u8, row)
+        if blend is None:
+            return out_u8
+        x = images_u8.float().div_(255)
+        return to_u8(x + blend * (out_u8.float().div_(255) - x))
     n, _, h, w = images_u8.shape
     # On the CPU, elementwise chains over a large batch run from memory, over a few images from
     # cache (1.5 - 3.5x faster at 224x224); a spec may ask for larger blocks (``cpu_block``) or the
@@ -142,6 +172,8 @@ def corrupt(images_u8: Tensor, name: str, severity: int, *, generator: torch.Gen
     for start in range(0, n, block):
         x = images_u8[start:start + block].float().div_(255)
         out = spec.fn(x, row, generator, **extra)
+        if blend is not None:  # no rule for the row: the corruption's difference from the image, scaled
+            out = x + blend * (out - x)
         parts.append(to_u8(out))
     return parts[0] if len(parts) == 1 else torch.cat(parts)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -24,7 +24,7 @@ from torch import Tensor
 from fullscale.vocabulary import category_of
 from noisymix_infra.registry import file_once
 
-__all__ = ["Corruption", "CorruptionSpec", "register_corruption", "registered"]
+__all__ = ["Corruption", "CorruptionSpec", "Strengthened", "away_from", "register_corruption", "registered"]
 
 #: a corruption: float images (N, 3, H, W) in [0, 1], one parameter row, a generator -> images
 Corruption = Callable[[Tensor, Any, torch.Generator], Tensor]
@@ -40,7 +40,18 @@ class CorruptionSpec:
     the row's last entry is true (spatter's mud mask blur).  ``cpu_u8``: a uint8 -> uint8 function
     ``(images, row)`` that replaces ``fn`` on the CPU (PIL itself, bit-exact and faster);
     ``cpu_block``: a multiple of the CPU block size (``registry._CPU_BLOCK``); ``whole_batch``: the
-    CPU runs the batch in one block; ``frost_dir``: ``fn`` takes the frost photographs' folder."""
+    CPU runs the batch in one block; ``frost_dir``: ``fn`` takes the frost photographs' folder.
+
+    ``strengthen``: ``(row, k) -> row``, the same corruption ``k`` times as strong: every field
+    that measures the damage moved ``k`` times as far from its identity value (the value at
+    which the corruption does nothing: noise 0, contrast 1, zoom 1, pixelate's factor 1, ...);
+    ``k = 1`` is the row itself.  ``None``: the corrupted image's difference from the clean one is
+    scaled instead, ``x + k (c(x) - x)`` (snow: its seven fields have no single identity; JPEG: its
+    quality saturates at 1 long before the digits feel it).  A rule whose fields saturate may
+    return ``Strengthened(row, artefact)``: the row at its limit, the rest of the strength on the
+    difference (JPEG: quality to 1, then its artefact amplified).  The
+    difficulty-matched Digits-C (``fullscale.corruptions.matched``) is the CIFAR rows at fitted
+    strengths."""
 
     fn: Corruption
     category: str
@@ -52,9 +63,25 @@ class CorruptionSpec:
     cpu_block: int = 1
     whole_batch: bool = False
     frost_dir: bool = False
+    strengthen: Callable[[Any, float], Any] | None = None
 
     def row(self, params: str, severity: int) -> Any:
         return getattr(self, params)[severity - 1]
+
+
+class Strengthened(NamedTuple):
+    """A strength rule's answer when its row's fields saturate before the strength asked for: the row
+    at its limit and the factor on the corruption's difference from the clean image that makes up the
+    rest (``registry.corrupt`` applies it: ``x + artefact (c(x) - x)``)."""
+
+    row: Any
+    artefact: float
+
+
+def away_from(identity: float, value: float, k: float, low: float = float("-inf"), high: float = float("inf")) -> float:
+    """``value`` moved ``k`` times as far from ``identity`` (the field's no-corruption value), kept
+    in ``[low, high]`` (a strength rule's building block: ``CorruptionSpec.strengthen``)."""
+    return float(min(high, max(low, identity + k * (value - identity))))
 
 
 _REGISTERED: dict[str, CorruptionSpec] = {}

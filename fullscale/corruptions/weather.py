@@ -23,7 +23,7 @@ from fullscale.corruptions._filters import (
     zoom_about_centre,
 )
 from fullscale.corruptions.frost import frost_textures
-from fullscale.corruptions.specs import register_corruption
+from fullscale.corruptions.specs import away_from, register_corruption
 
 
 def _grey(x: Tensor) -> Tensor:
@@ -55,7 +55,8 @@ def snow(x: Tensor, c: tuple[float, ...], g: torch.Generator) -> Tensor:
 @register_corruption("frost",
                      cifar=((1, 0.2, 0.2), (1, 0.3, 0.2), (0.9, 0.4, 0.2), (0.85, 0.4, 0.2), (0.75, 0.45, 0.2)),
                      imagenet=((1, 0.4, 1.0), (0.8, 0.6, 1.0), (0.7, 0.7, 1.0), (0.65, 0.7, 1.0), (0.6, 0.75, 1.0)),
-                     pixel_fields={2: "float"}, frost_dir=True)
+                     pixel_fields={2: "float"}, frost_dir=True,
+                     strengthen=lambda c, k: (away_from(1, c[0], k, low=0), c[1] * k, c[2]))
 def frost(x: Tensor, c: tuple[float, float, float], g: torch.Generator, frost_dir: str | None = None) -> Tensor:
     a, b, scale = c
     n, _, h, w = x.shape
@@ -63,7 +64,8 @@ def frost(x: Tensor, c: tuple[float, float, float], g: torch.Generator, frost_di
 
 
 @register_corruption("fog", cifar=((0.2, 3), (0.5, 3), (0.75, 2.5), (1, 2), (1.5, 1.75)),
-                     imagenet=((1.5, 2), (2, 2), (2.5, 1.7), (2.5, 1.5), (3, 1.4)))
+                     imagenet=((1.5, 2), (2, 2), (2.5, 1.7), (2.5, 1.5), (3, 1.4)),
+                     strengthen=lambda c, k: (c[0] * k, c[1]))  # the fog's strength; its fractal's decay stays
 def fog(x: Tensor, c: tuple[float, float], g: torch.Generator) -> Tensor:
     strength, decay = c
     n, _, h, w = x.shape
@@ -73,7 +75,8 @@ def fog(x: Tensor, c: tuple[float, float], g: torch.Generator) -> Tensor:
     return (x + strength * fractal) * max_val / (max_val + strength)
 
 
-@register_corruption("brightness", cifar=(0.05, 0.1, 0.15, 0.2, 0.3), imagenet=(0.1, 0.2, 0.3, 0.4, 0.5))
+@register_corruption("brightness", cifar=(0.05, 0.1, 0.15, 0.2, 0.3), imagenet=(0.1, 0.2, 0.3, 0.4, 0.5),
+                     strengthen=lambda c, k: c * k)
 def brightness(x: Tensor, c: float, g: torch.Generator) -> Tensor:
     hsv = rgb_to_hsv(x)
     hsv[:, 2] = (hsv[:, 2] + c).clamp(0, 1)

@@ -72,14 +72,16 @@ def _summary() -> dict:
 
 def test_the_summary_opens_with_the_verdict_in_plain_words():
     text = render(_summary())
-    first = text.split("\n\n")[0]
-    assert first.startswith("**Verdict**") and first == headline(_summary())
+    # issue 48: the one-word answer first (reproduce_headline.opening), the detailed verdict right below it
+    answer_line, first = text.split("\n\n")[:2]
+    assert answer_line.startswith("**Does NoisyMix do what the paper says, at this scale? ")
+    assert first.startswith("**In detail**") and first == headline(_summary())
     assert "more robust to corruption than Baseline (+6.8) and NFM (+4.1)" in first
     assert "not distinguishable in robustness from AugMix (+0.8 [−1.4, +3.0])" in first
     assert "loses about one point of clean accuracy" in first
     assert "much worse calibrated than Baseline" in first and "under-confident" in first
     # the jargon is defined once, below it
-    second = text.split("\n\n")[1]
+    second = text.split("\n\n")[2]
     assert second.startswith("Terms:") and "*MDD*" in second and "*fragile*" in second
     assert text.count("*MDD*:") == 1
 
@@ -98,7 +100,7 @@ def test_a_flipped_claim_flips_the_sentence():
     assert "less robust than AugMix (−3.0 [−4.0, −2.0]), so the paper's ranking fails there" in after
     assert "AugMix" not in after.split("less robust than")[0]
     assert "it is better calibrated than Baseline" in after and "much worse calibrated" not in after
-    assert render(flipped).startswith(after)
+    assert render(flipped).split("\n\n")[1] == after  # below the one-word answer
 
 
 def test_one_seed_gives_no_verdict():

@@ -91,7 +91,7 @@ def test_quick_plan_writes_the_summary_and_the_report_opens_with_it(tmp_path):
     assert (out / "SUMMARY.md").read_text() in report
     assert "Theory (`noisymix verify`)" in report and "Toy experiment" in report
     # issue 40: the verdict first, and every file the job wrote has a portable name (no : * ? ")
-    assert (out / "SUMMARY.md").read_text().startswith("**Verdict")
+    assert (out / "SUMMARY.md").read_text().startswith("**Does NoisyMix do what the paper says")
     unportable = [str(p.relative_to(out)) for p in out.rglob("*") if any(c in p.name for c in ':*?"')]
     assert not unportable, unportable
     assert (out / "figures" / "tables" / "toy_example.md").is_file()

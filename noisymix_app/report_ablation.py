@@ -1,0 +1,102 @@
+"""Why NoisyMix is under-confident (issue 46, item 4): the ablation plan's rows, each NoisyMix without
+one component, against full NoisyMix on clean and shifted calibration.
+
+The rows (``noisymix_app.plans.PLANS["ablation"]``, tab:ablation's): *AugMix + noise + JSD* drops the
+feature mixing and so its mixed soft labels; *AugMix + Manifold Mixup + JSD* drops the noise; *AugMix +
+NFM (no JSD)* drops the Jensen-Shannon term (gamma = 12).  For each, the paired difference over seeds
+(the row minus NoisyMix, points, 95 % t-interval) of the signed confidence gap (mean confidence minus
+accuracy: < 0 under-confident) and the RMS calibration error, on the clean test images and on the
+corrupted sets.  The component whose removal moves the gap furthest towards 0 is the one that makes
+NoisyMix under-confident.  The numbers come from the ablation plan's ``summary.json``, kept as
+``docs/ablation-summary.json`` with its command and wall time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from noisymix_infra.io import read_json
+from noisymix_infra.stats import paired
+
+__all__ = ["ABLATION_SUMMARY", "COMPONENT_OF", "ablation_calibration", "ablation_lines", "read_ablation"]
+
+ROOT = Path(__file__).resolve().parents[1]
+ABLATION_SUMMARY = ROOT / "docs" / "ablation-summary.json"
+#: the component each ablation row lacks
+COMPONENT_OF = {"augmix_noise_jsd": "the feature mixing (its mixed soft labels)",
+                "augmix_manifold_jsd": "the noise", "augmix_nfm": "the JSD term"}
+#: (metric, words): the summary table's metrics this section pairs
+MEASURES = (("confidence_gap", "signed gap, clean"), ("confidence_gap_corrupted", "signed gap, corrupted"),
+            ("rms_calibration_error", "RMS error, clean"),
+            ("rms_calibration_error_corrupted", "RMS error, corrupted"))
+
+
+def _seed_values(summary: dict, method: str, metric: str) -> dict[int, float] | None:
+    cell = (summary.get("table", {}).get(method) or {}).get(metric)
+    seeds = (summary.get("plan") or {}).get("seeds") or []
+    if not cell or len(cell.get("values") or []) != len(seeds):
+        return None  # not every seed measured: no pairing by position
+    return dict(zip(seeds, cell["values"], strict=True))
+
+
+def read_ablation(path: Path = ABLATION_SUMMARY) -> dict | None:
+    """``ablation_calibration`` of the kept ablation summary (None without it)."""
+    return ablation_calibration(read_json(path)) if path.is_file() else None
+
+
+def ablation_calibration(summary: dict) -> dict | None:
+    """Per ablation row and measure, the paired difference (row minus NoisyMix) over seeds; and the
+    row whose clean-gap difference is the largest (the component that drives the under-confidence)."""
+    rows = {}
+    for method, component in COMPONENT_OF.items():
+        entry = {}
+        for metric, _ in MEASURES:
+            a, b = _seed_values(summary, method, metric), _seed_values(summary, "noisymix", metric)
+            if a and b:
+                entry[metric] = paired(a, b)
+        if entry:
+            rows[method] = {"component": component, **entry}
+    if not rows:
+        return None
+    driver = max((m for m in rows if rows[m].get("confidence_gap")), key=lambda m: rows[m]["confidence_gap"]["mean"],
+                 default=None)
+    return {"rows": rows, "driver": driver, "seeds": len((summary.get("plan") or {}).get("seeds") or []),
+            "seconds": summary.get("wall_seconds") or summary.get("seconds"),
+            "commit": (summary.get("git") or {}).get("commit"), "seed_list": (summary.get("plan") or {}).get("seeds"),
+            "noisymix": {metric: (summary.get("table", {}).get("noisymix") or {}).get(metric, {}).get("mean")
+                         for metric, _ in MEASURES}}
+
+
+def _cell(d: dict | None) -> str:
+    if not d:
+        return "—"
+    if d.get("half_width") is None:
+        return f"{d['mean']:+.1f}"
+    return f"{d['mean']:+.1f} [{d['mean'] - d['half_width']:+.1f}, {d['mean'] + d['half_width']:+.1f}]"
+
+
+def ablation_lines(data: dict | None) -> list[str]:
+    """The section "Why is NoisyMix under-confident?" from ``read_ablation``'s dict (none without it)."""
+    if not data:
+        return []
+    seeds = data.get("seed_list") or []
+    lines = ["**Why is NoisyMix under-confident?** Each row of tab:ablation drops one NoisyMix component; the table "
+             "gives the row minus full NoisyMix (points, paired over "
+             f"{data['seeds']} seeds, 95 % t-interval; a positive gap difference means the row is less "
+             "under-confident). Made by `noisymix reproduce --plan ablation --set seeds="
+             + ",".join(map(str, seeds)) + " --out ablation` "
+             + (f"(its steps took {data['seconds'] / 60:.1f} min; " if data.get("seconds") else "(")
+             + f"commit `{(data.get('commit') or 'unknown')[:12]}`), kept as `docs/ablation-summary.json`.", "",
+             "| row (without) | " + " | ".join(words for _, words in MEASURES) + " |",
+             "|---|" + "---:|" * len(MEASURES)]
+    for _method, row in data["rows"].items():
+        lines.append(f"| {row['component']} | " + " | ".join(_cell(row.get(m)) for m, _ in MEASURES) + " |")
+    nm = data["noisymix"]
+    if data["driver"] is not None and nm.get("confidence_gap") is not None:
+        d = data["rows"][data["driver"]]["confidence_gap"]
+        low = d["mean"] - (d["half_width"] or 0)
+        lines += ["", f"Full NoisyMix's clean gap is {nm['confidence_gap']:+.1f} points. Removing "
+                  f"{data['rows'][data['driver']]['component']} moves it furthest towards 0 ({_cell(d)})"
+                  + ("" if low > 0 else ", though its interval reaches 0")
+                  + ": that component is what makes NoisyMix under-confident at this scale."]
+    return lines
