@@ -20,42 +20,62 @@ with 80 % power given the observed spread of the differences, (t_{0.975} + t_{0.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 from pathlib import Path
 
-from fullscale.training.methods import METHODS
 from fullscale.vocabulary import CATEGORIES
 from noisymix_app.report_ablation import ablation_lines, read_ablation
 from noisymix_app.report_calibration import calibration_shift_lines, calibration_shift_summary
-from noisymix_app.reproduce_claims import analogue_profile, category_claims, correct, decidable, paper_effects
+from noisymix_app.reproduce_claims import (
+    CLEAN_TOLERANCE,
+    LABELS,
+    analogue_profile,
+    category_claims,
+    claims_of,
+    correct,
+    decidable,
+    paper_effects,
+    verdict,
+)
 from noisymix_app.reproduce_headline import paper_calibration
+from noisymix_app.reproduce_margins import (
+    CROSS_MACHINE_MARGIN,
+    MARGINS,
+    METRIC_WORDS,
+    claim_metric,
+    cross_machine_margins,
+    fragile_note,
+    made_on,
+    margins_of,
+    ran_on,
+    read_margins,
+    robustness,
+)
+from noisymix_app.reproduce_readme import BEGIN, END, readme_figures, stale_figures, update_readme
 from noisymix_figures.results import stale_evaluation
-from noisymix_infra.io import read_json, write_bytes, write_json, write_text
+from noisymix_infra.io import read_json, write_json, write_text
 from noisymix_infra.provenance import git_state, machine
-from noisymix_infra.stats import interval, paired
+from noisymix_infra.stats import interval
 from theory.results import checks_of, tally, tally_sentence
 
-__all__ = ["BEGIN", "CODE_PATHS", "CROSS_MACHINE_MARGIN", "END", "claim_metric", "cross_machine_margins", "main",
+__all__ = ["BEGIN", "CLEAN_TOLERANCE", "CODE_PATHS", "CROSS_MACHINE_MARGIN", "END", "LABELS", "claim_metric",
+           "cross_machine_margins", "main",
            "paper_calibration", "read_margins", "readme_figures", "render", "robustness", "stale_figures", "summarize",
            "update_readme", "write_summary"]
 
 ROOT = Path(__file__).resolve().parents[1]
-BEGIN = "<!-- reproduce-summary:begin -->"
-END = "<!-- reproduce-summary:end -->"
+_verdict, _claims = verdict, claims_of  # their old names here (tests, notes)
 # the code whose change makes a summary stale (methods, trainer, evaluation, metrics, augmentation,
 # corruptions, models and the reproduce job itself)
 CODE_PATHS = ("noisymix", "noisymix_app/plans.py", "noisymix_app/reproduce.py", "noisymix_app/reproduce_summary.py",
               "noisymix_app/reproduce_headline.py", "noisymix_app/reproduce_claims.py",
+              "noisymix_app/reproduce_margins.py", "noisymix_app/reproduce_readme.py",
               "noisymix_app/report_calibration.py", "noisymix_app/report_ablation.py",
               "noisymix_app/sweep", "fullscale/training",
               "fullscale/evaluation", "fullscale/metrics.py", "fullscale/vocabulary.py", "fullscale/augment",
               "fullscale/corruptions", "fullscale/models",
               "fullscale/data", "theory", "toy")
-# method names as the paper writes them: the one label map, the methods' own titles (fullscale.training.methods)
-LABELS = {name: method.title for name, method in METHODS.items()}
-CLEAN_TOLERANCE = 1.0  # points of clean accuracy a method may lose and still "keep" it
 # (value, eval file (None: the corrupted suite's), key path in its summary): the calibration suite
 # is the clean test images; calibration under corruption is the corrupted suite's (every corrupted
 # set's RMS error, averaged: fullscale.evaluation), the question the paper asks of ImageNet-R (issue 31)
@@ -74,7 +94,6 @@ METRICS = (("clean", "clean", ("accuracy",)), ("corrupted", None, ("mean_accurac
            # the corrupted set's mean accuracy per corruption group: which groups carry a gain (issue 46)
            *((f"corrupted_{category}", None, ("per_category", category)) for category in CATEGORIES))
 NOT_PERCENT = frozenset({"temperature"})  # a ratio, not a fraction: kept as it is
-MARGINS = ROOT / "docs" / "cross-machine-margins.json"
 
 def total_seconds(log: dict) -> float:
     """The job's time: the sum of its steps' recorded seconds, each recorded when the step ran and
@@ -124,7 +143,7 @@ def summarize(out: str | Path) -> dict:
                     if file is None and name == "corrupted":
                         n_corruptions.add(len(record["summary"].get("per_corruption", {})))
     table = {m: {name: interval(list(v.values())) for name, v in per.items() if v} for m, per in values.items()}
-    claims = _claims(values, plan["methods"])
+    claims = claims_of(values, plan["methods"])
     correct(claims)  # the primary claim, and Holm's correction over the secondary ones (issue 46)
     effects = paper_effects(LABELS)
     for claim in claims:
@@ -137,7 +156,7 @@ def summarize(out: str | Path) -> dict:
             "git": _git(), "seconds": round(sum(e.get("seconds", 0) for e in log.get("steps", [])), 1),
             "wall_seconds": total_seconds(log),
             "table": table, "claims": claims,
-            "ran_on": _ran_on(log),
+            "ran_on": ran_on(log),
             "machine": {**machine(), "workers": log.get("workers", plan.get("workers", 0))},
             "categories": category_claims(values, LABELS),
             "calibration_under_shift": calibration_shift_summary(out),
@@ -146,210 +165,6 @@ def summarize(out: str | Path) -> dict:
             "analogue": analogue_profile(out, plan, suite),
             "theory": _theory(out / "theory" / "theory.json"), "toy": _toy(out / "toy" / "toy.json"),
             "paper_calibration": paper_calibration(), "margins": read_margins()}
-
-
-#: points: the largest measured shift of a paired mean between two CPUs running the same code, plan and
-#: seeds.  Source: issue 32, part 6, the laptop plan (9 seeds) on an AMD EPYC (README) and an Intel Xeon
-#: (AVX-512) machine: "NoisyMix is more robust than AugMix" +0.4 on AMD EPYC vs -1.05 on Intel Xeon, a
-#: shift of 1.45 points ("AugMix keeps clean accuracy" moved -0.0 -> +0.6).  Measured on two machines
-#: only: a third may move further, so a *firm* verdict is one no measured shift would change, not a promise.
-CROSS_MACHINE_MARGIN = 1.45
-#: the metrics whose margin is at least the issue-32 shift above (it was measured on accuracy)
-ACCURACY_METRICS = ("corrupted", "clean")
-#: each claim's metric, by its id's prefix (issue 40: each metric's margin measured on that metric)
-_CLAIM_METRICS = (("robust_", "corrupted"), ("noisymix_beats_", "corrupted"), ("clean_", "clean"),
-                  ("calibrated_clean_", "rms_calibration_error"),
-                  ("calibrated_scaled_", "rms_calibration_error_scaled"),
-                  ("calibrated_", "rms_calibration_error_corrupted"), ("stable_", "flip_probability"))
-
-
-def claim_metric(claim: dict) -> str | None:
-    """The metric a claim's difference is of (``None``: a claim this module did not make)."""
-    if claim.get("metric"):
-        return claim["metric"]
-    cid = claim.get("id") or ""
-    return next((metric for prefix, metric in _CLAIM_METRICS if cid.startswith(prefix)), None)
-
-
-def read_margins(path: Path = MARGINS) -> dict[str, float]:
-    """Each metric's cross-machine margin in points: the largest shift of a paired mean measured on
-    that metric between two CPUs (``cross_machine_margins``, written to docs/cross-machine-margins.json
-    by ``python -m noisymix_app.reproduce_summary --margins A.json B.json``); the accuracy metrics at
-    least ``CROSS_MACHINE_MARGIN`` (issue 32's measurement, on accuracy).  A metric never measured
-    across machines has no margin (its verdicts are marked neither firm nor fragile)."""
-    measured = read_json(path).get("margins", {}) if path.is_file() else {}
-    margins = {k: float(v) for k, v in measured.items()}
-    for metric in ACCURACY_METRICS:
-        margins[metric] = max(margins.get(metric, 0.0), CROSS_MACHINE_MARGIN)
-    return dict(sorted(margins.items()))
-
-
-def cross_machine_margins(summaries: list[dict]) -> dict:
-    """Per metric, the largest shift of a paired mean between two of ``summaries`` made with the same
-    plan on different CPUs (claims matched by id, each claim's metric by ``claim_metric``)."""
-    margins: dict[str, float] = {}
-    pairs = []
-    for i, a in enumerate(summaries):
-        for b in summaries[i + 1:]:
-            if json.dumps(a["plan"], sort_keys=True) != json.dumps(b["plan"], sort_keys=True):
-                continue
-            if (a.get("machine") or {}).get("cpu_model") == (b.get("machine") or {}).get("cpu_model"):
-                continue
-            pairs.append([(s.get("git") or {}).get("commit"), (s.get("machine") or {}).get("cpu_model")]
-                         for s in (a, b))
-            theirs = {c["id"]: c for c in b["claims"] if c.get("difference")}
-            for claim in a["claims"]:
-                other = theirs.get(claim["id"])
-                metric = claim_metric(claim)
-                if not claim.get("difference") or other is None or metric is None:
-                    continue
-                shift = abs(claim["difference"]["mean"] - other["difference"]["mean"])
-                margins[metric] = round(max(margins.get(metric, 0.0), shift), 3)
-    return {"margins": dict(sorted(margins.items())), "pairs": [list(p) for p in pairs]}
-
-
-def robustness(claim: dict, margin: float | None = None,
-               margins: dict[str, float] | None = None) -> bool | None:
-    """Whether a claim's verdict is *firm* (True) or *fragile* (False) on another CPU: the distance between its
-    95 % interval and the claim's boundary, against ``margin`` (the largest shift of a paired mean measured
-    between two machines; by default the claim's metric's, ``read_margins``). *holds*: how far the interval's
-    low end clears the boundary; *fails*: how far its high end stays below it; *within noise*: how far the
-    interval reaches beyond the boundary on its nearer side, so it is firm only when a shift of the mean by
-    ``margin`` could reach neither side (neither *holds* nor *fails*). Firm when that distance exceeds
-    ``margin``. None: no interval to judge (one seed), or no margin measured on the metric."""
-    d = claim.get("difference")
-    if not d or d.get("half_width") is None:
-        return None
-    if margin is None:
-        metric = claim_metric(claim)
-        table = read_margins() if margins is None else margins
-        margin = CROSS_MACHINE_MARGIN if metric is None else table.get(metric)
-        if margin is None:
-            return None
-    lo, hi, boundary = d["mean"] - d["half_width"], d["mean"] + d["half_width"], claim["threshold"]
-    verdict = claim["verdict"]
-    distance = (lo - boundary if verdict == "holds" else boundary - hi if verdict == "fails"
-                else min(hi - boundary, boundary - lo))
-    return distance > margin
-
-
-def _made_on(summary: dict) -> str:
-    """Where the steps that made the numbers ran (each step's own record; issue 32: a resumed
-    invocation described itself), and what holds of the verdicts on another CPU."""
-    v = (summary.get("machine") or {}).get("versions") or {}
-    places = []
-    for where in summary.get("ran_on") or []:
-        if where.get("cpu_model") is None and where.get("torch_threads") is None:
-            places.append(f"{where['steps']} step(s) ran before machines were recorded")
-            continue
-        places.append(f"{where['steps']} step(s) ({where['seconds'] / 60:.1f} min) on {where['cpu_model']} "
-                      f"(torch's CPU kernels: {where['cpu_capability']}) with {where['torch_threads']} torch "
-                      f"thread(s), torch {where['torch']}")
-    return ("Made on: " + ("; ".join(places) or "not recorded")
-            + f" (numpy {v.get('numpy')}, Python {v.get('python')} when summarized). " + _fragile_note(summary))
-
-
-def _margins_of(summary: dict) -> dict[str, float]:
-    return summary.get("margins") or read_margins()
-
-
-def _fragile_note(summary: dict) -> str:
-    """What holds of the marks, and nothing more: measured on two CPUs, so "firm" is no promise for a third."""
-    margins = _margins_of(summary)
-    return ("Verdicts marked (fragile) have a 95 % interval within their metric's cross-machine margin of their "
-            "boundary (*within noise*: could reach either side by moving that much) and may change on another CPU; "
-            "each margin is the largest shift of a paired mean measured on that metric between two CPUs running the "
-            "same plan and seeds ("
-            + ", ".join(f"{_METRIC_WORDS.get(k, k)} {v:g} points" for k, v in margins.items())
-            + "; docs/cross-machine-margins.json, and for accuracy issue 32's 1.45); a metric without a measured "
-            "margin is marked neither.")
-
-
-_METRIC_WORDS = {"corrupted": "corrupted accuracy", "clean": "clean accuracy",
-                 "rms_calibration_error": "RMS calibration error (clean)",
-                 "rms_calibration_error_corrupted": "RMS calibration error (corrupted)",
-                 "rms_calibration_error_scaled": "RMS calibration error after scaling",
-                 "flip_probability": "flip probability"}
-
-
-def _ran_on(log: dict) -> list[dict]:
-    """Where the steps that made the numbers ran, as recorded by each step (``ran_on``): one entry
-    per (CPU, torch kernels, threads, torch version) with the steps' count and seconds; steps of a
-    log written before the record count under ``None``."""
-    groups: dict[tuple, dict] = {}
-    for entry in log.get("steps", []):
-        where = entry.get("ran_on") or {}
-        key = tuple(where.get(k) for k in ("cpu_model", "cpu_capability", "torch_threads", "torch"))
-        group = groups.setdefault(key, {"cpu_model": key[0], "cpu_capability": key[1], "torch_threads": key[2],
-                                        "torch": key[3], "steps": 0, "seconds": 0.0})
-        group["steps"] += 1
-        group["seconds"] = round(group["seconds"] + float(entry.get("seconds") or 0), 2)
-    return list(groups.values())
-
-
-def _verdict(diff: dict | None, threshold: float) -> str:
-    """Claimed: difference > threshold.  holds / within noise / fails, by the 95 % interval."""
-    if diff is None or diff["half_width"] is None:
-        return "not enough seeds"
-    lo, hi = diff["mean"] - diff["half_width"], diff["mean"] + diff["half_width"]
-    return "holds" if lo > threshold else "fails" if hi < threshold else "within noise"
-
-
-def _claims(values: dict, methods: list[str]) -> list[dict]:
-    claims = []
-    if "baseline" not in values:  # a plan without a Baseline (the ablation's): NoisyMix against each row
-        if "noisymix" in values:
-            claims += _beats_others(values, methods)
-        return claims
-    base = values["baseline"]
-    for m in (m for m in methods if m != "baseline"):
-        d = paired(values[m]["corrupted"], base["corrupted"])
-        claims.append({"id": f"robust_{m}", "statement": f"{LABELS.get(m, m)} is more robust than Baseline",
-                       "difference": d, "threshold": 0.0, "verdict": _verdict(d, 0.0)})
-        d = paired(values[m]["clean"], base["clean"])
-        claims.append({"id": f"clean_{m}",
-                       "statement": f"{LABELS.get(m, m)} keeps clean accuracy (loses < {CLEAN_TOLERANCE:g} point)",
-                       "difference": d, "threshold": -CLEAN_TOLERANCE, "verdict": _verdict(d, -CLEAN_TOLERANCE)})
-    if "noisymix" in values:
-        # the paper claims an *improvement* in clean accuracy, beside the "keeps it" tested above
-        d = paired(values["noisymix"]["clean"], base["clean"])
-        claims.append({"id": "clean_gain_noisymix", "statement": "NoisyMix improves clean accuracy over Baseline",
-                       "difference": d, "threshold": 0.0, "verdict": _verdict(d, 0.0)})
-        # lower RMS is better: the difference is Baseline's error minus NoisyMix's; on the clean test
-        # images before and after temperature scaling (issue 40), and on the corrupted sets
-        for cid, metric, where in (
-                ("calibrated_clean_noisymix", "rms_calibration_error", "on the clean test images"),
-                ("calibrated_scaled_noisymix", "rms_calibration_error_scaled",
-                 "on the clean test images after temperature scaling"),
-                ("calibrated_noisymix", "rms_calibration_error_corrupted", "under corruption")):
-            if values["noisymix"].get(metric) and base.get(metric):
-                d = paired(base[metric], values["noisymix"][metric])
-                claims.append({"id": cid, "metric": metric,
-                               "statement": f"NoisyMix is better calibrated than Baseline {where} (RMS calibration "
-                                            "error, Baseline's minus NoisyMix's)",
-                               "difference": d, "threshold": 0.0, "verdict": _verdict(d, 0.0)})
-        claims += _beats_others(values, methods)
-        # stability (the paper's CIFAR-P tables): a lower mean flip probability is better, so the
-        # difference is the other method's minus NoisyMix's, in points of probability
-        for m in (m for m in ("baseline", "augmix_jsd", "nfm") if m in methods):
-            if values["noisymix"].get("flip_probability") and values[m].get("flip_probability"):
-                d = paired(values[m]["flip_probability"], values["noisymix"]["flip_probability"])
-                claims.append({"id": f"stable_noisymix_vs_{m}",
-                               "statement": f"NoisyMix flips less than {LABELS.get(m, m)} (mean flip probability on "
-                                            f"the perturbed sequences, {LABELS.get(m, m)}'s minus NoisyMix's)",
-                               "difference": d, "threshold": 0.0, "verdict": _verdict(d, 0.0)})
-    return claims
-
-
-def _beats_others(values: dict, methods: list[str]) -> list[dict]:
-    """NoisyMix more robust than each other method but the Baseline (the paper's ranking; with the
-    ablation plan's rows, tab:ablation's "all components are needed")."""
-    claims = []
-    for m in (m for m in methods if m not in ("baseline", "noisymix")):
-        d = paired(values["noisymix"]["corrupted"], values[m]["corrupted"])
-        claims.append({"id": f"noisymix_beats_{m}", "statement": f"NoisyMix is more robust than {LABELS.get(m, m)}",
-                       "difference": d, "threshold": 0.0, "verdict": _verdict(d, 0.0)})
-    return claims
 
 
 def _theory(path: Path) -> dict | None:
@@ -516,9 +331,9 @@ def render(summary: dict) -> str:
     seeds = len(plan["seeds"])
     n_c = ",".join(str(n) for n in summary["corruptions"]) or "?"
     dirty = "" if not git.get("dirty") else " (working tree had uncommitted changes)"
-    margins = _margins_of(summary)
+    margins = margins_of(summary)
     lines = [opening(summary), "", headline(summary), "",
-             terms({_METRIC_WORDS.get(k, k): v for k, v in margins.items()}), "",
+             terms({METRIC_WORDS.get(k, k): v for k, v in margins.items()}), "",
              f"Generated by `noisymix reproduce --plan {summary.get('plan_name', '?')}` "
              f"({_description(summary)}) from commit `{(git.get('commit') or 'unknown')[:12]}`{dirty}"
              + _duration(summary) + ": "
@@ -555,9 +370,9 @@ def render(summary: dict) -> str:
     if ablation:
         lines += ["", *ablation]
     if summary.get("ran_on") or summary.get("machine"):
-        lines += ["", _made_on(summary)]
+        lines += ["", made_on(summary)]
     elif any(robustness(c, margins=margins) is not None for c in summary["claims"]):
-        lines += ["", _fragile_note(summary)]
+        lines += ["", fragile_note(summary)]
     if summary.get("theory"):
         t = summary["theory"]
         lines += ["", f"Theory (`noisymix verify`): {tally_sentence(t)}"]
@@ -574,52 +389,6 @@ def write_summary(out: str | Path, plan_name: str | None = None) -> dict:
     write_json(out / "summary.json", summary)
     write_text(out / "SUMMARY.md", render(summary))
     return summary
-
-
-FIGURE = re.compile(r"\]\((docs/figures/([\w.-]+\.png))\)")
-
-
-def readme_figures(readme: str) -> list[tuple[str, str]]:
-    """The figures the README shows: (path in the repository, file name the figures step writes)."""
-    return FIGURE.findall(readme)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def update_readme(out: str | Path, root: Path = ROOT) -> None:
-    """Copy ``out``'s summary to ``docs/reproduce-summary.*`` and into the README between the
-    markers, and every figure the README shows from ``out/figures`` to ``docs/figures``, with its
-    sha256 recorded in ``docs/reproduce-summary.json`` (``"figures"``), so that the README's figures
-    are the run's whose numbers it prints (issue 22; ``stale_figures`` checks it)."""
-    out = Path(out)
-    text = (out / "SUMMARY.md").read_text()
-    readme = (root / "README.md").read_text()
-    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), flags=re.S)
-    if not pattern.search(readme):
-        raise ValueError(f"README.md has no {BEGIN} ... {END} markers")
-    record = read_json(out / "summary.json")
-    record["figures"] = {}
-    for path, name in readme_figures(readme):
-        made = out / "figures" / name
-        if not made.is_file():
-            raise ValueError(f"the README shows {path}, but {made} was not written by this run")
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        write_bytes(root / path, made.read_bytes())
-        record["figures"][path] = _sha256(made)
-    write_text(root / "docs" / "reproduce-summary.md", text)
-    write_json(root / "docs" / "reproduce-summary.json", record)
-    write_text(root / "README.md", pattern.sub(lambda _: f"{BEGIN}\n{text}{END}", readme))
-
-
-def stale_figures(root: Path = ROOT) -> list[str]:
-    """The README's figures that are not the ones ``update_readme`` copied with the committed
-    summary (missing from its record, or another file now): empty when all come from its run."""
-    recorded = read_json(root / "docs" / "reproduce-summary.json").get("figures", {})
-    readme = (root / "README.md").read_text()
-    return [path for path, _ in readme_figures(readme)
-            if path not in recorded or not (root / path).is_file() or _sha256(root / path) != recorded[path]]
 
 
 def _summary_at(where: str) -> dict:

@@ -1,0 +1,160 @@
+"""How far a reproduce verdict would move on another CPU (issues 32 and 40): each metric's cross-machine
+margin (the largest shift of a paired mean measured between two CPUs running the same plan and seeds,
+``docs/cross-machine-margins.json``), whether a claim's verdict is *firm* or *fragile* against it, and
+where the steps that made the numbers ran.  Read by ``noisymix_app.reproduce_summary``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from noisymix_infra.io import read_json
+
+__all__ = ["ACCURACY_METRICS", "CROSS_MACHINE_MARGIN", "MARGINS", "METRIC_WORDS", "claim_metric",
+           "cross_machine_margins", "fragile_note", "made_on", "margins_of", "ran_on", "read_margins", "robustness"]
+
+ROOT = Path(__file__).resolve().parents[1]
+MARGINS = ROOT / "docs" / "cross-machine-margins.json"
+
+
+#: points: the largest measured shift of a paired mean between two CPUs running the same code, plan and
+#: seeds.  Source: issue 32, part 6, the laptop plan (9 seeds) on an AMD EPYC (README) and an Intel Xeon
+#: (AVX-512) machine: "NoisyMix is more robust than AugMix" +0.4 on AMD EPYC vs -1.05 on Intel Xeon, a
+#: shift of 1.45 points ("AugMix keeps clean accuracy" moved -0.0 -> +0.6).  Measured on two machines
+#: only: a third may move further, so a *firm* verdict is one no measured shift would change, not a promise.
+CROSS_MACHINE_MARGIN = 1.45
+
+
+#: the metrics whose margin is at least the issue-32 shift above (it was measured on accuracy)
+ACCURACY_METRICS = ("corrupted", "clean")
+
+
+#: each claim's metric, by its id's prefix (issue 40: each metric's margin measured on that metric)
+_CLAIM_METRICS = (("robust_", "corrupted"), ("noisymix_beats_", "corrupted"), ("clean_", "clean"),
+                  ("calibrated_clean_", "rms_calibration_error"),
+                  ("calibrated_scaled_", "rms_calibration_error_scaled"),
+                  ("calibrated_", "rms_calibration_error_corrupted"), ("stable_", "flip_probability"))
+
+
+def claim_metric(claim: dict) -> str | None:
+    """The metric a claim's difference is of (``None``: a claim this module did not make)."""
+    if claim.get("metric"):
+        return claim["metric"]
+    cid = claim.get("id") or ""
+    return next((metric for prefix, metric in _CLAIM_METRICS if cid.startswith(prefix)), None)
+
+
+def read_margins(path: Path = MARGINS) -> dict[str, float]:
+    """Each metric's cross-machine margin in points: the largest shift of a paired mean measured on
+    that metric between two CPUs (``cross_machine_margins``, written to docs/cross-machine-margins.json
+    by ``python -m noisymix_app.reproduce_summary --margins A.json B.json``); the accuracy metrics at
+    least ``CROSS_MACHINE_MARGIN`` (issue 32's measurement, on accuracy).  A metric never measured
+    across machines has no margin (its verdicts are marked neither firm nor fragile)."""
+    measured = read_json(path).get("margins", {}) if path.is_file() else {}
+    margins = {k: float(v) for k, v in measured.items()}
+    for metric in ACCURACY_METRICS:
+        margins[metric] = max(margins.get(metric, 0.0), CROSS_MACHINE_MARGIN)
+    return dict(sorted(margins.items()))
+
+
+def cross_machine_margins(summaries: list[dict]) -> dict:
+    """Per metric, the largest shift of a paired mean between two of ``summaries`` made with the same
+    plan on different CPUs (claims matched by id, each claim's metric by ``claim_metric``)."""
+    margins: dict[str, float] = {}
+    pairs = []
+    for i, a in enumerate(summaries):
+        for b in summaries[i + 1:]:
+            if json.dumps(a["plan"], sort_keys=True) != json.dumps(b["plan"], sort_keys=True):
+                continue
+            if (a.get("machine") or {}).get("cpu_model") == (b.get("machine") or {}).get("cpu_model"):
+                continue
+            pairs.append([(s.get("git") or {}).get("commit"), (s.get("machine") or {}).get("cpu_model")]
+                         for s in (a, b))
+            theirs = {c["id"]: c for c in b["claims"] if c.get("difference")}
+            for claim in a["claims"]:
+                other = theirs.get(claim["id"])
+                metric = claim_metric(claim)
+                if not claim.get("difference") or other is None or metric is None:
+                    continue
+                shift = abs(claim["difference"]["mean"] - other["difference"]["mean"])
+                margins[metric] = round(max(margins.get(metric, 0.0), shift), 3)
+    return {"margins": dict(sorted(margins.items())), "pairs": [list(p) for p in pairs]}
+
+
+def robustness(claim: dict, margin: float | None = None,
+               margins: dict[str, float] | None = None) -> bool | None:
+    """Whether a claim's verdict is *firm* (True) or *fragile* (False) on another CPU: the distance between its
+    95 % interval and the claim's boundary, against ``margin`` (the largest shift of a paired mean measured
+    between two machines; by default the claim's metric's, ``read_margins``). *holds*: how far the interval's
+    low end clears the boundary; *fails*: how far its high end stays below it; *within noise*: how far the
+    interval reaches beyond the boundary on its nearer side, so it is firm only when a shift of the mean by
+    ``margin`` could reach neither side (neither *holds* nor *fails*). Firm when that distance exceeds
+    ``margin``. None: no interval to judge (one seed), or no margin measured on the metric."""
+    d = claim.get("difference")
+    if not d or d.get("half_width") is None:
+        return None
+    if margin is None:
+        metric = claim_metric(claim)
+        table = read_margins() if margins is None else margins
+        margin = CROSS_MACHINE_MARGIN if metric is None else table.get(metric)
+        if margin is None:
+            return None
+    lo, hi, boundary = d["mean"] - d["half_width"], d["mean"] + d["half_width"], claim["threshold"]
+    verdict = claim["verdict"]
+    distance = (lo - boundary if verdict == "holds" else boundary - hi if verdict == "fails"
+                else min(hi - boundary, boundary - lo))
+    return distance > margin
+
+
+def made_on(summary: dict) -> str:
+    """Where the steps that made the numbers ran (each step's own record; issue 32: a resumed
+    invocation described itself), and what holds of the verdicts on another CPU."""
+    v = (summary.get("machine") or {}).get("versions") or {}
+    places = []
+    for where in summary.get("ran_on") or []:
+        if where.get("cpu_model") is None and where.get("torch_threads") is None:
+            places.append(f"{where['steps']} step(s) ran before machines were recorded")
+            continue
+        places.append(f"{where['steps']} step(s) ({where['seconds'] / 60:.1f} min) on {where['cpu_model']} "
+                      f"(torch's CPU kernels: {where['cpu_capability']}) with {where['torch_threads']} torch "
+                      f"thread(s), torch {where['torch']}")
+    return ("Made on: " + ("; ".join(places) or "not recorded")
+            + f" (numpy {v.get('numpy')}, Python {v.get('python')} when summarized). " + fragile_note(summary))
+
+
+def margins_of(summary: dict) -> dict[str, float]:
+    return summary.get("margins") or read_margins()
+
+
+def fragile_note(summary: dict) -> str:
+    """What holds of the marks, and nothing more: measured on two CPUs, so "firm" is no promise for a third."""
+    margins = margins_of(summary)
+    return ("Verdicts marked (fragile) have a 95 % interval within their metric's cross-machine margin of their "
+            "boundary (*within noise*: could reach either side by moving that much) and may change on another CPU; "
+            "each margin is the largest shift of a paired mean measured on that metric between two CPUs running the "
+            "same plan and seeds ("
+            + ", ".join(f"{METRIC_WORDS.get(k, k)} {v:g} points" for k, v in margins.items())
+            + "; docs/cross-machine-margins.json, and for accuracy issue 32's 1.45); a metric without a measured "
+            "margin is marked neither.")
+
+
+METRIC_WORDS = {"corrupted": "corrupted accuracy", "clean": "clean accuracy",
+                 "rms_calibration_error": "RMS calibration error (clean)",
+                 "rms_calibration_error_corrupted": "RMS calibration error (corrupted)",
+                 "rms_calibration_error_scaled": "RMS calibration error after scaling",
+                 "flip_probability": "flip probability"}
+
+
+def ran_on(log: dict) -> list[dict]:
+    """Where the steps that made the numbers ran, as recorded by each step (``ran_on``): one entry
+    per (CPU, torch kernels, threads, torch version) with the steps' count and seconds; steps of a
+    log written before the record count under ``None``."""
+    groups: dict[tuple, dict] = {}
+    for entry in log.get("steps", []):
+        where = entry.get("ran_on") or {}
+        key = tuple(where.get(k) for k in ("cpu_model", "cpu_capability", "torch_threads", "torch"))
+        group = groups.setdefault(key, {"cpu_model": key[0], "cpu_capability": key[1], "torch_threads": key[2],
+                                        "torch": key[3], "steps": 0, "seconds": 0.0})
+        group["steps"] += 1
+        group["seconds"] = round(group["seconds"] + float(entry.get("seconds") or 0), 2)
+    return list(groups.values())

@@ -1,0 +1,64 @@
+"""The README's copy of the main job's summary: ``update_readme`` writes the summary between the markers
+``<!-- reproduce-summary:begin -->`` and ``<!-- reproduce-summary:end -->``, to ``docs/reproduce-summary.*``
+and copies the figures the README shows to ``docs/figures`` with their sha256; ``stale_figures`` checks
+them (``tests/test_readme.py``)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from noisymix_infra.io import read_json, write_bytes, write_json, write_text
+
+__all__ = ["BEGIN", "END", "FIGURE", "readme_figures", "stale_figures", "update_readme"]
+
+ROOT = Path(__file__).resolve().parents[1]
+BEGIN = "<!-- reproduce-summary:begin -->"
+END = "<!-- reproduce-summary:end -->"
+
+
+FIGURE = re.compile(r"\]\((docs/figures/([\w.-]+\.png))\)")
+
+
+def readme_figures(readme: str) -> list[tuple[str, str]]:
+    """The figures the README shows: (path in the repository, file name the figures step writes)."""
+    return FIGURE.findall(readme)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def update_readme(out: str | Path, root: Path = ROOT) -> None:
+    """Copy ``out``'s summary to ``docs/reproduce-summary.*`` and into the README between the
+    markers, and every figure the README shows from ``out/figures`` to ``docs/figures``, with its
+    sha256 recorded in ``docs/reproduce-summary.json`` (``"figures"``), so that the README's figures
+    are the run's whose numbers it prints (issue 22; ``stale_figures`` checks it)."""
+    out = Path(out)
+    text = (out / "SUMMARY.md").read_text()
+    readme = (root / "README.md").read_text()
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), flags=re.S)
+    if not pattern.search(readme):
+        raise ValueError(f"README.md has no {BEGIN} ... {END} markers")
+    record = read_json(out / "summary.json")
+    record["figures"] = {}
+    for path, name in readme_figures(readme):
+        made = out / "figures" / name
+        if not made.is_file():
+            raise ValueError(f"the README shows {path}, but {made} was not written by this run")
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        write_bytes(root / path, made.read_bytes())
+        record["figures"][path] = _sha256(made)
+    write_text(root / "docs" / "reproduce-summary.md", text)
+    write_json(root / "docs" / "reproduce-summary.json", record)
+    write_text(root / "README.md", pattern.sub(lambda _: f"{BEGIN}\n{text}{END}", readme))
+
+
+def stale_figures(root: Path = ROOT) -> list[str]:
+    """The README's figures that are not the ones ``update_readme`` copied with the committed
+    summary (missing from its record, or another file now): empty when all come from its run."""
+    recorded = read_json(root / "docs" / "reproduce-summary.json").get("figures", {})
+    readme = (root / "README.md").read_text()
+    return [path for path, _ in readme_figures(readme)
+            if path not in recorded or not (root / path).is_file() or _sha256(root / path) != recorded[path]]
