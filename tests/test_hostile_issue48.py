@@ -1,0 +1,301 @@
+"""Issue 48, a hostile campaign against the surfaces added in the wave before it (``evaluate
+--model``, the Python API, ``reproduce --set``, the sweep's workers): every case is a one-line
+refusal naming what was wrong (exit status 2 at the command line, a ``ValueError`` or ``TypeError``
+in the API) or correct behaviour, and a refused command leaves nothing it made behind."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from fullscale.api import NoisyMix, benchmark
+from fullscale.data import load_dataset
+from noisymix_app.cli import main
+from noisymix_infra.io import save_torch
+
+COUNT = 20  # test images in the little -C set
+
+FACTORIES = '''
+import sys
+
+import torch
+from torch import nn
+
+
+class Pooled(nn.Module):
+    """Mean colour -> ``classes`` logits: enough of a model to be scored."""
+
+    def __init__(self, classes):
+        super().__init__()
+        self.head = nn.Linear(3, classes)
+
+    def forward(self, x):
+        return self.head(x.mean((2, 3)))
+
+
+class Pair(Pooled):
+    def forward(self, x):
+        return super().forward(x), x
+
+
+def ten():
+    return Pooled(10)
+
+
+def five():
+    return Pooled(5)
+
+
+def thousand():
+    return Pooled(1000)
+
+
+def pair():
+    return Pair(10)
+
+
+def exits_0():
+    sys.exit(0)
+
+
+def exits_3():
+    sys.exit(3)
+
+
+def two_lines():
+    raise RuntimeError("the first line says what\\nthe second line says more")
+'''
+
+
+@pytest.fixture()
+def user_code(tmp_path, monkeypatch):
+    """``user_models_48``, a module of factories on the import path for the test."""
+    folder = tmp_path / "code"
+    folder.mkdir()
+    (folder / "user_models_48.py").write_text(FACTORIES)
+    # (not syspath_prepend: it imports pkg_resources, which some environments lack)
+    monkeypatch.setattr(sys, "path", [str(folder), *sys.path])
+    importlib.invalidate_caches()
+    yield "user_models_48"
+    sys.modules.pop("user_models_48", None)
+
+
+@pytest.fixture(scope="module")
+def digits16_c(tmp_path_factory):
+    """A -C set of the 16x16 digits with one corruption (evaluated with --partial)."""
+    root = tmp_path_factory.mktemp("digits16-c")
+    test = load_dataset("digits16", "test")
+    images = test.images[:COUNT].permute(0, 2, 3, 1).numpy()
+    np.save(root / "gaussian_noise.npy", np.concatenate([images] * 5))
+    np.save(root / "labels.npy", np.asarray(test.labels[:COUNT], dtype=np.int64))
+    return root
+
+
+@pytest.fixture()
+def weights(tmp_path):
+    """A state dict file for each factory of ``FACTORIES`` that has weights (same seed)."""
+    def write(classes: int) -> str:
+        torch.manual_seed(0)
+        path = tmp_path / f"pooled{classes}.pt"
+        save_torch(path, {"head.weight": torch.randn(classes, 3), "head.bias": torch.zeros(classes)})
+        return str(path)
+    return write
+
+
+def _evaluate(file, spec, out, data_root, *extra):
+    return main(["evaluate", str(file), "--model", spec, "--out", str(out), "--suite", "digits16-c",
+                 "--data-root", str(data_root), "--partial", "--device", "cpu", *extra])
+
+
+# --- 1. silently wrong ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("factory", "classes"), [("five", 5), ("thousand", 1000)])
+def test_a_model_of_another_width_than_the_classes_is_refused(user_code, digits16_c, weights, tmp_path,
+                                                              one_line_error, factory, classes):
+    out = tmp_path / "out"
+    assert _evaluate(weights(classes), f"{user_code}:{factory}", out, digits16_c) == 2
+    line = one_line_error()
+    assert f"the model gives {classes} outputs per image, the data set has 10 classes" in line
+    assert not out.exists()  # made by the refused command: removed again
+
+
+@pytest.mark.parametrize("classes", [5, 1000])
+def test_benchmark_refuses_a_model_of_another_width(user_code, digits16_c, tmp_path, classes):
+    module = importlib.import_module(user_code)
+    with pytest.raises(ValueError, match=f"gives {classes} outputs per image, the data set has 10 classes"):
+        benchmark(module.Pooled(classes), "digits16-c", digits16_c, out=tmp_path / "out",
+                  options=_partial())
+    assert not (tmp_path / "out").exists()
+
+
+def _partial():
+    from fullscale.evaluation import EvalOptions
+
+    return EvalOptions(partial=True)
+
+
+def test_a_model_of_the_right_width_is_scored(user_code, digits16_c, weights, tmp_path, capsys):
+    """The probe refuses only what is wrong: the 10-way model is evaluated as before."""
+    assert _evaluate(weights(10), f"{user_code}:ten", tmp_path / "out", digits16_c) == 0
+    assert (tmp_path / "out" / "eval" / "digits16-c.json").is_file()
+
+
+def test_an_image_list_without_the_robustbench_protocol_is_refused(user_code, digits16_c, weights, tmp_path,
+                                                                    one_line_error):
+    listing = tmp_path / "ids.txt"
+    listing.write_text("n01440764/ILSVRC2012_val_00000293.JPEG\n")
+    out = tmp_path / "out"
+    assert _evaluate(weights(10), f"{user_code}:ten", out, digits16_c, "--image-list", str(listing)) == 2
+    assert "--image-list is for --protocol robustbench" in one_line_error()
+    assert not out.exists()
+    # under robustbench on a suite that lists no images (CIFAR-10-C: all of them) it is refused too
+    with pytest.raises(ValueError, match="--image-list names ImageNet images"):
+        from fullscale.evaluation.robustbench import check_protocol
+
+        check_protocol("cifar10-c", "robustbench", str(listing), imagenet=False)
+
+
+# --- 3. tracebacks instead of one line ------------------------------------------------------------------------
+
+
+def test_evaluate_a_model_whose_forward_returns_a_tuple_is_one_line(user_code, digits16_c, weights, tmp_path,
+                                                                     one_line_error):
+    assert _evaluate(weights(10), f"{user_code}:pair", tmp_path / "out", digits16_c) == 2
+    assert "the model's forward returns tuple, not a tensor of logits" in one_line_error()
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(torch.cuda.device_count() > 7, reason="a machine with an 8th GPU can use cuda:7")
+def test_benchmark_on_a_device_this_machine_lacks_is_one_line(user_code, digits16_c, tmp_path):
+    module = importlib.import_module(user_code)
+    with pytest.raises(ValueError, match=r"^device 'cuda:7' is not usable here \(.*\); use cpu or cuda\[:N\]$"):
+        benchmark(module.Pooled(10), "digits16-c", digits16_c, out=tmp_path / "out", device="cuda:7")
+    assert not (tmp_path / "out").exists()
+
+
+def _tiny() -> nn.Module:
+    return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Linear(4, 10))
+
+
+class _Returns(nn.Module):
+    def __init__(self, wrap):
+        super().__init__()
+        self.net, self.wrap = _tiny(), wrap
+
+    def forward(self, x):
+        return self.wrap(self.net(x))
+
+
+_X = torch.randint(0, 256, (8, 3, 16, 16), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+_Y = torch.arange(8) % 10
+
+
+def _loss(model=None, classes=10, generator="default", x=_X, y=_Y):
+    generator = torch.Generator().manual_seed(0) if generator == "default" else generator
+    model = _tiny() if model is None else model
+    return NoisyMix(model, classes, generator=generator, stages=("input",)).loss(x, y)
+
+
+@pytest.mark.parametrize(("call", "error", "says"), [
+    (lambda: _loss(_Returns(lambda z: (z, z))), ValueError, "forward returns tuple, not a tensor of logits"),
+    (lambda: _loss(_Returns(lambda z: {"logits": z})), ValueError, "forward returns dict, not a tensor of logits"),
+    (lambda: _loss(generator=None), TypeError, "generator must be a torch.Generator .* got NoneType"),
+    (lambda: _loss(generator=42), TypeError, "generator must be a torch.Generator .* got int"),
+    (lambda: _loss(generator=np.random.default_rng(0)), TypeError, "got numpy.random.*Generator"),
+    (lambda: _loss(x=_X[:0], y=_Y[:0]), ValueError, "empty batch"),
+    (lambda: _loss(y=_Y[:5]), ValueError, "one label per image: 8 images, labels of shape \\(5,\\)"),
+    (lambda: _loss(classes=0), ValueError, "num_classes must be >= 2.* got 0"),
+    (lambda: _loss(classes=-1), ValueError, "num_classes must be >= 2.* got -1"),
+    (lambda: _loss(classes=10.7), TypeError, "num_classes must be a whole number >= 2, got 10.7"),
+    (lambda: _loss(y=_Y.to(torch.uint8)), TypeError, "class indices as int64 .* got torch.uint8"),
+    (lambda: _loss(model=lambda x: x.mean((2, 3))), TypeError, "model must be a torch nn.Module .* got function"),
+    (lambda: _loss(x=_X.float() / 255), TypeError, "x_u8 must be a uint8 image batch .* got torch.float32"),
+    (lambda: _loss(_Returns(lambda z: z[:, :5])), ValueError,
+     r"logits of shape \(24, 5\) for 24 images; expected \(24, 10\)"),  # 3 views of 8
+], ids=["tuple", "dict", "generator None", "generator 42", "numpy generator", "batch of 0", "labels length",
+        "classes 0", "classes -1", "classes 10.7", "uint8 labels", "function", "float input", "narrow logits"])
+def test_the_api_loss_refuses_bad_input_in_one_line(call, error, says):
+    with pytest.raises(error, match=says) as refused:
+        call()
+    assert "\n" not in str(refused.value)
+
+
+def test_the_api_loss_still_takes_what_it_took():
+    """The checks add no draw: two equal calls give equal losses, and int32 labels and a numpy
+    integer class count are taken as before."""
+    model = _tiny()
+    first = _loss(model)
+    assert torch.equal(first, _loss(model))
+    assert torch.equal(first, _loss(model, y=_Y.to(torch.int32), classes=np.int64(10)))
+
+
+# --- 4. other ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("factory", "code"), [("exits_0", "0"), ("exits_3", "3")])
+def test_a_factory_that_calls_sys_exit_is_a_refusal(user_code, digits16_c, weights, tmp_path, one_line_error,
+                                                    factory, code):
+    assert _evaluate(weights(10), f"{user_code}:{factory}", tmp_path / "out", digits16_c) == 2
+    assert f"the factory called sys.exit({code}) instead of returning a model" in one_line_error()
+
+
+def test_a_factorys_error_of_two_lines_keeps_both(user_code, digits16_c, weights, tmp_path, one_line_error):
+    assert _evaluate(weights(10), f"{user_code}:two_lines", tmp_path / "out", digits16_c) == 2
+    assert "RuntimeError: the first line says what the second line says more" in one_line_error()
+
+
+def test_a_factory_file_in_the_current_folder_gets_the_pythonpath_hint(digits16_c, weights, tmp_path, monkeypatch,
+                                                                       one_line_error):
+    (tmp_path / "mine_48.py").write_text(FACTORIES)
+    monkeypatch.chdir(tmp_path)
+    assert _evaluate(weights(10), "mine_48:ten", tmp_path / "out", digits16_c) == 2
+    line = one_line_error()
+    assert "No module named 'mine_48'" in line and "run with PYTHONPATH=." in line
+    assert _evaluate(weights(10), "nowhere_48.sub:ten", tmp_path / "out", digits16_c) == 2
+    assert "is the folder holding nowhere_48 on PYTHONPATH?" in one_line_error()
+
+
+def test_benchmark_gives_the_model_back_in_its_own_mode(user_code, digits16_c, tmp_path):
+    module = importlib.import_module(user_code)
+    model = nn.Sequential(module.Pooled(10), nn.Dropout(0.0))
+    model.train()
+    model[1].eval()  # a mixed state, as a user's frozen part would be
+    benchmark(model, "digits16-c", digits16_c, out=tmp_path / "out", options=_partial())
+    assert model.training and model[0].training and not model[1].training
+    model.eval()
+    benchmark(model, "digits16-c", digits16_c, out=tmp_path / "out2", options=_partial())
+    assert not any(m.training for m in model.modules())
+
+
+def test_a_long_line_in_an_image_list_is_cut_in_the_error(tmp_path, one_line_error):
+    listing = tmp_path / "ids.txt"
+    listing.write_text("x" * 100_000 + "\n")
+    assert main(["evaluate", str(tmp_path / "w.pt"), "--model", "resnet50", "--out", str(tmp_path / "out"),
+                 "--suite", "imagenet-c", "--data-root", str(tmp_path), "--protocol", "robustbench",
+                 "--image-list", str(listing), "--device", "cpu"]) == 2
+    line = one_line_error()
+    assert "(100000 characters)" in line and len(line) < 300
+
+
+def test_a_refused_evaluate_removes_the_folder_it_made_and_keeps_a_users(user_code, weights, tmp_path,
+                                                                       one_line_error):
+    """``--suite clean`` of a bare model needs the ImageNet folders: refused inside the lock."""
+    def refused(out):
+        assert main(["evaluate", weights(1000), "--model", f"{user_code}:thousand", "--out", str(out),
+                     "--suite", "clean", "--device", "cpu"]) == 2
+        assert "needs --data-root" in one_line_error()
+
+    refused(tmp_path / "new" / "out")
+    assert not (tmp_path / "new" / "out").exists()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    refused(mine)
+    assert (mine / "notes.txt").read_text() == "mine"
