@@ -299,3 +299,148 @@ def test_a_refused_evaluate_removes_the_folder_it_made_and_keeps_a_users(user_co
     (mine / "notes.txt").write_text("mine")
     refused(mine)
     assert (mine / "notes.txt").read_text() == "mine"
+
+
+# --- 2. a stray process -----------------------------------------------------------------------------------------
+
+CHILD = '''
+import os
+import sys
+import time
+from pathlib import Path
+
+from noisymix_infra.workers import exit_with_parent, watch_parent
+
+
+def child(parent, kernel, ready):
+    if kernel:
+        exit_with_parent(parent)
+    watch_parent(parent, 0.2)
+    Path(ready, str(os.getpid())).touch()
+    time.sleep(120)
+'''
+
+PARENT = '''
+import multiprocessing, os, sys, time
+from pathlib import Path
+
+folder, kernel = sys.argv[1], sys.argv[2] == "1"
+sys.path.insert(0, folder)
+import child_48
+
+ready = Path(folder, "ready")
+ready.mkdir()
+context = multiprocessing.get_context("spawn")
+processes = [context.Process(target=child_48.child, args=(os.getpid(), kernel, str(ready))) for _ in range(2)]
+for process in processes:
+    process.start()
+while len(list(ready.iterdir())) < 2:
+    time.sleep(0.05)
+children = []
+for entry in Path("/proc").iterdir():
+    try:
+        if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid():
+            children.append(entry.name)
+    except OSError:
+        pass
+print(" ".join(children), flush=True)
+time.sleep(120)
+'''
+
+
+def _alive(pid: str) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for a reaper does not)."""
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _kill_parent_and_wait(script: str, *args: str, within: float = 10.0) -> list[str]:
+    """Start ``script`` (which prints its children's pids), kill -9 it, and return the children
+    still alive ``within`` seconds later."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    parent = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        children = parent.stdout.readline().split()
+        assert len(children) >= 2, children
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(10)
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline and any(_alive(pid) for pid in children):
+            time.sleep(0.1)
+        alive = [pid for pid in children if _alive(pid)]
+    finally:
+        for pid in children if "children" in locals() else []:
+            if _alive(pid):
+                os.kill(int(pid), signal.SIGKILL)
+    return alive
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("kernel", ["1", "0"], ids=["prctl and watchdog", "watchdog alone"])
+def test_workers_end_with_their_parent_killed_by_sigkill(tmp_path, kernel):
+    """Each of the two spawned workers, and the resource tracker beside them if one was started,
+    is gone within seconds of a kill -9 of the process that started them: by the kernel's signal
+    (Linux) or by the watchdog thread alone (the fallback elsewhere)."""
+    (tmp_path / "child_48.py").write_text(CHILD)
+    assert _kill_parent_and_wait(PARENT, str(tmp_path), kernel) == []
+
+
+def _children(pid: int) -> dict[str, str]:
+    """{pid: command line} of the processes whose parent is ``pid``."""
+    from pathlib import Path
+
+    found = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found[entry.name] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_reproduce_workers_end_with_a_parent_killed_by_sigkill(tmp_path):
+    """The campaign's case itself: ``noisymix reproduce --plan quick --set workers=2``, kill -9 as the
+    sweep's two workers run: they and the resource tracker are gone within seconds."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    parent = subprocess.Popen([sys.executable, "-m", "noisymix_app.cli", "reproduce", "--plan", "quick",
+                               "--set", "workers=2", "--out", str(tmp_path / "out")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    children: dict[str, str] = {}
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and parent.poll() is None:
+            children = _children(parent.pid)
+            if sum("multiprocessing" in line and "resource_tracker" not in line for line in children.values()) >= 2:
+                break
+            time.sleep(0.2)
+        workers = [p for p, line in children.items() if "multiprocessing" in line]
+        assert len(workers) >= 2, f"the sweep's workers never started: {children}"
+        time.sleep(1.0)  # the workers past their start, into the run
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(p) for p in workers):
+            time.sleep(0.1)
+        assert [p for p in workers if _alive(p)] == []
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        for pid in children:
+            if _alive(pid):
+                os.kill(int(pid), signal.SIGKILL)
