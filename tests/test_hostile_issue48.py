@@ -444,3 +444,60 @@ def test_reproduce_workers_end_with_a_parent_killed_by_sigkill(tmp_path):
         for pid in children:
             if _alive(pid):
                 os.kill(int(pid), signal.SIGKILL)
+
+
+# --- 4. reproduce: the whole plan checked before any step ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("setting", "says"), [
+    (["methods=bogus"], "plan field methods: unknown method 'bogus'"),
+    (["perturbed_methods=bogus"], "plan field perturbed_methods: unknown method 'bogus'"),
+    (["corruptions=bogus"], "plan field corruptions: unknown corruptions ['bogus']"),
+    (["perturbations=bogus"], "plan field perturbations: unknown perturbations ['bogus']"),
+    (["eval_suites=bogus"], "plan field eval_suites: unknown suite 'bogus'"),
+    (["corrupted_suite=bogus"], "plan field corrupted_suite: unknown suite 'bogus'"),
+    (["dataset=cifar10"], "plan field dataset=cifar10 needs --data-root DIR"),
+    (["dataset=mnist"], "plan field dataset: unknown data set 'mnist'"),
+    (["model=nonet"], "plan field model: unknown model 'nonet'"),
+    (["toy_seeds=-1"], "plan field toy_seeds must be >= 1, got -1"),
+    (["toy_epochs=0"], "plan field toy_epochs must be >= 1, got 0"),
+    (["theory_points=0"], "plan field theory_points must be >= 3, got 0"),
+    (["perturbed_limit=-5"], "plan field perturbed_limit must be >= 0 (0: every test image), got -5"),
+    (["train_overrides=nope=1"], "the trainer refuses run baseline-seed0 (train_overrides nope=1): unknown config key"),
+    (["train_overrides=batch_size=x"], "batch_size must be an integer, got 'x'"),
+    (["seeds=99999999999999999999"], "seed=99999999999999999999 is out of range"),
+    (["members=5", "workers=2"], "members=5 stacks more seeds than the plan has (1)"),
+    (["seeds=0,1", "members=2", "workers=2"], "members=2 trains seeds as one model in one process: it needs workers=1"),
+    (["seeds=0,1", "members=2", "workers=0"], "it needs workers=1, got workers=0"),
+])
+def test_reproduce_checks_the_whole_plan_before_any_step(tmp_path, one_line_error, setting, says):
+    out = tmp_path / "out"
+    assert main(["reproduce", "--plan", "quick", "--out", str(out),
+                 *[a for s in setting for a in ("--set", s)]]) == 2
+    assert says in one_line_error()
+    assert not out.exists()  # refused before the folder was claimed: no step ran
+
+
+def test_check_plan_takes_every_named_plan_and_the_library_door_checks_too(tmp_path):
+    import dataclasses
+
+    from noisymix_app.plan_check import check_plan
+    from noisymix_app.plans import PLANS
+    from noisymix_app.reproduce import reproduce
+
+    for plan in PLANS.values():
+        check_plan(plan, data_root="/cifar" if plan.needs_data_root else None)
+    with pytest.raises(ValueError, match="plan field toy_seeds"):
+        reproduce(dataclasses.replace(PLANS["quick"], toy_seeds=0), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_seeds_setting_of_one_number_is_one_seed_of_that_number():
+    """``seeds=100000`` is the plan of the one seed 100000 (the dialect's tuple of one, as
+    ``seeds=0,1`` is two seeds), within the trainer's range: the run is ``baseline-seed100000``."""
+    from noisymix_app.plan_check import check_plan
+    from noisymix_app.reproduce import resolve_plan
+
+    plan, name = resolve_plan("quick", ["seeds=100000"])
+    assert plan.seeds == (100000,) and name == "quick --set seeds=100000"
+    check_plan(plan)
