@@ -501,3 +501,44 @@ def test_a_seeds_setting_of_one_number_is_one_seed_of_that_number():
     plan, name = resolve_plan("quick", ["seeds=100000"])
     assert plan.seeds == (100000,) and name == "quick --set seeds=100000"
     check_plan(plan)
+
+
+def test_update_readme_refuses_the_smoke_plan(tmp_path, one_line_error):
+    """Probed: ``--plan quick --update-readme --fresh`` ran and replaced the README's summary and
+    figures with a smoke run's meaningless numbers (``--fresh`` itself changes nothing there)."""
+    from noisymix_app.reproduce_summary import ROOT
+
+    readme = (ROOT / "README.md").read_bytes()
+    out = tmp_path / "out"
+    assert main(["reproduce", "--plan", "quick", "--out", str(out), "--update-readme", "--fresh"]) == 2
+    assert "the quick plan is a smoke run whose numbers are meaningless" in one_line_error()
+    assert not out.exists() and (ROOT / "README.md").read_bytes() == readme
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_puzzle_mix_helper_falls_back_to_the_same_masks(recwarn):
+    """Probed: a graph-cut helper killed between batches (or mid-batch, by hand) costs one warning
+    and the in-thread cut, with the same masks; no helper is left behind."""
+    import os
+    import signal
+
+    from fullscale import puzzlemix
+
+    try:
+        puzzlemix._gco()
+    except (ImportError, ValueError):
+        pytest.skip("pyGCO (gco-wrapper) is not installed")
+    rng = np.random.default_rng(0)
+    unary, edge_x, edge_y = rng.random((12, 8, 8, 3)), rng.random((12, 7, 8)), rng.random((12, 8, 7))
+    alone = puzzlemix.solve_masks(unary, edge_x, edge_y, workers=1)
+    assert np.array_equal(puzzlemix.solve_masks(unary, edge_x, edge_y, workers=3), alone)
+    helpers = [pid for pid, line in _children(os.getpid()).items() if "puzzlemix" in line and "cuts" in line]
+    if not helpers:
+        pytest.skip("the helpers had failed before this test (cutting in-thread already)")
+    os.kill(int(helpers[0]), signal.SIGKILL)
+    try:
+        assert np.array_equal(puzzlemix.solve_masks(unary, edge_x, edge_y, workers=3), alone)
+        assert any("graph-cut helper process failed" in str(w.message) for w in recwarn)
+        assert not [p for p in helpers if _alive(p)]
+    finally:
+        puzzlemix._HELPERS_FAILED = False  # the next test's cuts may use helpers again
