@@ -491,13 +491,13 @@ def run(args: argparse.Namespace) -> int:
     plan, name = resolve_plan(args.plan, args.overrides)  # a bad key or value: one line, nothing written
     check_plan(plan, args.data_root)  # a field a step would refuse: now, not 6-14 s in (issue 48)
     if args.update_readme:
-        if args.plan == "quick":  # issue 48: it replaced the README's summary with a smoke run's, without a word
-            raise ValueError("--update-readme puts the plan's summary into the README; the quick plan is a smoke "
-                             "run whose numbers are meaningless: run it without --update-readme")
         if name != args.plan:
             raise ValueError(f"--update-readme puts the {args.plan} plan's summary into the README; "
                              "run it without --set")
         check_git_checkout()  # before hours of work, not after
+        if args.plan == "quick":  # issue 48: it replaced the README's summary with a smoke run's, without a word
+            raise ValueError("--update-readme puts the plan's summary into the README; the quick plan is a smoke "
+                             "run whose numbers are meaningless: run it without --update-readme")
     # one job per folder: a second `reproduce` on it is one line at once, not "failed: None" later
     _claim(Path(args.out))  # before the lock writes into it: not a run's or a -C set's folder
     with directory_lock(args.out, "reproducing"):

@@ -542,3 +542,28 @@ def test_a_killed_puzzle_mix_helper_falls_back_to_the_same_masks(recwarn):
         assert not [p for p in helpers if _alive(p)]
     finally:
         puzzlemix._HELPERS_FAILED = False  # the next test's cuts may use helpers again
+
+
+@pytest.mark.parametrize("argv", [
+    ["reproduce", "--plan", "quick", "--out", "{tmp}/rr", "--set", "methods={long}"],
+    ["reproduce", "--plan", "quick", "--out", "{tmp}/rr", "--set", "{long}=1"],
+    ["corrupt", "--dataset", "digits16", "--kind", "c", "--out", "{tmp}/cc", "--corruptions", "{long}"],
+    ["evaluate", "{tmp}/w.pt", "--model", "{long}:x", "--suite", "digits16-c", "--out", "{tmp}/oo"],
+    ["evaluate", "{tmp}/w.pt", "--model", "resnet18", "--suite", "digits16-c", "--out", "{tmp}/oo",
+     "--epsilons", "{long}"],
+], ids=["--set value", "--set key", "--corruptions", "--model", "--epsilons"])
+def test_a_value_of_100000_characters_is_cut_in_the_error_line(tmp_path, one_line_error, argv):
+    """Any command: the user's long word is quoted by its start and its length, the line stays short."""
+    long = "x" * 100_000
+    assert main([a.format(tmp=tmp_path, long=long) for a in argv]) == 2
+    line = one_line_error()
+    assert len(line) < 500 and "...(100" in line, line[:600]
+
+
+def test_a_long_error_keeps_our_words_and_the_quote_around_the_users():
+    from noisymix_app.cli import _bounded
+
+    listing = ", ".join(f"name{i}" for i in range(300))  # ours: many short words, kept whole
+    assert _bounded(f"unknown 'x'; known: {listing}") == f"unknown 'x'; known: {listing}"
+    assert _bounded("unknown '" + "y" * 500 + "'; known: a, b") == \
+        "unknown '" + "y" * 99 + "...(501 characters)'; known: a, b"  # the opening quote and 500
