@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -82,6 +83,27 @@ def _continue_hint(command: str, argv: list[str]) -> str:
     return "nothing was kept"
 
 
+#: an error line's words longer than this are the user's own text (a value, a name, a line of a
+#: file), cut; our words, lists and paths stay whole
+_LONGEST_WORD = 160
+_LONGEST_LINE = 4000
+
+
+def _bounded(message: str) -> str:
+    """``message`` with each word over ``_LONGEST_WORD`` characters cut to its start and its length,
+    and the whole cut at ``_LONGEST_LINE``: a value of 100,000 characters given to ``--set``,
+    ``--epsilons`` or ``--corruptions`` was quoted whole, a 100,000-character error line (issue 48)."""
+    def cut(word: re.Match) -> str:
+        text = word.group()
+        closing = text[len(text.rstrip("'\";:,.)]}")):]  # the quote and punctuation after it stay
+        return f"{text[:100]}...({len(text) - len(closing)} characters){closing}"
+
+    message = re.sub(rf"\S{{{_LONGEST_WORD + 1},}}", cut, message)
+    if len(message) > _LONGEST_LINE:
+        message = f"{message[:_LONGEST_LINE]}...({len(message)} characters)"
+    return message
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     selected = next((a for a in argv if not a.startswith("-")), None)
@@ -101,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from noisymix_infra.io import printable  # here, not at the top: `noisymix --help` imports no torch
 
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        print(f"noisymix {args.command}: error: {printable(message)}", file=sys.stderr)
+        print(f"noisymix {args.command}: error: {_bounded(printable(message))}", file=sys.stderr)
         return 2
     except OSError as error:  # a full disk, a read-only folder, ...: the system's reason, one line
         if error.errno is None:
@@ -110,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         where = f": {printable(error.filename)}" if error.filename else ""
         reason = error.strerror or errno.errorcode.get(error.errno, str(error.errno))
-        print(f"noisymix {args.command}: error: {reason}{where}", file=sys.stderr)
+        print(f"noisymix {args.command}: error: {_bounded(reason + where)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"noisymix {args.command}: interrupted; {_continue_hint(args.command, argv)}", file=sys.stderr)

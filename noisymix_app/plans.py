@@ -60,6 +60,13 @@ class ReproducePlan:
                              f"got {self.corruption_params!r}")
         if self.workers < 0 or self.members < 1:
             raise ValueError(f"need workers >= 0 and members >= 1, got workers={self.workers}, members={self.members}")
+        # issue 48: members=5 with one seed and several workers was taken without a word (and ignored)
+        if self.members > len(self.seeds):
+            raise ValueError(f"members={self.members} stacks more seeds than the plan has ({len(self.seeds)}): "
+                             f"give members <= {len(self.seeds)} or more seeds")
+        if self.members > 1 and self.workers != 1:
+            raise ValueError(f"members={self.members} trains seeds as one model in one process: it needs workers=1, "
+                             f"got workers={self.workers}")
 
 
 PLANS: dict[str, ReproducePlan] = {

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from noisymix_app.plan_check import check_plan
 from noisymix_app.plans import PLANS, ReproducePlan
 from noisymix_infra.config import add_set_argument, apply_overrides
 from noisymix_infra.io import directory_lock, read_json, write_json, write_text
@@ -216,7 +217,8 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     """Run every step of ``plan`` into ``out``; return (and write ``out/reproduce.json``) the log.
 
     ``name``: how the log and the summary name the plan (default: its name in ``PLANS``, or
-    ``custom``; the command line gives ``laptop --set members=9`` for a named plan with overrides).
+    ``custom``; the command line gives ``laptop --set workers=1 --set members=9`` for a named plan with
+    overrides).
 
     ``threads``: torch threads of each training run and its evaluations (0: one, whatever the load;
     the free cores run runs side by side instead, ``run_workers``).
@@ -233,8 +235,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     from noisymix_app.sweep.local import run_local
     from noisymix_app.sweep.state import check_config, run_record, run_state
 
-    if plan.needs_data_root and data_root is None:
-        raise ValueError(f"this plan ({plan.description}) needs --data-root with the {plan.dataset} data")
+    check_plan(plan, data_root)  # every field, before the folder is claimed or a step runs (issue 48)
     if command is None:
         from noisymix_app.cli import main as command
     out = Path(out)
@@ -485,18 +486,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def resolve_plan(name: str, overrides: Sequence[str]) -> tuple[ReproducePlan, str]:
     """The plan ``name`` with ``--set`` overrides of its fields, and how the log names it
-    (``laptop --set members=9``; the plain name when the overrides change nothing)."""
+    (``laptop --set workers=1 --set members=9``; the plain name when the overrides change nothing)."""
     plan = apply_overrides(PLANS[name], list(overrides))
     return plan, name if plan == PLANS[name] else " ".join([name, *(f"--set {o}" for o in overrides)])
 
 
 def run(args: argparse.Namespace) -> int:
     plan, name = resolve_plan(args.plan, args.overrides)  # a bad key or value: one line, nothing written
+    check_plan(plan, args.data_root)  # a field a step would refuse: now, not 6-14 s in (issue 48)
     if args.update_readme:
         if name != args.plan:
             raise ValueError(f"--update-readme puts the {args.plan} plan's summary into the README; "
                              "run it without --set")
         check_git_checkout()  # before hours of work, not after
+        if args.plan == "quick":  # issue 48: it replaced the README's summary with a smoke run's, without a word
+            raise ValueError("--update-readme puts the plan's summary into the README; the quick plan is a smoke "
+                             "run whose numbers are meaningless: run it without --update-readme")
     # one job per folder: a second `reproduce` on it is one line at once, not "failed: None" later
     _claim(Path(args.out))  # before the lock writes into it: not a run's or a -C set's folder
     with directory_lock(args.out, "reproducing"):

@@ -14,9 +14,11 @@ import functools
 import os
 import signal
 import sys
+import threading
+import time
 from collections.abc import Callable
 
-__all__ = ["exit_with_parent", "worker_init_exiting_with_this_process"]
+__all__ = ["exit_with_parent", "watch_parent", "worker_init_exiting_with_this_process"]
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -33,6 +35,22 @@ def exit_with_parent(parent: int) -> None:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
     if os.getppid() != parent:
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+def watch_parent(parent: int, poll_seconds: float = 0.5) -> threading.Thread:
+    """The portable half of ``exit_with_parent``: a daemon thread that sends this process SIGTERM
+    once ``parent`` is no longer its parent (it died and the child was re-parented), within
+    ``poll_seconds``: for systems without ``PR_SET_PDEATHSIG`` (where the kernel's signal comes, it
+    comes first)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_seconds)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, name="watch-parent", daemon=True)
+    thread.start()
+    return thread
 
 
 def _exit_with(parent: int, _worker_id: int) -> None:

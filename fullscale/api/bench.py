@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from fullscale.evaluation.context import EvalOptions
-from fullscale.evaluation.evaluate_run import bare_dataset, evaluate_model
+from fullscale.evaluation.evaluate_run import bare_dataset, evaluate_model, removed_if_refused, usable_device
 from fullscale.evaluation.suites import SUITES
 from fullscale.models.external import build_model, load_weights
 from noisymix_infra.folder_kind import require_kind
@@ -52,6 +52,7 @@ def benchmark(model: nn.Module | str, suite: str, data_root: str | Path | None =
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; available: {', '.join(SUITES)}")
     check_device_name(str(device), key="device")
+    dev = usable_device(device, "device")
     default_dataset, default_classes = bare_dataset(suite)
     dataset = dataset or default_dataset
     num_classes = num_classes or default_classes
@@ -60,12 +61,20 @@ def benchmark(model: nn.Module | str, suite: str, data_root: str | Path | None =
         net = load_model(model, weights, num_classes)
     elif isinstance(model, nn.Module):
         name, where = type(model).__name__, f"<in memory: {type(model).__name__}>"
-        net = model.eval()
+        net = model
     else:
         raise TypeError(f"model must be an nn.Module or a model name, got {type(model).__name__}")
     require_kind(out, "run", "out")
-    net = net.to(torch.device(device))
-    digest = state_sha256(net)
-    config = {"model": name, "num_classes": int(num_classes), "dataset": dataset, "data_root": None}
-    return evaluate_model(net, config, suite, Path(out), weights=where, digest=digest, own_run=True,
-                          data_root=None if data_root is None else str(data_root), device=device, options=options)
+    # the caller's model goes back to the mode it came in (issue 48: it was left in eval mode)
+    modes = {module: module.training for module in net.modules()}
+    try:
+        net = net.eval().to(dev)
+        digest = state_sha256(net)
+        config = {"model": name, "num_classes": int(num_classes), "dataset": dataset, "data_root": None}
+        with removed_if_refused(out):
+            return evaluate_model(net, config, suite, Path(out), weights=where, digest=digest, own_run=True,
+                                  data_root=None if data_root is None else str(data_root), device=device,
+                                  options=options)
+    finally:
+        for module, training in modes.items():
+            module.training = training

@@ -22,14 +22,18 @@ results (which ``figures`` reads) are never overwritten by another model's.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import re
+import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
 
 from fullscale.data import DATASETS
+from fullscale.data.registry import IMAGE_SIDE
 from fullscale.evaluation.context import Context, EvalOptions
 from fullscale.evaluation.robustbench import check_protocol
 from fullscale.evaluation.suites import RESUMABLE, SUITES, run_suite
@@ -40,7 +44,8 @@ from noisymix_infra.io import data_fingerprint, directory_lock, printable, read_
 from noisymix_infra.provenance import provenance
 from noisymix_infra.validate import check_device_name
 
-__all__ = ["Float32", "bare_dataset", "evaluate", "evaluate_model"]
+__all__ = ["Float32", "bare_dataset", "check_output_width", "evaluate", "evaluate_model", "removed_if_refused",
+           "usable_device"]
 
 
 def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, checkpoint: str | None = None,
@@ -54,13 +59,8 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
         raise ValueError(f"unknown suite {suite!r}; available: {', '.join(SUITES)}")
     options = options or EvalOptions()
     run_dir = Path(run_dir)
-    try:
-        check_device_name(str(device), key="--device")
-        dev = torch.device(device)
-        torch.empty(0, device=dev)  # a device name torch knows but cannot use here fails now
-    except (RuntimeError, AssertionError) as error:
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ValueError(f"--device {device!r} is not usable here ({detail[:160]}); use cpu or cuda[:N]") from None
+    check_device_name(str(device), key="--device")
+    dev = usable_device(device)
     if data_root is not None:
         _check_data_root(suite, Path(data_root))  # the set's kind and manifest, before the model is loaded
     check_protocol(suite, options.protocol, options.image_list,
@@ -73,7 +73,10 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
         weights = Path(checkpoint) if checkpoint else run_dir
         dataset, num_classes = bare_dataset(suite)
         net, config = load_bare_model(weights, model, num_classes, dev, dataset)
-        run_dir = Path(out)
+        digest = sha256_file(weights)
+        with removed_if_refused(out):
+            return evaluate_model(net, config, suite, Path(out), weights=str(weights), digest=digest, own_run=True,
+                                  data_root=data_root, device=dev, options=options)
     else:
         require_kind(run_dir, "run", "RUN")
         net, config = load_run_model(run_dir, checkpoint, dev)
@@ -81,9 +84,22 @@ def evaluate(run_dir: str | Path, suite: str, *, data_root: str | None = None, c
         if not weights.is_absolute() and not weights.exists() and (run_dir / weights).exists():
             weights = run_dir / weights  # as load_run_model reads it: a file of the run named relative to it
     digest = sha256_file(weights)
-    own_run = model is not None or checkpoint is None or _is_final(run_dir, weights, digest)
+    own_run = checkpoint is None or _is_final(run_dir, weights, digest)
     return evaluate_model(net, config, suite, run_dir, weights=str(weights), digest=digest, own_run=own_run,
                           data_root=data_root, device=dev, options=options)
+
+
+def usable_device(device: str | torch.device, what: str = "--device") -> torch.device:
+    """``device`` as a ``torch.device``, refused (one line) when torch knows the name but cannot use
+    it here (``cuda`` on a CPU build, ``cuda:7`` on a machine with one GPU)."""
+    try:
+        dev = torch.device(device)
+        torch.empty(0, device=dev)  # a device name torch knows but cannot use here fails now
+    except (RuntimeError, AssertionError) as error:
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"{what} {printable(str(device))!r} is not usable here ({detail[:160]}); "
+                         "use cpu or cuda[:N]") from None
+    return dev
 
 
 def evaluate_model(net: torch.nn.Module, config: dict, suite: str, run_dir: Path, *, weights: str, digest: str,
@@ -101,6 +117,8 @@ def evaluate_model(net: torch.nn.Module, config: dict, suite: str, run_dir: Path
                    suite == "imagenet-c" or (suite == "clean" and config.get("dataset") == "imagenet"))
     _check_finite(net, weights)
     _check_suite_fits_run(suite, config, run_dir)
+    check_output_width(net, int(config["num_classes"]), _input_side(config, options), dev,
+                       config.get("dataset") or suite)
     if dev.type == "cuda":
         net = net.to(memory_format=torch.channels_last)
         if options.protocol == "robustbench":  # the leaderboard's float32, not our bf16 autocast
@@ -156,6 +174,44 @@ def evaluate_model(net: torch.nn.Module, config: dict, suite: str, run_dir: Path
                        "seconds": time.perf_counter() - started, "data": {"root": str(root), "files": files}})
         write_json(target, record)
     return {**record, "path": str(target)}
+
+
+@contextlib.contextmanager
+def removed_if_refused(out: str | Path) -> Iterator[None]:
+    """Inside: a refusal (``ValueError``) removes ``out`` again when this call made it and it holds
+    nothing but the lock (issue 48: a refused ``evaluate --model`` left a folder with only ``.lock``).
+    A folder that existed before, or one holding any result (a partial -C evaluation resumes), is kept."""
+    made = not Path(out).exists()
+    try:
+        yield
+    except ValueError:
+        if made and Path(out).is_dir() and all(p.name == ".lock" for p in Path(out).rglob("*") if not p.is_dir()):
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def check_output_width(net: torch.nn.Module, num_classes: int, side: int, device: torch.device | str,
+                       data: str) -> None:
+    """Refuse (one line) a model whose forward does not give ``num_classes`` logits per image,
+    probed once on two grey ``side`` x ``side`` images before any work: a 5-way model scored on a
+    10-class set reported 9.8 % instead of an error, and a forward returning a tuple was a
+    traceback (issue 48).  Eval mode and ``inference_mode``: no weight, statistic or draw changes."""
+    with torch.inference_mode():
+        logits = net(torch.full((2, 3, side, side), 0.5, device=device))
+    if not isinstance(logits, torch.Tensor):
+        raise ValueError(f"the model's forward returns {type(logits).__name__}, not a tensor of logits "
+                         f"(images, classes): make it return the logits alone")
+    if logits.ndim != 2 or logits.shape[0] != 2:
+        raise ValueError(f"the model gives outputs of shape {tuple(logits.shape)} for 2 images; expected "
+                         f"(2, {num_classes}): one row of logits per image")
+    if logits.shape[1] != num_classes:
+        raise ValueError(f"the model gives {logits.shape[1]} outputs per image, the data set has {num_classes} "
+                         f"classes ({printable(data)}): give a model with {num_classes} outputs")
+
+
+def _input_side(config: dict, options: EvalOptions) -> int:
+    """The side of the images the suite gives the model: an in-memory set's own, else the crop."""
+    return IMAGE_SIDE.get(str(config.get("dataset")), options.preprocess.crop or 224)
 
 
 class Float32(torch.nn.Module):

@@ -43,11 +43,17 @@ def check_protocol(suite: str, protocol: str, image_list: str | None, imagenet: 
     """Before any model is loaded: RobustBench's protocol is for its suites, and on ImageNet needs
     the list (one line each)."""
     if protocol != "robustbench":
+        if image_list:  # ignored otherwise: every image would be scored and the list recorded nowhere (issue 48)
+            raise ValueError("--image-list is for --protocol robustbench (its 5,000 ImageNet images); without it "
+                             "every image is scored: add --protocol robustbench or drop --image-list")
         return
     if suite not in SUITES:
         raise ValueError(f"--protocol robustbench is defined for {', '.join(SUITES)}; not for --suite {suite}")
     if imagenet:
         read_image_list(image_list)
+    elif image_list:
+        raise ValueError(f"--image-list names ImageNet images; --suite {suite} here scores all of its images "
+                         "(RobustBench's protocol lists none): drop --image-list")
 
 
 def read_image_list(path: str | Path | None) -> list[str]:
@@ -65,10 +71,16 @@ def read_image_list(path: str | Path | None) -> list[str]:
     bad = [line for line in lines if not _LINE.fullmatch(line)]
     if bad or not lines:
         raise ValueError(f"--image-list {printable(str(path))}: expected lines <wnid>/<file>, "
-                         + (f"got {printable(bad[0])!r}" if bad else "got none"))
+                         + (f"got {_excerpt(bad[0])!r}" if bad else "got none"))
     if len(set(lines)) != len(lines):
         raise ValueError(f"--image-list {printable(str(path))}: lists an image twice")
     return lines
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    """``text`` printable and cut to ``limit`` characters: a line of 100,000 characters quoted whole
+    made a 100,078-byte error line (issue 48)."""
+    return printable(text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)")
 
 
 def listed_images(root: Path, names: list[str], wnids: list[str], preprocess: Preprocess) -> FolderSet:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections import OrderedDict
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -45,6 +46,35 @@ def external_spec(spec: str) -> bool:
 def _one_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[-1].strip()[:200]}" if text else type(error).__name__
+
+
+def _whole_message(error: BaseException, limit: int = 240) -> str:
+    """``Type: message`` with every line of the message kept, joined on one line and cut to ``limit``
+    characters (issue 48: a factory's two-line error kept only its second line)."""
+    text = " ".join(line.strip() for line in str(error).strip().splitlines() if line.strip())
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return f"{type(error).__name__}: {printable(text)}" if text else type(error).__name__
+
+
+def _exit_refusal(spec: str, where: str, done: SystemExit) -> ValueError:
+    """A factory (or its module) that calls ``sys.exit``: one line, never the process's exit (issue 48:
+    ``sys.exit(0)`` ended ``evaluate`` with status 0 and no output)."""
+    return ValueError(f"--model {printable(spec)}: {where} called sys.exit({printable(repr(done.code))[:80]}) "
+                      "instead of returning a model")
+
+
+def _not_found_hint(error: Exception, module_name: str) -> str:
+    """For a module that is not found: where Python looked.  The current folder is not on the
+    import path of the ``noisymix`` command (as it is for ``python -m``); we say so rather than add
+    it, so that a file lying in the current folder is never imported unasked."""
+    if not isinstance(error, ModuleNotFoundError) or error.name != module_name.split(".")[0]:
+        return ""
+    top = module_name.split(".")[0]
+    if Path(f"{top}.py").is_file() or Path(top).is_dir():
+        return (f"; {printable(top)} is in the current folder, which is not on the import path: "
+                "run with PYTHONPATH=.")
+    return f"; is the folder holding {printable(top)} on PYTHONPATH?"
 
 
 def _import(library: str, spec: str) -> object:
@@ -87,9 +117,11 @@ def _factory(spec: str, num_classes: int) -> nn.Module:
     module_name, _, attr = spec.partition(":")
     try:
         module = importlib.import_module(module_name)
+    except SystemExit as done:
+        raise _exit_refusal(spec, f"importing {printable(module_name)}", done) from None
     except Exception as error:
         raise ValueError(f"--model {printable(spec)}: cannot import {printable(module_name)} "
-                         f"({_one_line(error)})") from None
+                         f"({_whole_message(error)}){_not_found_hint(error, module_name)}") from None
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise ValueError(f"--model {printable(spec)}: {printable(module_name)} has no factory {printable(attr)!r}")
@@ -99,8 +131,10 @@ def _factory(spec: str, num_classes: int) -> nn.Module:
         takes_classes = False
     try:
         net = factory(num_classes=num_classes) if takes_classes else factory()
+    except SystemExit as done:
+        raise _exit_refusal(spec, "the factory", done) from None
     except Exception as error:
-        raise ValueError(f"--model {printable(spec)}: the factory raised {_one_line(error)}") from None
+        raise ValueError(f"--model {printable(spec)}: the factory raised {_whole_message(error)}") from None
     if not isinstance(net, nn.Module):
         raise ValueError(f"--model {printable(spec)}: the factory returned {type(net).__name__}, not an nn.Module")
     return net

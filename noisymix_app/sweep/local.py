@@ -26,12 +26,18 @@ from noisymix_app.sweep.plan_files import write_plan
 from noisymix_app.sweep.state import read_state, run_state, stale_reason, sweep_dir, write_state
 from noisymix_app.sweep.table import refresh_table
 from noisymix_infra.progress import progress
+from noisymix_infra.workers import exit_with_parent, watch_parent
 
 __all__ = ["run_local"]
 
 
-def _worker(spec_dict: dict, out: str, env: dict[str, str], log: str, threads: int) -> None:
-    """A worker process: its devices and rank (``env``), output to its log, then ``execute_run``."""
+def _worker(spec_dict: dict, out: str, env: dict[str, str], log: str, threads: int, parent_pid: int) -> None:
+    """A worker process: ended with its parent, its devices and rank (``env``), output to its log,
+    then ``execute_run``.  Issue 48: after a ``kill -9`` of ``noisymix reproduce`` both workers
+    lived on and one finished a run; now the kernel ends them (Linux), and a thread watching the
+    parent's pid does elsewhere (or should the kernel's signal not come)."""
+    exit_with_parent(parent_pid)
+    watch_parent(parent_pid)
     os.environ.update(env)
     os.environ.setdefault("NOISYMIX_PROGRESS", "0")
     Path(log).parent.mkdir(parents=True, exist_ok=True)
@@ -264,7 +270,8 @@ def _parallel(out: Path, pending: list[RunSpec], slots: list[int | None], retrie
                 groups[id(group)] = group
                 for rank, env in enumerate(_rank_envs([slots[i] for i in taken])):
                     log = sweep_dir(out) / "logs" / f"{spec.name}{f'.rank{rank}' if rank else ''}.log"
-                    process = ctx.Process(target=_worker, args=(spec.as_dict(), str(out), env, str(log), threads),
+                    process = ctx.Process(target=_worker, args=(spec.as_dict(), str(out), env, str(log), threads,
+                                                                    os.getpid()),
                                           name=f"sweep-{spec.name}-{rank}")
                     process.start()
                     group["processes"].append(process)
