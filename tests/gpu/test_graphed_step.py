@@ -22,7 +22,8 @@ from fullscale.training.presets import resolve_config
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
-STEPS = 24  # every one of the four transform points warmed up and captured, then replayed
+STEPS = 40  # every one of the four transform points warmed up and captured, then replayed (stage counts
+# of these seeds: 16, 9, 9, 6; a point needs WARMUP_STEPS + 1)
 # one step of float32 (bf16 autocast: bf16 activations) arithmetic in another kernel order
 RTOL = {False: 1e-4, True: 2e-2}
 
