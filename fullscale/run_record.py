@@ -45,8 +45,9 @@ FLAT_KEYS: dict[str, str] = {
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(d.split(".")[0] for d in FLAT_KEYS.values() if "." in d))
 _FLAT_OF = {dotted: flat for flat, dotted in FLAT_KEYS.items()}
 #: flat keys that say where and how fast a run ran, not what it computes: a resumed run may change them
-RESUMABLE_CHANGES = frozenset({"device", "compile", "data_root", "workers", "decoder", "checkpoint_every",
-                               "max_bad_fraction"})
+#: (``runtime.cuda_graph`` has no flat name: it came after the groups)
+RESUMABLE_CHANGES = frozenset({"device", "compile", "runtime.cuda_graph", "data_root", "workers", "decoder",
+                               "checkpoint_every", "max_bad_fraction"})
 
 
 def later_keys() -> dict[str, Any]:

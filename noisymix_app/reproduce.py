@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from noisymix_app.plan_check import check_plan
-from noisymix_app.plans import PLANS, ReproducePlan
+from noisymix_app.plans import PLANS, ReproducePlan, default_plan_name
 from noisymix_infra.config import add_set_argument, apply_overrides
 from noisymix_infra.io import directory_lock, read_json, write_json, write_text
 
@@ -439,7 +439,7 @@ def _write_index(out: Path, plan: ReproducePlan, log: dict) -> None:
     """``out/REPORT.md``: the findings first (``SUMMARY.md``), then what this job is and its steps."""
     lines = [
         "# noisymix reproduce", "", "## Findings", "", (out / "SUMMARY.md").read_text(), "## What was run", "",
-        f"**What this is:** {plan.description}. "
+        f"**What this is:** the `{log.get('plan_name', 'custom')}` plan, {plan.description}. "
         + ("These are NOT the paper's numbers: the image experiment is a small-scale analogue "
            "(digits, reduced width, few epochs) that exercises the whole pipeline; compare "
            "rankings and signs, not values." if plan.dataset.startswith("digits") else ""),
@@ -472,8 +472,9 @@ def _write_index(out: Path, plan: ReproducePlan, log: dict) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output directory (resumable)")
-    parser.add_argument("--plan", choices=sorted(PLANS), default="laptop",
-                        help="what to run: " + "; ".join(f"{k}: {v.description}" for k, v in PLANS.items()))
+    parser.add_argument("--plan", choices=sorted(PLANS), default=None,
+                        help="what to run (default: gpu where CUDA is available, else laptop): "
+                        + "; ".join(f"{k}: {v.description}" for k, v in PLANS.items()))
     parser.add_argument("--full", action="store_const", const="full", dest="plan",
                         help="same as --plan full")
     parser.add_argument("--data-root", default=None, help="data directory (the full plan's CIFAR batches)")
@@ -492,14 +493,15 @@ def resolve_plan(name: str, overrides: Sequence[str]) -> tuple[ReproducePlan, st
 
 
 def run(args: argparse.Namespace) -> int:
-    plan, name = resolve_plan(args.plan, args.overrides)  # a bad key or value: one line, nothing written
+    chosen = args.plan or default_plan_name()  # none named: the GPU plan on a CUDA machine, else the laptop's
+    plan, name = resolve_plan(chosen, args.overrides)  # a bad key or value: one line, nothing written
     check_plan(plan, args.data_root)  # a field a step would refuse: now, not 6-14 s in (issue 48)
     if args.update_readme:
-        if name != args.plan:
-            raise ValueError(f"--update-readme puts the {args.plan} plan's summary into the README; "
+        if name != chosen:
+            raise ValueError(f"--update-readme puts the {chosen} plan's summary into the README; "
                              "run it without --set")
         check_git_checkout()  # before hours of work, not after
-        if args.plan == "quick":  # issue 48: it replaced the README's summary with a smoke run's, without a word
+        if chosen == "quick":  # issue 48: it replaced the README's summary with a smoke run's, without a word
             raise ValueError("--update-readme puts the plan's summary into the README; the quick plan is a smoke "
                              "run whose numbers are meaningless: run it without --update-readme")
     # one job per folder: a second `reproduce` on it is one line at once, not "failed: None" later

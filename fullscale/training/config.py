@@ -116,6 +116,9 @@ class RuntimeConfig:
     device: str = "auto"  # auto, cpu, cuda or cuda:N
     amp: bool = True  # bf16 autocast on CUDA
     compile: bool = False  # torch.compile the model (CUDA)
+    # CUDA only: each step (mixing, noise, forward, loss, backward, SGD update) replayed as a CUDA
+    # graph, one per transform point (fullscale.training.graphed); the same run up to float rounding
+    cuda_graph: bool = False
     # Under torchrun: "shared" draws each step's lambda and transform point alike on every rank,
     # as one process training on the whole batch would (the public code's recipe); per-sample
     # noise, partners and augmentations stay per rank. "per_rank": every rank draws its own.

@@ -59,6 +59,7 @@ from fullscale.training.checks import (
 from fullscale.training.config import TrainConfig
 from fullscale.training.data import training_data
 from fullscale.training.generators import Generators
+from fullscale.training.graphed import GraphedStep, check_cuda_graph
 from fullscale.training.methods import get_method
 from fullscale.training.process import build_models, start_process
 from fullscale.training.schedule import make_optimizer, make_scheduler
@@ -129,6 +130,7 @@ def _prepare(cfg: TrainConfig, out: Path) -> Setup:
         raise ValueError(f"transfer runs take methods without AugMix views (the public recipe: baseline); "
                          f"got method={cfg.method}")
     process = start_process(cfg)
+    check_cuda_graph(cfg, method, process.device, process.world)
     data, heldout = training_data(cfg, process)
     core, model = build_models(cfg, data.num_classes, process)
     optimizer = make_optimizer(core.parameters(), cfg)
@@ -140,8 +142,10 @@ def _prepare(cfg: TrainConfig, out: Path) -> Setup:
     scheduler = make_scheduler(optimizer, cfg, steps_per_epoch)
     run = Run(cfg, out, Generators.create(cfg, process), run_record(cfg, data, process),
               run_draws(cfg, method, data, process, steps_per_epoch))
+    graphed = (GraphedStep(model, core, optimizer, method, cfg, data.num_classes, run.generators.aug,
+                           amp=cfg.runtime.amp, capture=True) if cfg.runtime.cuda_graph else None)
     return Setup(cfg, method, process, data, heldout, Alone(core, model, method, cfg, data.num_classes), optimizer,
-                 scheduler, [run], steps_per_epoch)
+                 scheduler, [run], steps_per_epoch, graphed)
 
 
 # ----------------------------------------------------------------------------------- the loop
@@ -300,16 +304,21 @@ def _train_epoch(setup: Setup, epoch: int, bar: Any, start_step: int = 0, done: 
     waited = getattr(data, "wait_seconds", None) is not None
     for drawn in zip(*streams, strict=True):
         step, draws, labels = drawn[0][0], [d for _, d, _ in drawn], [y for _, _, y in drawn]
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-            parts = s.trainee.losses(draws, labels, runs)
-        for m, (p, y) in enumerate(zip(parts, labels, strict=True)):
-            history[m, step] = history_row(p, len(y))
-        if (step + 1) % check_every == 0:  # on the CPU: before this step's update
-            checked = check(step + 1)
-        s.optimizer.zero_grad(set_to_none=True)
-        # the runs share no weight: each gets its own gradient of the sum
-        (parts[0].total if len(parts) == 1 else torch.stack([p.total for p in parts]).sum()).backward()
-        s.optimizer.step()
+        if s.graphed is not None:  # cuda_graph=true: loss, backward and update replayed as one graph
+            history[0, step] = history_row(s.graphed.step(draws[0], labels[0]), len(labels[0]))
+            if (step + 1) % check_every == 0:
+                checked = check(step + 1)
+        else:
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+                parts = s.trainee.losses(draws, labels, runs)
+            for m, (p, y) in enumerate(zip(parts, labels, strict=True)):
+                history[m, step] = history_row(p, len(y))
+            if (step + 1) % check_every == 0:  # on the CPU: before this step's update
+                checked = check(step + 1)
+            s.optimizer.zero_grad(set_to_none=True)
+            # the runs share no weight: each gets its own gradient of the sum
+            (parts[0].total if len(parts) == 1 else torch.stack([p.total for p in parts]).sum()).backward()
+            s.optimizer.step()
         s.scheduler.step()
         bar.update(1)
         if waited and (step + 1) % 20 == 0:

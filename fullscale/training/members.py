@@ -42,6 +42,7 @@ from fullscale.training.config import TrainConfig
 from fullscale.training.data import STREAMED, InMemoryData, training_data
 from fullscale.training.draws import StepDraws
 from fullscale.training.generators import Generators
+from fullscale.training.graphed import check_cuda_graph
 from fullscale.training.hooks import stage_module
 from fullscale.training.loop import train_runs
 from fullscale.training.methods import Method, get_method
@@ -263,6 +264,7 @@ def train_members(cfg: TrainConfig, seeds: Sequence[int], outs: Sequence[str | P
     process = start_process(cfg)
     if process.world > 1:
         raise ValueError("members: one process trains the group (not under torchrun)")
+    check_cuda_graph(cfg, get_method(cfg.method), process.device, process.world, members=len(seeds))
     data, heldout = training_data(cfg, process)
     assert isinstance(data, InMemoryData) and heldout is None  # groupable()
     steps_per_epoch = data.steps_per_epoch(cfg.optim.batch_size)

@@ -25,6 +25,7 @@ from fullscale.training.config import TrainConfig
 from fullscale.training.data import InMemoryData, device_transform, view_shape
 from fullscale.training.draws import RunDraws, StepDraws
 from fullscale.training.generators import Generators
+from fullscale.training.graphed import GraphedStep
 from fullscale.training.methods import Method
 from fullscale.training.process import Process
 from fullscale.training.step import drawn_step_loss
@@ -124,6 +125,7 @@ class Setup:
     scheduler: torch.optim.lr_scheduler.LRScheduler
     runs: list[Run]
     steps_per_epoch: int
+    graphed: GraphedStep | None = None  # runtime.cuda_graph: the step replayed as CUDA graphs (``graphed``)
 
     @functools.cached_property
     def probe(self) -> Tensor | None:

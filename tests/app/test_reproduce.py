@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -233,3 +234,32 @@ def test_set_refuses_bad_plan_values_in_one_line_and_writes_nothing(tmp_path, ca
         err = capsys.readouterr().err.strip()
         assert err and "\n" not in err and "Traceback" not in err, (bad, err)
         assert not out.exists(), bad
+
+
+@pytest.mark.parametrize(("cuda", "expected"), [(True, "gpu"), (False, "laptop")])
+def test_with_no_plan_named_a_cuda_machine_runs_the_gpu_plan_and_a_cpu_the_laptop_plan(cuda, expected, tmp_path,
+                                                                                     monkeypatch):
+    """Issue 47, goal 5: the CUDA check decides the default; a named plan always wins; the report and
+    the log name the plan that ran."""
+    import torch
+
+    from noisymix_app import reproduce as job
+    from noisymix_app.cli import main
+    from noisymix_app.plans import PLANS
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    ran = []
+
+    def fake(plan, out, **kwargs):
+        ran.append((plan, kwargs["name"]))
+        return {"seconds": 0.0}
+
+    monkeypatch.setattr(job, "reproduce", fake)
+    assert main(["reproduce", "--out", str(tmp_path / "a")]) == 0
+    assert main(["reproduce", "--plan", "quick", "--out", str(tmp_path / "b")]) == 0
+    assert ran == [(PLANS[expected], expected), (PLANS["quick"], "quick")]
+    # the GPU plan is the laptop plan's runs, each method's seeds stacked in one process
+    gpu, laptop = PLANS["gpu"], PLANS["laptop"]
+    assert (gpu.workers, gpu.members) == (1, len(laptop.seeds)) and laptop.members == 1
+    assert dataclasses.replace(gpu, description=laptop.description, workers=laptop.workers,
+                               members=laptop.members) == laptop
