@@ -226,6 +226,9 @@ def answer(summary: dict) -> tuple[str, list[str]]:
              f"**{primary['verdict']}**)." if primary["verdict"] == "holds" else
              f"NoisyMix is not shown more robust to corruption than Baseline ({_interval(d)} points, the primary "
              f"claim: **{primary['verdict']}**).")
+    carried = _categories_clause(summary.get("categories") or [])
+    if carried:
+        first = first[:-1] + f"; {carried}."
     sentences = [first]
     if held or failed:
         parts = []
@@ -240,6 +243,23 @@ def answer(summary: dict) -> tuple[str, list[str]]:
         sentences.append(f"{len(open_)} cannot be told apart from no difference here{why}: "
                          + "; ".join(_short(c) for c in open_) + ".")
     return word, sentences[:3]
+
+
+def _categories_clause(rows: list[dict]) -> str | None:
+    """Which corruption groups carry NoisyMix's gain over Baseline and over AugMix (after Holm's correction
+    within those comparisons; ``reproduce_claims.category_claims``), in a few words."""
+    parts = []
+    for other, label in (("baseline", "Baseline"), ("augmix_jsd", "AugMix")):
+        mine = [r for r in rows if r["against"] == other and r.get("verdict_adjusted")]
+        if not mine:
+            continue
+        gains = [r["category"] for r in mine if r["verdict_adjusted"] == "holds"]
+        losses = [r["category"] for r in mine if r["verdict_adjusted"] == "fails"]
+        words = f"over {label} the gain is on {_join(gains)} corruptions" if gains else f"over {label} no group gains"
+        if losses:
+            words += f" and it loses on {_join(losses)}"
+        parts.append(words)
+    return "; ".join(parts) or None
 
 
 def opening(summary: dict) -> str:

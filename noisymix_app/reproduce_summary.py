@@ -161,7 +161,7 @@ def summarize(out: str | Path) -> dict:
             "categories": category_claims(values, LABELS),
             "calibration_under_shift": calibration_shift_summary(out),
             # why NoisyMix is under-confident: the ablation plan's rows, run apart (issue 46, item 4)
-            "ablation": read_ablation() if log.get("plan_name") in ("laptop", "laptop-published-rows") else None,
+            "ablation": read_ablation() if log.get("plan_name") in ("laptop", "laptop-published-rows", "gpu") else None,
             "analogue": analogue_profile(out, plan, suite),
             "theory": _theory(out / "theory" / "theory.json"), "toy": _toy(out / "toy" / "toy.json"),
             "paper_calibration": paper_calibration(), "margins": read_margins()}

@@ -104,3 +104,12 @@ def test_the_analogue_section_reports_the_profile_and_the_fit():
     text = "\n".join(analogue_lines({"analogue": profile}))
     assert "difficulty-matched" in text and "rank correlation +0.91 (aim ≥ 0.8: met)" in text
     assert "| gaussian_noise | 45.0 | 48.9 | yes | −0.1 |" in text
+
+
+def test_the_opening_names_the_groups_that_carry_the_gain():
+    summary = _claims([8, 9, 7, 10, 8.5], [3, 4, 3.5, 4.2, 3.8], [1, 1.2, 0.9, 1.1, 1.0])
+    summary["categories"] = category_claims(_values({"noise": 20.0, "blur": 0.0, "weather": 0.1, "digital": -8.0}),
+                                            LABELS)
+    text = opening(summary)
+    assert "over Baseline the gain is on noise corruptions and it loses on digital" in text
+    assert "over AugMix the gain is on noise corruptions" in text
