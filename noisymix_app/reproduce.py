@@ -22,193 +22,32 @@ interrupted job resumes where it stopped (``--fresh`` reruns everything).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from noisymix_app.plan_check import check_plan
 from noisymix_app.plans import PLANS, ReproducePlan, default_plan_name
+from noisymix_app.reproduce_log import _log_run, _progress_line, _write_index
+from noisymix_app.reproduce_steps import (
+    _clear_run,
+    _command_step,
+    _corrupted,
+    _drop_other_plans_runs,
+    _output_of,
+    _perturbed,
+    _runs,
+    _steps,
+)
 from noisymix_infra.config import add_set_argument, apply_overrides
-from noisymix_infra.io import directory_lock, read_json, write_json, write_text
+from noisymix_infra.io import directory_lock, read_json, write_json
 
 __all__ = ["PLANS", "ReproducePlan", "add_arguments", "check_git_checkout", "reproduce",  # plans: noisymix_app.plans
            "resolve_plan", "run", "run_workers"]
-
-
-@dataclass(frozen=True)
-class _Step:
-    name: str
-    argv: tuple[str, ...]
-    done: Path  # the file whose presence means the step finished
-
-
-def _run_name(method: str, seed: int) -> str:
-    return f"{method}-seed{seed}"
-
-
-def _corrupted(plan: ReproducePlan, out: Path) -> Path:
-    """The plan's -C set: ``data/<dataset>-c`` at the published rows, ``data/<dataset>-c-<params>`` at
-    another table (the difficulty-matched Digits-C: ``data/digits-c-digits-matched``)."""
-    tail = "" if plan.corruption_params == "cifar" else f"-{plan.corruption_params}"
-    return out / "data" / f"{plan.dataset}-c{tail}"
-
-
-def _perturbed(plan: ReproducePlan, out: Path) -> Path | None:
-    return out / "data" / f"{plan.dataset}-p" if plan.perturbed_suite else None
-
-
-def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> tuple[list[_Step], _Step]:
-    """The command steps before the runs (verify, toy, corrupt) and the one after (figures).
-
-    The training runs and their evaluations between them are a sweep (``_runs``)."""
-    steps = [
-        _Step("verify", ("verify", "--out", str(out / "theory"), "--points", str(plan.theory_points),
-                         *(() if plan.theory_sympy else ("--no-sympy",))),
-              out / "theory" / "theory.json"),
-        _Step("toy", ("toy", "--out", str(out / "toy"), "--seeds", str(plan.toy_seeds),
-                      "--epochs", str(plan.toy_epochs)),
-              out / "toy" / "toy.json"),
-    ]
-    corrupted = _corrupted(plan, out)
-    root = () if data_root is None else ("--data-root", data_root)
-    corruptions = () if plan.corruptions is None else ("--corruptions", ",".join(plan.corruptions))
-    steps.append(_Step("corrupt", ("corrupt", "--dataset", plan.dataset, "--kind", "c",
-                                   "--out", str(corrupted), *root, *corruptions, "--seed", "0",
-                                   "--params", plan.corruption_params),
-                       corrupted / "labels.npy"))
-    perturbed = _perturbed(plan, out)
-    if perturbed is not None:  # the stability claims' -P set: the plan's perturbations of its first images
-        names = () if plan.perturbations is None else ("--corruptions", ",".join(plan.perturbations))
-        limit = ("--limit", str(plan.perturbed_limit)) if plan.perturbed_limit else ()
-        steps.append(_Step("corrupt-p", ("corrupt", "--dataset", plan.dataset, "--kind", "p", "--out", str(perturbed),
-                                         *root, *names, *limit, "--seed", "0"),
-                           perturbed / "labels.npy"))
-    figures = _Step("figures", ("figures", "--results", str(out), "--out", str(out / "figures")),
-                    out / "figures" / "REPORT.md")
-    return steps, figures
-
-
-def _runs(plan: ReproducePlan, out: Path, data_root: str | None):
-    """The plan's training runs as a sweep plan (``noisymix_app.sweep.plan``): method x seed, evaluated on
-    the plan's suites, the corrupted one reading this job's own -C set."""
-    from noisymix_app.sweep.plan import plan_from_reproduce
-
-    return plan_from_reproduce(plan, _corrupted(plan, out), data_root=data_root, perturbed=_perturbed(plan, out))
-
-
-def _drop_other_plans_runs(log: dict, names: set[str], out: Path) -> None:
-    """Forget runs this plan does not have, and delete the training runs they made.
-
-    ``figures`` reads every run under the folder, so a run left from another plan (another
-    method or seed) would be reported as part of this one.
-    """
-    import shutil
-
-    for entry in log["steps"]:
-        kind, _, rest = entry["name"].partition(" ")
-        run = rest.split(" ")[0]
-        if kind == "train" and run not in names and (out / "runs" / run).is_dir():
-            shutil.rmtree(out / "runs" / run)
-    log["steps"] = [entry for entry in log["steps"] if entry["name"].partition(" ")[0] not in ("train", "evaluate")
-                    or entry["name"].split(" ")[1] in names]
-
-
-def _output_of(step: _Step) -> Path:
-    argv = step.argv
-    return Path(argv[argv.index("--out") + 1]) if "--out" in argv else step.done.parent
-
-
-def _clear_for_rerun(step: _Step) -> None:
-    """Remove what a step of another plan left, so the rerun cannot resume from or keep it
-    (a corrupted set keeps its files and would carry the other plan's arguments into this one)."""
-    import shutil
-
-    target = _output_of(step)
-    if target.is_dir():
-        shutil.rmtree(target)
-
-
-def _clear_run(out: Path, name: str, why: str) -> None:
-    """Delete a training run (and the sweep's record of it) so that it is trained anew."""
-    import shutil
-
-    print(f"reproduce: train {name}: {why}; trained again", flush=True)
-    for path in (out / "runs" / name, out / "sweep" / "state" / f"{name}.json"):
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
-
-
-def _command_step(step: _Step, finished: set, rerun: list[Path], command: Callable[[list[str]], int],
-                  log: dict, log_path: Path, started: float) -> bool:
-    """Run one command step unless it is done with the same command line and nothing it reads
-    was rewritten (``rerun``: outputs of steps run in this invocation); True if it ran."""
-    if step.done.exists() and (step.name, step.argv) in finished and not rerun:
-        print(f"reproduce: {step.name}: done (kept)", flush=True)
-        return False
-    if step.done.exists() and step.name in {name for name, _ in finished} and "--out" in step.argv \
-            and step.name != "figures":
-        _clear_for_rerun(step)  # same step, other arguments: its old results must not be resumed from
-    t0 = time.perf_counter()
-    with _threads_used() as used:
-        status = command(list(step.argv))
-    if status != 0:
-        write_json(log_path, log)
-        raise RuntimeError(f"step '{step.name}' failed with exit status {status}: noisymix {' '.join(step.argv)}")
-    if not step.done.exists():
-        raise RuntimeError(f"step '{step.name}' finished but did not write {step.done}")
-    from noisymix_app.sweep.execute import ran_on
-
-    _log_step(log, log_path, {"name": step.name, "argv": list(step.argv),
-                              "ran_on": {**ran_on(), "torch_threads": used()}},
-              time.perf_counter() - t0, started)
-    return True
-
-
-@contextlib.contextmanager
-def _threads_used():
-    """``used()``: the torch thread count a command step computed with.  The commands run in this
-    process and set their own count for their work (``noisymix toy`` and ``verify``: 1 by default,
-    ``noisymix_infra.threads.torch_threads``) and restore ours after it, so the count read after the
-    step is this process's, not the step's; the counts set meanwhile are watched instead (the last
-    one set before the closing restore).  Several different counts: the largest."""
-    import torch
-
-    before = torch.get_num_threads()
-    seen: list[int] = []
-    real = torch.set_num_threads
-
-    def watch(n: int) -> None:
-        seen.append(int(n))
-        real(n)
-
-    def used() -> int:
-        counts = seen[:-1] if len(seen) >= 2 and seen[-1] == before else list(seen)
-        return max(counts) if counts else before
-
-    torch.set_num_threads = watch
-    try:
-        yield used
-    finally:
-        torch.set_num_threads = real
-
-
-def _log_step(log: dict, log_path: Path, entry: dict, seconds: float, started: float) -> None:
-    """Record a step that ran in this invocation: its own seconds, threads and machine (``ran_on``),
-    replacing its earlier record; a step a rerun skips keeps the record of the run that made it."""
-    log["steps"] = [e for e in log["steps"] if e["name"] != entry["name"]]
-    log["steps"].append({**entry, "seconds": round(seconds, 2)})
-    from noisymix_app.reproduce_summary import total_seconds  # the summary's module: no import loop
-    log["seconds"] = total_seconds(log)
-    write_json(log_path, log)
-    print(f"reproduce: {entry['name']}: {seconds:.1f} s (total {time.perf_counter() - started:.0f} s)", flush=True)
 
 
 def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: str | None = None,
@@ -331,7 +170,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     from noisymix_app.reproduce_summary import write_summary
 
     write_summary(out, name)
-    _write_index(out, plan, log)
+    _write_index(out, plan, log, _corrupted(plan, out))
     return log
 
 
@@ -385,89 +224,6 @@ def _claim(out: Path) -> None:
     if (out / "reproduce.json").is_file() and not (out / MARKER).is_file():
         mark_folder(out, "reproduce")
     claim_folder(out, "reproduce")
-
-
-def _progress_line(out: Path, pending: list[str], started: float):
-    """``line(name, state, finished)``: a run's line as it finishes (issue 22, item 4): its accuracies
-    in %, the time since the runs began and an estimate of what is left (the mean time per finished
-    run so far times the runs still to go; runs finish in parallel, so this is wall time)."""
-
-    def line(name: str, state: str, finished: int) -> str:
-        elapsed = time.perf_counter() - started
-        left = elapsed / finished * (len(pending) - finished)
-        scores, errors = [], []
-        for suite_file in sorted((out / "runs" / name / "eval").glob("*.json")):
-            with contextlib.suppress(ValueError, OSError):
-                summary = read_json(suite_file).get("summary") or {}
-                # the calibration suite's figure is its error (its accuracy is the clean one again)
-                error = summary.get("rms_calibration_error")
-                value = summary.get("mean_accuracy", summary.get("accuracy"))
-                if isinstance(error, (int, float)):
-                    errors.append(f"RMS calibration error {100 * error:.1f} %")
-                elif isinstance(value, (int, float)):
-                    scores.append(f"{suite_file.stem} {100 * value:.1f} %")
-        scores += errors
-        what = ", ".join(scores) if state == "done" and scores else state
-        return (f"[{finished}/{len(pending)}] {name}: {what} ({_minutes(elapsed)} elapsed, "
-                f"~{_minutes(left)} left)")
-
-    return line
-
-
-def _minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
-
-
-def _log_run(log: dict, log_path: Path, out: Path, spec, started: float) -> None:
-    """The run's train and evaluate steps that ran in this invocation, as steps of the log."""
-    from noisymix_app.sweep.state import run_record
-
-    record = run_record(out, spec.name)
-    for step, seconds in record.get("timings") or []:
-        if step == "train":
-            entry = {"name": f"train {spec.name}", "run": {"preset": spec.preset, "seed": spec.seed,
-                                                            "overrides": list(spec.overrides)}}
-        else:
-            suite = step.split(" ", 1)[1]
-            entry = {"name": f"evaluate {spec.name} {suite}", "suite": suite}
-        if record.get("ran_on"):  # written by the process that ran it (a worker has its own threads)
-            entry["ran_on"] = record["ran_on"]
-        _log_step(log, log_path, entry, seconds, started)
-
-
-def _write_index(out: Path, plan: ReproducePlan, log: dict) -> None:
-    """``out/REPORT.md``: the findings first (``SUMMARY.md``), then what this job is and its steps."""
-    lines = [
-        "# noisymix reproduce", "", "## Findings", "", (out / "SUMMARY.md").read_text(), "## What was run", "",
-        f"**What this is:** the `{log.get('plan_name', 'custom')}` plan, {plan.description}. "
-        + ("These are NOT the paper's numbers: the image experiment is a small-scale analogue "
-           "(digits, reduced width, few epochs) that exercises the whole pipeline; compare "
-           "rankings and signs, not values." if plan.dataset.startswith("digits") else ""),
-        "",
-        "- Theorem checks: [theory/theory.md](theory/theory.md)",
-        "- Toy experiment: [toy/toy.md](toy/toy.md)",
-        "- Tables, figures and the comparison with the paper: [figures/REPORT.md](figures/REPORT.md)",
-        f"- Runs: `runs/` ({len(plan.methods)} methods × {len(plan.seeds)} seeds, {plan.epochs} epochs, "
-        f"{plan.model} width {plan.width}" + "".join(f", {o}" for o in plan.train_overrides)
-        + f"); corrupted test set: `{_corrupted(plan, out).relative_to(out)}/`",
-        "", "Each step as it ran (recorded then, kept when a rerun skips the step):", "",
-        "| step | seconds | torch threads | machine | finished |", "|---|---:|---:|---|---|",
-    ]
-    for entry in log["steps"]:
-        where = entry.get("ran_on") or {}
-        machine = (f"{where.get('cpu_model')} ({where.get('cpu_capability')}), {where.get('host')}"
-                   if where else "not recorded")
-        lines.append(f"| {entry['name']} | {entry['seconds']:.1f} | {where.get('torch_threads', '?')} | "
-                     f"{machine} | {where.get('finished', '?')} |")
-    from noisymix_app.reproduce_summary import total_seconds  # the summary's module: no import loop
-    lines += ["", f"Total: {total_seconds(log):.0f} s, the sum of the steps' recorded times"
-              + (" (worker processes ran steps side by side, so the wall time was less)"
-                 if log.get("workers", 1) > 1 else "")
-              + "."]
-    if "invocation_seconds" in log:
-        lines.append(f"This invocation: {log['invocation_seconds']:.0f} s.")
-    lines.append("")
-    write_text(out / "REPORT.md", "\n".join(lines))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -71,6 +71,7 @@ _verdict, _claims = verdict, claims_of  # their old names here (tests, notes)
 CODE_PATHS = ("noisymix", "noisymix_app/plans.py", "noisymix_app/reproduce.py", "noisymix_app/reproduce_summary.py",
               "noisymix_app/reproduce_headline.py", "noisymix_app/reproduce_claims.py",
               "noisymix_app/reproduce_margins.py", "noisymix_app/reproduce_readme.py",
+              "noisymix_app/reproduce_steps.py", "noisymix_app/reproduce_log.py",
               "noisymix_app/report_calibration.py", "noisymix_app/report_ablation.py",
               "noisymix_app/sweep", "fullscale/training",
               "fullscale/evaluation", "fullscale/metrics.py", "fullscale/vocabulary.py", "fullscale/augment",
