@@ -56,7 +56,8 @@ class Results:
 
 #: config keys that do not change what a run computes, besides its seed (where and how it ran)
 NOT_THE_EXPERIMENT = frozenset({"seed", "preset", "data_root", "device", "workers", "decoder", "checkpoint_every",
-                                "compile", "source_weights", "started", "finished", "provenance", "host"})
+                                "compile", "runtime.cuda_graph", "source_weights", "started", "finished",
+                                "provenance", "host"})
 
 
 def _check_one_experiment(runs: list[Run]) -> None:

@@ -95,8 +95,12 @@ def ablation_lines(data: dict | None) -> list[str]:
     if data["driver"] is not None and nm.get("confidence_gap") is not None:
         d = data["rows"][data["driver"]]["confidence_gap"]
         low = d["mean"] - (d["half_width"] or 0)
+        others = [f"without {row['component']} {_cell(row['confidence_gap'])}" for m, row in data["rows"].items()
+                  if m != data["driver"] and row.get("confidence_gap")]
         lines += ["", f"Full NoisyMix's clean gap is {nm['confidence_gap']:+.1f} points. Removing "
                   f"{data['rows'][data['driver']]['component']} moves it furthest towards 0 ({_cell(d)})"
                   + ("" if low > 0 else ", though its interval reaches 0")
-                  + ": that component is what makes NoisyMix under-confident at this scale."]
+                  + ": that component is what makes NoisyMix under-confident at this scale"
+                  + (f" (the others: {'; '.join(others)}; an interval that covers 0 cannot be told apart from "
+                     "no change)" if others else "") + "."]
     return lines

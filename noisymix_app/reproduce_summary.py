@@ -162,7 +162,8 @@ def summarize(out: str | Path) -> dict:
             "categories": category_claims(values, LABELS),
             "calibration_under_shift": calibration_shift_summary(out),
             # why NoisyMix is under-confident: the ablation plan's rows, run apart (issue 46, item 4)
-            "ablation": read_ablation() if log.get("plan_name") in ("laptop", "laptop-published-rows", "gpu") else None,
+            "ablation": (read_ablation() if str(log.get("plan_name", "")).split(" ")[0]
+                         in ("laptop", "laptop-published-rows", "gpu") else None),
             "analogue": analogue_profile(out, plan, suite),
             "theory": _theory(out / "theory" / "theory.json"), "toy": _toy(out / "toy" / "toy.json"),
             "paper_calibration": paper_calibration(), "margins": read_margins()}
@@ -278,8 +279,9 @@ def _claim_line(c: dict, margins: dict[str, float]) -> str:
     line = f"- {c['statement']}: {d['mean']:+.1f}{interval}{mdd}"
     effect = c.get("paper_effect")
     if effect is not None and d.get("mdd80") is not None:
+        undecided = (c.get("verdict_adjusted") or c["verdict"]) == "within noise" and c.get("decidable") is False
         line += (f" against the paper's {effect['effect']:+.1f} ({effect['source']})"
-                 + ("" if c.get("decidable") else ": this run cannot decide it"))
+                 + (": this run cannot decide it (its MDD exceeds the paper's effect)" if undecided else ""))
     line += f" — **{c['verdict']}**{tag}"
     if c.get("role") == "primary":
         line += " (the primary claim" + ("" if c.get("p") is None else f", p {_p(c['p'])}") + ")"
@@ -313,11 +315,15 @@ def _toy_lines(toy: dict) -> list[str]:
             text += (f"the tuned mixing strength is alpha = {mix:g}, so Manifold Mixup (and the mixing inside NFM and "
                      "NoisyMix) barely mixes and sits close to Baseline; ")
         text += f"the grids' validation accuracies span {lo:.1f}–{hi:.1f} %"
-        noisy = [f"{c} by {v['lead']:.1f} points (standard error {v['standard_error']:.1f})"
-                 for c, v in tuning["leads"].items() if v.get("standard_error") is not None]
-        if noisy:
-            text += ("; each chosen point leads its grid's runner-up " + ", ".join(noisy)
-                     + ", so the choice is within the tuning's own noise where a lead is under two standard errors")
+        leads = {c: v for c, v in tuning["leads"].items() if v.get("standard_error") is not None}
+        if leads:
+            within = [c for c, v in leads.items() if abs(v["lead"]) < 2 * v["standard_error"]]
+            text += ("; the chosen point of each grid leads its runner-up by "
+                     + ", ".join(f"{v['lead']:.1f} points (`{c}`, standard error {v['standard_error']:.1f})"
+                                 for c, v in leads.items())
+                     + (f": {'every' if len(within) == len(leads) else len(within)} of these lead"
+                        f"{'s' if len(within) == 1 else ''} under two standard errors, so the choice is within "
+                        "the tuning's own noise" if within else ""))
         lines += ["", text + "."]
     return lines
 
