@@ -43,7 +43,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-import fullscale.puzzlemix as puzzlemix
+import fullscale.puzzlemix.mixing as puzzlemix
 from fullscale.models import create_model
 from fullscale.puzzlemix import PuzzleMixConfig, block_costs, saliency, solve_masks
 from fullscale.training.methods import METHODS

@@ -22,7 +22,7 @@ pytest.importorskip("gco", reason="Puzzle Mix needs gco-wrapper (pip install 'no
 
 import gco
 
-import fullscale.puzzlemix as puzzlemix
+import fullscale.puzzlemix.mixing as puzzlemix
 from fullscale.models import create_model
 from fullscale.puzzlemix import solve_masks
 from fullscale.training.methods import METHODS
@@ -139,13 +139,13 @@ def test_a_failing_cut_raises_as_in_one_thread_and_the_helpers_stay_in_step():
 
 
 def test_the_helper_module_imports_no_torch():
-    code = "import sys, fullscale.puzzlemix_cuts; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
+    code = "import sys, fullscale.puzzlemix.cuts; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
 
 
 def test_the_helpers_end_with_the_interpreter():
-    code = ("import numpy as np, fullscale.puzzlemix as pm\n"
+    code = ("import numpy as np, fullscale.puzzlemix.mixing as pm\n"
             "u = np.zeros((4, 4, 4, 3), np.int32)\n"
             "ex, ey = np.ones((4, 3, 4), np.int32), np.ones((4, 4, 3), np.int32)\n"
             "pm.solve_masks(u, ex, ey, workers=3)\n"

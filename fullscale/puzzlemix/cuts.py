@@ -1,5 +1,5 @@
 """Puzzle Mix's graph cuts for one share of a batch: what ``fullscale.puzzlemix.solve_masks`` runs in
-its own thread and, as ``python -m fullscale.puzzlemix_cuts``, in each of its helper processes.
+its own thread and, as ``python -m fullscale.puzzlemix.cuts``, in each of its helper processes.
 
 Only numpy and pyGCO (gco-wrapper) here, never torch, so a helper starts in a fraction of a second
 (the package ``fullscale``'s ``__init__`` imports nothing).  pyGCO's C wrapper keeps its graphs in

@@ -16,7 +16,7 @@ in [0, 1] (our models normalise inside), their saliency (B, W, W), partners ``pe
    ``cut_grid_graph(..., algorithm="swap")``, the library the code uses).  Its C wrapper keeps the
    graphs in one unlocked global table per process, so a process cuts one graph at a time; with
    ``workers`` > 1 the batch is shared between this thread and ``workers - 1`` helper processes
-   (``fullscale.puzzlemix_cuts``; the public code's ``--mp`` is a process pool too), the same masks
+   (``fullscale.puzzlemix.cuts``; the public code's ``--mp`` is a process pool too), the same masks
    as in one thread.  Measured (``noisymix bench puzzlemix``, 2-core VM, batch 32, workers 2): the
    cuts alone 1.3-1.6x faster than in one thread on the idle machine (1.5-1.75x at batch 128),
    0.7-0.8x (medians) beside a busy core; the locked thread pool used before, 0.73-0.96x; the whole
@@ -34,7 +34,7 @@ partner) side gets an FGSM-like perturbation, from a uniform start in the ``adv_
 (the saliency pass runs on the perturbed batch), one signed-gradient step of (adv_eps + 2) / 255,
 clipped to the ball and scaled by a uniform coefficient (``adversarial_start`` / ``adversarial_noise``).
 
-Step 4 lives in ``fullscale.puzzlemix_transport`` (its names handed on here).  The graph cut needs
+Step 4 lives in ``fullscale.puzzlemix.transport`` (its names handed on here).  The graph cut needs
 ``pip install noisymix[puzzlemix]`` (gco-wrapper); it is imported on first use.
 """
 
@@ -57,8 +57,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fullscale.mixings import Mixing, register_mixing
-from fullscale.puzzlemix_cuts import cut_chunk
-from fullscale.puzzlemix_transport import mask_transport, transport_blocks
+from fullscale.puzzlemix.cuts import cut_chunk
+from fullscale.puzzlemix.transport import mask_transport, transport_blocks
 from noisymix.loss import LossParts, soft_cross_entropy
 from noisymix.mixing import MixDraw
 
@@ -276,7 +276,7 @@ _HELPERS_FAILED = False  # helpers that could not start or died: in-thread cuts 
 
 
 def _pool(count: int) -> list[subprocess.Popen]:
-    """``count`` helper processes (``python -m fullscale.puzzlemix_cuts``), started on first use and
+    """``count`` helper processes (``python -m fullscale.puzzlemix.cuts``), started on first use and
     kept for the process's life (more started when more are asked for; a forked child starts its
     own).  Fork + exec of a fresh interpreter, never a fork of this process, whose torch threads may
     hold locks; each imports numpy and pyGCO only and has pyGCO's global table to itself.  Not
@@ -289,10 +289,10 @@ def _pool(count: int) -> list[subprocess.Popen]:
     helpers = _HELPERS[1]
     if len(helpers) >= count:  # every batch after the first: nothing to start
         return helpers[:count]
-    root = str(Path(__file__).resolve().parents[1])  # the fullscale package found here, not another
+    root = str(Path(__file__).resolve().parents[2])  # the fullscale package found here, not another
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     while len(helpers) < count:
-        helpers.append(subprocess.Popen([sys.executable, "-m", "fullscale.puzzlemix_cuts"],
+        helpers.append(subprocess.Popen([sys.executable, "-m", "fullscale.puzzlemix.cuts"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env))
     return helpers[:count]
 
