@@ -96,7 +96,8 @@ def _binding(config_path: Path, run_dir: Path, problems: list[str]) -> tuple[str
     config.json) or ``None`` with a problem noted: a config.json that is not a training config (a
     group given as a number, a value of the wrong type) is left out, not tabulated (issue 41)."""
     from fullscale.run_record import config_sha256
-    from fullscale.runs import check_run_config, split_run_record
+    from fullscale.runs import split_run_record
+    from fullscale.training.config import check_run_config
     from noisymix_infra.io import read_json, sha256_file
 
     try:

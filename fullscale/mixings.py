@@ -13,7 +13,7 @@ fields of the registered groups), and the kind's batch op and loss receive that 
 
 **A kind registers itself**, in its own module: the built-in kinds below (no mixing, Mixup's input
 mixing, Manifold Mixup / NFM's feature mixing, CutMix, whose op is ``noisymix.mixing.cutmix``), and
-the modules of ``KIND_MODULES`` (Puzzle Mix: ``fullscale.puzzlemix``), imported by ``load_kinds``
+the modules of ``KIND_MODULES`` (Puzzle Mix: ``fullscale.puzzlemix.mixing``), imported by ``load_kinds``
 before the training config is made.  A new kind is its module, one ``register_mixing`` call there
 and one line in ``KIND_MODULES``.
 """
@@ -42,7 +42,7 @@ BatchOp = Callable[..., tuple[Tensor, MixDraw, Any]]
 MixingLoss = Callable[[Tensor, Tensor, Any, Any], LossParts]
 
 #: the modules holding kinds beyond the built-in ones (each registers its kinds on import)
-KIND_MODULES: tuple[str, ...] = ("fullscale.puzzlemix",)
+KIND_MODULES: tuple[str, ...] = ("fullscale.puzzlemix.mixing",)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,10 @@ Pure data (no torch, no corruption code): evaluation, metrics, the corruption re
 figures and the transfer table all read their names here, so a name is spelled once.  Orders
 are those of the public code and the paper: ``CORRUPTIONS`` is the ``CORRUPTIONS`` list of
 google-research/augmix (``cifar.py`` / ``imagenet.py``) and hendrycks/robustness, grouped as
-ImageNet-C groups them (Hendrycks & Dietterich, 2019, Fig. 1).  The method rows (``METHOD_ROWS``)
-are the methods registry's (``fullscale.training.methods``), read from there on first use.
+ImageNet-C groups them (Hendrycks & Dietterich, 2019, Fig. 1).  The paper's method rows
+(``METHOD_ROWS``) are kept here, with the ablation and transfer rows; the methods registry
+(``fullscale.training.methods``) reads each method's row from them and checks that every method they
+name is registered.
 """
 
 from __future__ import annotations
@@ -60,6 +62,13 @@ ALEXNET_ERR: dict[str, float] = dict(zip(CORRUPTIONS, (
 #: published AlexNet accuracy (43.5% in Hendrycks & Dietterich's table).  Not in the public code.
 ALEXNET_CLEAN_ERR = 0.43478
 
+#: the paper's method rows (tab:results_cifar10 and after, in its order) -> our method (None: not
+#: implemented, said rather than silently missing); a method's ``paper_row`` in the registry
+METHOD_ROWS: dict[str, str | None] = {
+    "Baseline": "baseline", "Mixup": "mixup", "Manifold Mixup": "manifold_mixup", "CutMix": "cutmix",
+    "Puzzle Mix": "puzzlemix", "NFM": "nfm", "AugMix": "augmix_jsd", "AugMax*": None, "NoisyMix (ours)": "noisymix",
+}
+
 #: tab:ablation's rows (A = AugMix, F = feature mixup, N = noise, J = JSD) -> our method
 ABLATION_ROWS: dict[str, str] = {
     "----": "baseline", "--N-": "noise", "-F--": "manifold_mixup", "-FN-": "nfm", "A---": "augmix",
@@ -75,23 +84,6 @@ TRANSFER_ROWS: dict[str, str] = {
 }
 #: the model name of fine-tuned transfer runs (fullscale.training.transfer)
 TRANSFER_MODEL = "resnet50_transfer"
-
-
-#: the paper's method rows (tab:results_cifar10 and after) -> our method (None: not implemented);
-#: bound on first use by ``__getattr__`` below
-METHOD_ROWS: dict[str, str | None]
-
-
-def __getattr__(name: str):
-    """``METHOD_ROWS``, the paper's method rows (tab:results_cifar10 and after) -> our method (None:
-    not implemented), read on first use from the methods registry (``fullscale.training.methods.paper_rows``,
-    where each method's row is kept), so that this module stays free of torch."""
-    if name == "METHOD_ROWS":
-        from fullscale.training.methods import paper_rows
-
-        globals()[name] = rows = paper_rows()
-        return rows
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def category_of(name: str) -> str:

@@ -37,8 +37,9 @@ from fullscale.data.registry import IMAGE_SIDE
 from fullscale.evaluation.context import Context, EvalOptions
 from fullscale.evaluation.robustbench import check_protocol
 from fullscale.evaluation.suites import RESUMABLE, SUITES, run_suite
+from fullscale.run_model import load_bare_model, load_run_model
 from fullscale.run_record import config_sha256
-from fullscale.runs import load_bare_model, load_run_model, split_run_record
+from fullscale.runs import split_run_record
 from noisymix_infra.folder_kind import KINDS, check_out_path, folder_kind, require_kind
 from noisymix_infra.io import data_fingerprint, directory_lock, printable, read_json, sha256_file, write_json
 from noisymix_infra.provenance import provenance

@@ -18,6 +18,7 @@ from fullscale.data import (
     imagenet_wnids,
     load_dataset,
 )
+from fullscale.data.cifar import LAYOUT
 from fullscale.data.imagenet import read_val_folder
 from fullscale.evaluation.context import Context, Results
 from fullscale.evaluation.inference import batch_logits, finite_logits
@@ -75,8 +76,6 @@ def _test_data(ctx: Context) -> _TestData:
     if test.num_classes != ctx.num_classes:
         raise ValueError(f"{dataset} has {test.num_classes} classes, the run's model {ctx.num_classes}")
     files = []
-    from fullscale.data.cifar import LAYOUT
-
     if dataset in LAYOUT and Path(test.source).is_dir():
         files = [file_record(Path(test.source) / f, len(test)) for f in LAYOUT[dataset]["test"]]
 

@@ -12,6 +12,7 @@ Keys are dotted (``--set optim.lr=0.05``); the flat names of runs made before th
 from __future__ import annotations
 
 from dataclasses import dataclass, field, make_dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from fullscale.augment import AugMixConfig
@@ -21,10 +22,11 @@ from fullscale.run_record import FLAT_KEYS, flat_config, grouped_config
 from noisymix.loss import PUBLIC_CODE_JSD_WEIGHT
 from noisymix.mixing import MixConfig
 from noisymix_infra.config import check_types, config_from_dict
+from noisymix_infra.io import printable
 from noisymix_infra.validate import check_device_name, check_seed
 
 __all__ = ["FLAT_KEYS", "DataConfig", "ModelConfig", "OptimConfig", "RuntimeConfig", "TrainConfig", "TransferConfig",
-           "flat_config", "grouped_config", "train_config_from_dict"]
+           "check_run_config", "flat_config", "grouped_config", "train_config_from_dict"]
 
 
 @dataclass(frozen=True)
@@ -219,3 +221,14 @@ def train_config_from_dict(data: dict[str, Any]) -> TrainConfig:
         raise ValueError(f"not a training config ({str(error).splitlines()[0][:160]})") from None
     check_types(cfg, "the training config")
     return cfg
+
+
+def check_run_config(config: dict, where: str | Path) -> None:
+    """Refuse (one line naming the file) a run's config part that is not a training config: a group
+    given as a number (``"optim": 3``), a value of the wrong type, an unknown key (issue 41: such a
+    ``config.json`` was read, and the tables showed epochs ``None``)."""
+    try:
+        train_config_from_dict(grouped_config(config))
+    except (TypeError, ValueError) as error:
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"{printable(str(where))}: not a training config noisymix reads ({detail[:200]})") from None

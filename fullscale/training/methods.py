@@ -32,9 +32,10 @@ config group; each kind registers itself in its own module).  The step dispatche
 alone.
 
 A method's record also says how the results show it, so that its names are kept here alone: its
-row in the paper's method tables (``paper_row``; ``paper_rows()`` is ``fullscale.vocabulary.METHOD_ROWS``),
-its place in our own tables and figures (``order``) and its colour in every figure (``color``), read
-by ``noisymix_figures.methods``.
+place in our own tables and figures (``order``) and its colour in every figure (``color``), read by
+``noisymix_figures.methods``.  Its row in the paper's method tables (``paper_row``) is the paper's
+name, kept with the paper's other names in ``fullscale.vocabulary.METHOD_ROWS`` and read from there;
+every method named there must be registered here.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from fullscale.mixings import MIXINGS, Mixing, load_kinds
+from fullscale.vocabulary import METHOD_ROWS
 from noisymix_infra.registry import file_once
 
-__all__ = ["METHODS", "NOT_IMPLEMENTED", "NOT_IMPLEMENTED_ROWS", "Method", "get_method", "paper_rows",
-           "register_method", "table_order"]
+__all__ = ["METHODS", "NOT_IMPLEMENTED", "Method", "get_method", "paper_rows", "register_method", "table_order"]
 
 load_kinds()  # the kinds of mixing, Puzzle Mix's included: a method names one
 
@@ -70,8 +71,6 @@ class Method:
     jsd: bool = False
     #: the config fields this method sets by default, as (dotted key, value); ``--set`` wins
     strengths: tuple[tuple[str, Any], ...] = ()
-    #: its row in the paper's method tables (tab:results_cifar10 and after); None: it has none there
-    paper_row: str | None = None
     #: its place in our own tables and figures (None: after the placed methods, by name)
     order: int | None = None
     #: its colour in every figure, a matplotlib colour (None: the figure's default)
@@ -90,6 +89,12 @@ class Method:
             raise ValueError(f"{self.name}: the JSD loss needs the AugMix views (augmentations)")
         if not self.kind.combines and (self.noise or self.jsd or self.augmentations):
             raise ValueError(f"{self.name}: {self.mixing} is combined with neither AugMix, noise nor JSD")
+
+    @property
+    def paper_row(self) -> str | None:
+        """Its row in the paper's method tables (tab:results_cifar10 and after,
+        ``fullscale.vocabulary.METHOD_ROWS``); None: it has none there."""
+        return next((row for row, method in METHOD_ROWS.items() if method == self.name), None)
 
     @property
     def kind(self) -> Mixing:
@@ -127,22 +132,19 @@ def register_method(method: Method) -> Method:
 
 
 for _method in (
-    Method("baseline", "Baseline", paper_row="Baseline", order=0, color="tab:gray"),
-    Method("mixup", "Mixup", mixing="input", strengths=(("mix.alpha", 1.0),), paper_row="Mixup", order=1,
-           color="tab:purple"),
+    Method("baseline", "Baseline", order=0, color="tab:gray"),
+    Method("mixup", "Mixup", mixing="input", strengths=(("mix.alpha", 1.0),), order=1, color="tab:purple"),
     Method("manifold_mixup", "Manifold Mixup", mixing="manifold", strengths=(("mix.alpha", 2.0),),
-           paper_row="Manifold Mixup", order=2, color="tab:pink"),
-    Method("cutmix", "CutMix", mixing="cutmix", strengths=(("mix.alpha", 1.0),), paper_row="CutMix", order=3,
-           color="tab:olive"),
+           order=2, color="tab:pink"),
+    Method("cutmix", "CutMix", mixing="cutmix", strengths=(("mix.alpha", 1.0),), order=3, color="tab:olive"),
     # no order: Puzzle Mix came after our tables were first written, and sorts last (by name) there
-    Method("puzzlemix", "Puzzle Mix", mixing="puzzlemix", strengths=_PUZZLEMIX, paper_row="Puzzle Mix",
-           color="tab:brown"),
+    Method("puzzlemix", "Puzzle Mix", mixing="puzzlemix", strengths=_PUZZLEMIX, color="tab:brown"),
     Method("noise", "Noise injections", noise=True, strengths=(("mix.alpha", 0.0), *_NFM_NOISE), order=4,
            color="tab:cyan"),
-    Method("nfm", "NFM", mixing="manifold", noise=True, strengths=(("mix.alpha", 1.0), *_NFM_NOISE), paper_row="NFM",
+    Method("nfm", "NFM", mixing="manifold", noise=True, strengths=(("mix.alpha", 1.0), *_NFM_NOISE),
            order=5, color="tab:green"),
     Method("augmix", "AugMix (no JSD)", augmentations=True, order=6, color="gold"),
-    Method("augmix_jsd", "AugMix", augmentations=True, jsd=True, paper_row="AugMix", order=7, color="tab:orange"),
+    Method("augmix_jsd", "AugMix", augmentations=True, jsd=True, order=7, color="tab:orange"),
     Method("augmix_noise_jsd", "AugMix + noise + JSD", augmentations=True, noise=True, jsd=True,
            strengths=(("mix.alpha", 0.0), *_NOISYMIX_NOISE)),
     Method("augmix_nfm", "AugMix + NFM (no JSD)", augmentations=True, mixing="manifold", noise=True,
@@ -150,27 +152,24 @@ for _method in (
     Method("augmix_manifold_jsd", "AugMix + Manifold Mixup + JSD", augmentations=True, mixing="manifold",
            jsd=True, strengths=(("mix.alpha", 1.0),)),
     Method("noisymix", "NoisyMix", augmentations=True, mixing="manifold", noise=True, jsd=True,
-           strengths=(("mix.alpha", 1.0), *_NOISYMIX_NOISE), paper_row="NoisyMix (ours)", order=8, color="tab:red"),
+           strengths=(("mix.alpha", 1.0), *_NOISYMIX_NOISE), order=8, color="tab:red"),
 ):
     register_method(_method)
 del _method
 
-#: Rows of the paper we do not implement, said rather than silently missing.
+#: Methods of the paper we do not implement, said rather than silently missing (its rows in
+#: ``METHOD_ROWS`` name no method).
 NOT_IMPLEMENTED = {"augmax": "AugMax (adversarial AugMix compositions; out of scope)"}
-#: the paper's rows of those, each printed just before the row of the method named
-NOT_IMPLEMENTED_ROWS: dict[str, str] = {"AugMax*": "noisymix"}
+
+_UNREGISTERED = sorted({m for m in METHOD_ROWS.values() if m is not None} - set(METHODS))
+if _UNREGISTERED:
+    raise ImportError(f"fullscale.vocabulary.METHOD_ROWS names methods not registered here: {', '.join(_UNREGISTERED)}")
 
 
 def paper_rows() -> dict[str, str | None]:
     """The paper's method rows (tab:results_cifar10 and after) -> our method (None: not implemented),
-    in the paper's order: the registered methods' ``paper_row`` in registration order, each of
-    ``NOT_IMPLEMENTED_ROWS`` before the method it precedes."""
-    rows: dict[str, str | None] = {}
-    for method in METHODS.values():
-        rows.update({row: None for row, before in NOT_IMPLEMENTED_ROWS.items() if before == method.name})
-        if method.paper_row is not None:
-            rows[method.paper_row] = method.name
-    return rows
+    in the paper's order (``fullscale.vocabulary.METHOD_ROWS``)."""
+    return dict(METHOD_ROWS)
 
 
 def table_order() -> list[str]:

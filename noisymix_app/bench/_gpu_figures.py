@@ -155,7 +155,7 @@ def _digits_precision(ctx: FigureContext) -> dict:
     from fullscale.corruptions import CORRUPTIONS, corrupt
     from fullscale.data import load_dataset
     from fullscale.evaluation import logits_of
-    from fullscale.runs import load_run_model
+    from fullscale.run_model import load_run_model
     from fullscale.training.loop import train
     from fullscale.training.presets import resolve_config
     from noisymix.random import generator_for

@@ -43,7 +43,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-import fullscale.puzzlemix as puzzlemix
+import fullscale.puzzlemix.masks as puzzlemix_masks
+import fullscale.puzzlemix.mixing as puzzlemix_mixing
 from fullscale.models import create_model
 from fullscale.puzzlemix import PuzzleMixConfig, block_costs, saliency, solve_masks
 from fullscale.training.methods import METHODS
@@ -122,7 +123,7 @@ def locked_thread_masks(unary: np.ndarray, edge_x: np.ndarray, edge_y: np.ndarra
     import gco
 
     n_labels = unary.shape[-1]
-    cost = puzzlemix._label_cost(n_labels)
+    cost = puzzlemix_masks._label_cost(n_labels)
 
     def one(i: int) -> np.ndarray:
         with _OLD_LOCK:
@@ -147,12 +148,12 @@ def _cuts_by(way: str, workers: int) -> Iterator[None]:
     if way != "threads":
         yield
         return
-    own = puzzlemix.solve_masks
-    puzzlemix.solve_masks = locked_thread_masks
+    own = puzzlemix_mixing.solve_masks  # the name puzzle_mix calls
+    puzzlemix_mixing.solve_masks = locked_thread_masks
     try:
         yield
     finally:
-        puzzlemix.solve_masks = own
+        puzzlemix_mixing.solve_masks = own
 
 
 @contextlib.contextmanager

@@ -1,6 +1,7 @@
-"""Method names, rows, order and colours have one home, the methods registry
-(``fullscale.training.methods``); the paper's rows (``fullscale.vocabulary.METHOD_ROWS``), the order of
-our tables and figures (``noisymix_figures.methods.method_order``) and the figures' palette read it.
+"""Method names, order and colours have one home, the methods registry (``fullscale.training.methods``),
+and the paper's rows one, ``fullscale.vocabulary.METHOD_ROWS``, which each method's ``paper_row`` reads;
+the order of our tables and figures (``noisymix_figures.methods.method_order``) and the figures' palette
+read the registry.
 Generated from the registry, as timm's tests are from its: every registered method's record is held
 against what the tables and figures show, and a method registered here shows up in both."""
 

@@ -27,7 +27,7 @@ def _needs_cuda():
 
 
 def test_digits_training_on_cuda_runs_and_lowers_the_loss(tmp_path):
-    from fullscale.runs import load_run_model
+    from fullscale.run_model import load_run_model
     from fullscale.training.loop import train
     from fullscale.training.presets import resolve_config
 
@@ -127,7 +127,7 @@ def test_evaluation_accuracy_on_cuda_is_within_a_tenth_of_a_point_of_the_cpu(tmp
     from fullscale.corruptions import CORRUPTIONS, corrupt
     from fullscale.data import load_dataset
     from fullscale.evaluation import logits_of
-    from fullscale.runs import load_run_model
+    from fullscale.run_model import load_run_model
     from fullscale.training.loop import train
     from fullscale.training.presets import resolve_config
 

@@ -22,7 +22,7 @@ pytest.importorskip("gco", reason="Puzzle Mix needs gco-wrapper (pip install 'no
 
 import gco
 
-import fullscale.puzzlemix as puzzlemix
+import fullscale.puzzlemix.masks as puzzlemix_masks
 from fullscale.models import create_model
 from fullscale.puzzlemix import solve_masks
 from fullscale.training.methods import METHODS
@@ -51,7 +51,7 @@ def _one_by_one(unary, edge_x, edge_y) -> np.ndarray:
 
 
 def _helpers_alive() -> list[subprocess.Popen]:
-    helpers = puzzlemix._HELPERS[1] if puzzlemix._HELPERS is not None else []
+    helpers = puzzlemix_masks._HELPERS[1] if puzzlemix_masks._HELPERS is not None else []
     return [proc for proc in helpers if proc.poll() is None]
 
 
@@ -95,7 +95,7 @@ def test_a_step_is_the_same_in_one_thread_and_with_helper_processes():
 
 
 def test_a_helper_that_died_costs_one_warning_and_the_cuts_go_on_in_this_thread(monkeypatch):
-    monkeypatch.setattr(puzzlemix, "_HELPERS_FAILED", False)  # restored after the test
+    monkeypatch.setattr(puzzlemix_masks, "_HELPERS_FAILED", False)  # restored after the test
     problem = _problem(3, 6, 8, 3, 50)
     expected = _one_by_one(*problem)
     assert np.array_equal(solve_masks(*problem, workers=2), expected)
@@ -116,14 +116,14 @@ def test_a_helper_that_died_costs_one_warning_and_the_cuts_go_on_in_this_thread(
 
 @pytest.mark.parametrize("executable", ["/nonexistent/python3", shutil.which("true") or "/bin/true"])
 def test_helpers_that_cannot_start_cost_one_warning_and_the_cuts_go_on_in_this_thread(monkeypatch, executable):
-    monkeypatch.setattr(puzzlemix, "_HELPERS_FAILED", False)
-    puzzlemix._close_pool()
+    monkeypatch.setattr(puzzlemix_masks, "_HELPERS_FAILED", False)
+    puzzlemix_masks._close_pool()
     monkeypatch.setattr(sys, "executable", executable)  # no such program / one that exits at once
     problem = _problem(4, 5, 4, 4, 8000)
     with pytest.warns(RuntimeWarning, match="graph-cut helper process failed"):
         masks = solve_masks(*problem, workers=3)
     assert np.array_equal(masks, _one_by_one(*problem))
-    assert puzzlemix._HELPERS is None
+    assert puzzlemix_masks._HELPERS is None
 
 
 def test_a_failing_cut_raises_as_in_one_thread_and_the_helpers_stay_in_step():
@@ -139,13 +139,13 @@ def test_a_failing_cut_raises_as_in_one_thread_and_the_helpers_stay_in_step():
 
 
 def test_the_helper_module_imports_no_torch():
-    code = "import sys, fullscale.puzzlemix_cuts; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
+    code = "import sys, fullscale.puzzlemix.cuts; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
 
 
 def test_the_helpers_end_with_the_interpreter():
-    code = ("import numpy as np, fullscale.puzzlemix as pm\n"
+    code = ("import numpy as np, fullscale.puzzlemix.masks as pm\n"
             "u = np.zeros((4, 4, 4, 3), np.int32)\n"
             "ex, ey = np.ones((4, 3, 4), np.int32), np.ones((4, 4, 3), np.int32)\n"
             "pm.solve_masks(u, ex, ey, workers=3)\n"

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from fullscale.models import create_model
-from fullscale.runs import load_run_model, split_run_record
+from fullscale.run_model import load_run_model
+from fullscale.runs import split_run_record
 from fullscale.training.checkpoint import check_same_config
 from fullscale.training.config import (
     DataConfig,

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from fullscale.runs import load_run_model
+from fullscale.run_model import load_run_model
 
 # device=cpu: these are the gloo runs; a machine with one GPU would put rank 1 on a second one
 _TINY = ("dataset=digits", "width=4", "epochs=1", "train_subset=128", "batch_size=32", "device=cpu")

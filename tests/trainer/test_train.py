@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from fullscale.models import create_model
-from fullscale.runs import load_run_model
+from fullscale.run_model import load_run_model
 from fullscale.training.checks import NonFiniteLoss
 from fullscale.training.config import OptimConfig, TrainConfig
 from fullscale.training.loop import train

@@ -1,10 +1,10 @@
 """Puzzle Mix's graph cuts for one share of a batch: what ``fullscale.puzzlemix.solve_masks`` runs in
-its own thread and, as ``python -m fullscale.puzzlemix_cuts``, in each of its helper processes.
+its own thread and, as ``python -m fullscale.puzzlemix.cuts``, in each of its helper processes.
 
 Only numpy and pyGCO (gco-wrapper) here, never torch, so a helper starts in a fraction of a second
-(the package ``fullscale``'s ``__init__`` imports nothing).  pyGCO's C wrapper keeps its graphs in
-one global table per process, unlocked (gco/cgco.cpp): a process runs one cut at a time, and each
-helper process has a table of its own.
+(the ``__init__`` of ``fullscale`` imports nothing, that of ``fullscale.puzzlemix`` only
+``importlib``).  pyGCO's C wrapper keeps its graphs in one global table per process, unlocked
+(gco/cgco.cpp): a process runs one cut at a time, and each helper process has a table of its own.
 
 A helper reads tasks ``(unary, cost, edge_x, edge_y)`` pickled on its stdin and answers each with
 ``(True, labels)`` or ``(False, exception)`` pickled on its stdout; it ends at the end of its stdin
