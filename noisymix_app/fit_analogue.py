@@ -37,7 +37,7 @@ from fullscale.corruptions.registry import CORRUPTIONS, corrupt
 from fullscale.corruptions.writer import chunk_generator
 from fullscale.data import load_dataset
 from fullscale.evaluation.inference import cpu_inference_model, logits_of
-from fullscale.runs import load_run_model
+from fullscale.run_model import load_run_model
 from noisymix_app.plans import PLANS
 from noisymix_infra.config import add_set_argument, apply_overrides
 from noisymix_infra.io import read_json, write_json
