@@ -45,7 +45,6 @@ from noisymix_infra.progress import progress
 
 __all__ = ["DRAW_SEED", "FIT_SEEDS", "MIN_DROP", "FitOptions", "choose", "paper_drops", "run", "targets"]
 
-THREADS = 0  # the cores free at the start: one process, training then many small evaluations
 
 FIT_SEEDS = (100, 101, 102)
 DRAW_SEED = 1
