@@ -522,7 +522,7 @@ def test_a_killed_puzzle_mix_helper_falls_back_to_the_same_masks(recwarn):
     import os
     import signal
 
-    from fullscale import puzzlemix
+    from fullscale.puzzlemix import masks as puzzlemix  # the graph cuts and their helper processes
 
     try:
         puzzlemix._gco()

@@ -180,7 +180,7 @@ def test_a_stale_figure_is_caught(tmp_path):
 def test_the_commands_table_lists_each_command_once():
     """Issue 21: the table listed `noisymix toy` and `noisymix train` twice, with different texts."""
     section = _readme().split("## The commands", 1)[1].split("\n## ", 1)[0]
-    commands = [re.match(r"\| `noisymix (\w+)", line).group(1) for line in section.splitlines()
+    commands = [re.match(r"\| `noisymix ([\w-]+)", line).group(1) for line in section.splitlines()
                 if line.startswith("| `noisymix ")]
     assert commands and len(commands) == len(set(commands)), commands
     from noisymix_app.cli import COMMANDS
