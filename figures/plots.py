@@ -424,8 +424,9 @@ def category_plot(groups: dict, label: str):
 
 def corruption_examples(out: Path, severities: tuple[int, ...] = (3, 5)) -> Path:
     """fig:cimages for the data set our tables report: the 15 corruptions of Digits-C on one test digit
-    (scikit-learn's digits upscaled to 32 x 32, as ``noisymix corrupt --dataset digits`` makes them:
-    our own ``fullscale.corruptions`` with the CIFAR-10-C parameters), at ``severities``, each column
+    (scikit-learn's digits upscaled to 32 x 32, as the main job makes them: our own ``fullscale.corruptions``
+    with the CIFAR-10-C rows at the difficulty-matched strengths, ``params="digits-matched"``; issue 46),
+    at ``severities``, each column
     named as the tables name it (tab:results_cifar10_c's headers), not by our code's names (issue 40)."""
     import torch
 
@@ -441,7 +442,7 @@ def corruption_examples(out: Path, severities: tuple[int, ...] = (3, 5)) -> Path
         for ax, (title, what) in zip(axes[row], panels, strict=True):
             try:
                 image = what if isinstance(what, torch.Tensor) else corrupt(
-                    x, what, severity, generator=torch.Generator().manual_seed(0), params="cifar")
+                    x, what, severity, generator=torch.Generator().manual_seed(0), params="digits-matched")
                 ax.imshow(image[0].permute(1, 2, 0).numpy(), interpolation="nearest")
             except Exception as error:  # a panel that cannot be drawn is labelled, not fatal
                 ax.text(0.5, 0.5, type(error).__name__, ha="center", va="center", fontsize=7)
@@ -450,8 +451,8 @@ def corruption_examples(out: Path, severities: tuple[int, ...] = (3, 5)) -> Path
             ax.set_xticks([])
             ax.set_yticks([])
         axes[row][0].set_ylabel(f"severity {severity}", fontsize=9)
-    fig.suptitle("Digits-C: the 15 corruptions on a test digit (ours: fullscale.corruptions with CIFAR-10-C "
-                 "parameters, 32 x 32; columns named as in the tables)", fontsize=10)
+    fig.suptitle("The difficulty-matched Digits-C: the 15 corruptions on a test digit (ours: fullscale.corruptions, "
+                 "the CIFAR-10-C rows at the fitted strengths, 32 x 32; columns named as in the tables)", fontsize=10)
     fig.tight_layout()
     return _save(fig, out)
 

@@ -163,7 +163,7 @@ def calibration_shift_lines(data: dict | None, figure: str | None = None) -> lis
                          f"{_cell(cell['after'])} | {cell['noise_floor']['mean']:.1f} | "
                          f"{cell['noise_floor']['p95']:.1f} | {t['mean']:.2f}{bound} |")
     lines += ["", f"Reliability diagrams, clean and at severity {SHIFTED} (all corruptions pooled), as evaluated and "
-              f"after scaling: `{figure or data.get('figure', FIGURE)}`."]
+              f"after scaling: {Path(figure or data.get('figure', FIGURE)).name} among the job's figures."]
     lacking = data.get("needs_rerun") or []
     if lacking:
         listed = ", ".join(lacking[:4]) + (", ..." if len(lacking) > 4 else "")

@@ -312,7 +312,8 @@ def analogue_lines(summary: dict) -> list[str]:
     lines = [intro, "", verdict, "",
              "| corruption | our Baseline's drop | the paper's | within tolerance | fit residual (fit's models) |",
              "|---|---:|---:|---|---:|"]
-    for name, r in rows.items():
+    for name in (n for n in CORRUPTIONS if n in rows):  # the benchmark's order (a JSON round trip sorts keys)
+        r = rows[name]
         residual = "—" if r.get("fit_residual") is None else _signed(r["fit_residual"])
         lines.append(f"| {name} | {r['ours']:.1f} | {r['paper']:.1f} | {'yes' if r['within_tolerance'] else 'no'} | "
                      f"{residual} |")
