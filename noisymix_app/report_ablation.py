@@ -89,14 +89,16 @@ def ablation_lines(data: dict | None) -> list[str]:
              + f"commit `{(data.get('commit') or 'unknown')[:12]}`), kept as `docs/ablation-summary.json`.", "",
              "| row (without) | " + " | ".join(words for _, words in MEASURES) + " |",
              "|---|" + "---:|" * len(MEASURES)]
-    for _method, row in data["rows"].items():
+    for method in (m for m in COMPONENT_OF if m in data["rows"]):  # the plan's order (a JSON round trip sorts keys)
+        row = data["rows"][method]
         lines.append(f"| {row['component']} | " + " | ".join(_cell(row.get(m)) for m, _ in MEASURES) + " |")
     nm = data["noisymix"]
     if data["driver"] is not None and nm.get("confidence_gap") is not None:
         d = data["rows"][data["driver"]]["confidence_gap"]
         low = d["mean"] - (d["half_width"] or 0)
-        others = [f"without {row['component']} {_cell(row['confidence_gap'])}" for m, row in data["rows"].items()
-                  if m != data["driver"] and row.get("confidence_gap")]
+        others = [f"without {data['rows'][m]['component']} {_cell(data['rows'][m]['confidence_gap'])}"
+                  for m in COMPONENT_OF if m in data["rows"] and m != data["driver"]
+                  and data["rows"][m].get("confidence_gap")]
         lines += ["", f"Full NoisyMix's clean gap is {nm['confidence_gap']:+.1f} points. Removing "
                   f"{data['rows'][data['driver']]['component']} moves it furthest towards 0 ({_cell(d)})"
                   + ("" if low > 0 else ", though its interval reaches 0")

@@ -109,7 +109,8 @@ def calibration_shift_summary(out: str | Path) -> dict:
             verdict = {"severity": int(SHIFTED), "difference": d, "words": words,
                        "what": "NoisyMix's after-scaling RMS calibration error minus Baseline's, paired over seeds "
                                "(points; < 0: NoisyMix better calibrated)"}
-    return {"suite": suite, "methods": methods, "verdict": verdict, "needs_rerun": lacking, "figure": FIGURE,
+    return {"suite": suite, "methods": methods, "method_order": list(methods), "verdict": verdict,
+            "needs_rerun": lacking, "figure": FIGURE,
             "unit": "points (RMS calibration error x 100)"}
 
 
@@ -150,8 +151,10 @@ def calibration_shift_lines(data: dict | None, figure: str | None = None) -> lis
               "averaged over seeds):", "",
               "| severity | method | before scaling | after scaling | noise floor, mean | noise floor, 95th pct. | "
               "T (all clean images) |", "|---|---|---:|---:|---:|---:|---:|"]
+    order = [m for m in data.get("method_order") or methods if m in methods]  # the plan's (JSON sorts keys)
     for s in SEVERITIES:
-        for method, row in methods.items():
+        for method in order:
+            row = methods[method]
             cell = row["per_severity"].get(s)
             if cell is None:
                 continue
