@@ -77,7 +77,10 @@ def _errata_phrase(errata: dict[str, Any], failing: int) -> str:
     """The failing as-printed checks by kind of erratum, in words."""
     kinds = errata["kinds"]
     total = sum(k["errata"] for k in kinds.values())
-    parts = [f"{kind} {k['errata']} ({', '.join(k['ids'])})" for kind, k in kinds.items() if k["errata"]]
+    order = [k for k in ERRATUM_KINDS if k in kinds] + sorted(k for k in kinds if k not in ERRATUM_KINDS)
+    # in ERRATUM_KINDS' order, not the dict's: a summary.json read back has its keys sorted
+    parts = [f"{kind} {kinds[kind]['errata']} ({', '.join(kinds[kind]['ids'])})" for kind in order
+             if kinds[kind]["errata"]]
     if errata["unclassed"]["checks"]:
         parts.append(f"{errata['unclassed']['checks']} check(s) of an unclassed erratum "
                      f"({', '.join(errata['unclassed']['ids'])})")
