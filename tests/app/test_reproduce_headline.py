@@ -137,7 +137,9 @@ def _our_numbers(summary: dict) -> set[str]:
     walk(summary)
     if summary.get("seconds"):  # the report states the steps' time in minutes
         found.add(f"{summary['seconds'] / 60:.1f}")
-    for claim in summary["claims"]:  # interval ends
+    for where in summary.get("ran_on") or []:  # each machine's steps, in minutes
+        found.add(f"{where['seconds'] / 60:.1f}")
+    for claim in [*summary["claims"], *(summary.get("categories") or [])]:  # interval ends
         d = claim["difference"]
         if d and d.get("half_width") is not None:
             found |= {f"{abs(d['mean'] - d['half_width']):.1f}", f"{abs(d['mean'] + d['half_width']):.1f}"}
@@ -147,6 +149,9 @@ def _our_numbers(summary: dict) -> set[str]:
 def _stated_as_ours(text: str) -> str:
     """The report without what it marks as the paper's: "(paper X)" and the paper's claim's sentence."""
     text = re.sub(r"\(paper \d+(\.\d+)?\)", "", text)
+    text = re.sub(r"against the paper's [+−-]?\d+\.\d", "", text)  # each claim's paper effect, named so (issue 46)
+    # the analogue's table: "| corruption | our drop | the paper's drop | ..." (issue 46): its third column is the paper's
+    text = re.sub(r"^(\| \w+ \| [\d.]+ \| )[\d.]+( \|)", r"\1\2", text, flags=re.M)
     return "\n".join(line for line in text.splitlines() if not line.startswith("The paper's claim"))
 
 
