@@ -52,7 +52,8 @@ def test_the_numbers_over_seeds_and_the_paired_verdict(tmp_path):
     assert data["verdict"]["words"] == "above" and data["needs_rerun"] == []
     lines = calibration_shift_lines(data)
     text = "\n".join(lines)
-    assert lines[0] == "**Calibration under shift.**" and "Ovadia" in text and "calibration_shift.png among the job's figures" in text
+    assert lines[0] == "**Calibration under shift.**" and "Ovadia" in text \
+        and "calibration_shift.png among the job's figures" in text
     assert text.count("| NoisyMix |") == 6 and text.count("| Baseline |") == 6  # severities clean, 1..5
     verdict = lines[-1]
     assert verdict.startswith("Verdict: at severity 5") and "above Baseline's" in verdict

@@ -150,7 +150,7 @@ def _stated_as_ours(text: str) -> str:
     """The report without what it marks as the paper's: "(paper X)" and the paper's claim's sentence."""
     text = re.sub(r"\(paper \d+(\.\d+)?\)", "", text)
     text = re.sub(r"against the paper's [+−-]?\d+\.\d", "", text)  # each claim's paper effect, named so (issue 46)
-    # the analogue's table: "| corruption | our drop | the paper's drop | ..." (issue 46): its third column is the paper's
+    # the analogue's table, "| corruption | our drop | the paper's drop | ..." (issue 46): its third column
     text = re.sub(r"^(\| \w+ \| [\d.]+ \| )[\d.]+( \|)", r"\1\2", text, flags=re.M)
     return "\n".join(line for line in text.splitlines() if not line.startswith("The paper's claim"))
 
