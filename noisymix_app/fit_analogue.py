@@ -230,6 +230,3 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_fit(path: str | Path = MATCHED_FILE) -> dict:
-    return read_json(Path(path))
-

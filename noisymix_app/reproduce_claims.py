@@ -28,6 +28,7 @@ from pathlib import Path
 
 from fullscale.training.methods import METHODS
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
+from noisymix_app.reproduce_headline import _interval, _signed
 from noisymix_infra.io import read_json
 from noisymix_infra.stats import paired
 
@@ -233,10 +234,6 @@ def _fit_residuals(plan: dict) -> dict[str, float]:
     return {name: entry["residual"] for name, entry in matched_fit().get("fit", {}).items()}
 
 
-def _signed(x: float) -> str:
-    return f"{x:+.1f}".replace("-", "−")
-
-
 def category_lines(summary: dict) -> list[str]:
     """Which corruption groups carry NoisyMix's gain over Baseline and over AugMix, in words and a table."""
     rows = summary.get("categories") or []
@@ -252,11 +249,7 @@ def category_lines(summary: dict) -> list[str]:
         if r is None or not r.get("difference"):
             return "—"
         d = r["difference"]
-        if d.get("half_width") is None:
-            return _signed(d["mean"])
-        verdict = r.get("verdict_adjusted") or "—"
-        return (f"{_signed(d['mean'])} [{_signed(d['mean'] - d['half_width'])}, {_signed(d['mean'] + d['half_width'])}]"
-                f" {verdict}")
+        return _interval(d) if d.get("half_width") is None else f"{_interval(d)} {r.get('verdict_adjusted') or '—'}"
 
     words = []
     for a in against:
