@@ -111,12 +111,21 @@ def check_pixel_scale(scale: float) -> None:
 
 def strengthened(name: str, row: Any, strength: float) -> Any:
     """``name``'s parameter ``row`` ``strength`` times as strong (``CorruptionSpec.strengthen``);
-    ``strength == 1`` returns ``row`` itself, and a corruption without a rule keeps its row (its
-    output is scaled instead: ``corrupt``)."""
+    ``strength == 1`` returns ``row`` itself.  A corruption without a rule keeps its row and scales
+    its difference from the image instead: ``Strengthened(row, strength)``, as a rule whose row
+    saturates answers (``corrupt`` applies the factor)."""
     if not (isinstance(strength, float | int) and 0 < strength < 1e3):
         raise ValueError(f"strength must be a number in (0, 1000), got {strength!r}")
     rule = SPECS[name].strengthen
-    return row if strength == 1 or rule is None else rule(row, float(strength))
+    if strength == 1:
+        return row
+    return Strengthened(row, float(strength)) if rule is None else rule(row, float(strength))
+
+
+def _scaled_difference(x: Tensor, out: Tensor, factor: float | None) -> Tensor:
+    """``x + factor (out - x)``: a corruption's difference from the image ``factor`` times as large
+    (``Strengthened``); ``out`` itself where there is no factor."""
+    return out if factor is None else x + factor * (out - x)
 
 
 def corrupt(images_u8: Tensor, name: str, severity: int, *, generator: torch.Generator,
@@ -150,17 +159,15 @@ def corrupt(images_u8: Tensor, name: str, severity: int, *, generator: torch.Gen
         table, strength = "cifar", strength * matched_strength(name)
     else:
         table = params
-    row = strengthened(name, spec.row(table, severity), strength)
-    blend = strength if spec.strengthen is None and strength != 1 else None
-    if isinstance(row, Strengthened):  # the row saturated: the rest of the strength on the difference
+    row, blend = strengthened(name, spec.row(table, severity), strength), None
+    if isinstance(row, Strengthened):  # no rule, or a saturated row: the strength left on the difference
         row, blend = row.row, row.artefact
     row = pixel_scaled(name, row, pixel_scale)
     if spec.cpu_u8 is not None and images_u8.device.type == "cpu":
         out_u8 = spec.cpu_u8(images_u8, row)
         if blend is None:
             return out_u8
-        x = images_u8.float().div_(255)
-        return to_u8(x + blend * (out_u8.float().div_(255) - x))
+        return to_u8(_scaled_difference(images_u8.float().div_(255), out_u8.float().div_(255), blend))
     n, _, h, w = images_u8.shape
     # On the CPU, elementwise chains over a large batch run from memory, over a few images from
     # cache (1.5 - 3.5x faster at 224x224); a spec may ask for larger blocks (``cpu_block``) or the
@@ -171,10 +178,7 @@ def corrupt(images_u8: Tensor, name: str, severity: int, *, generator: torch.Gen
     parts = []
     for start in range(0, n, block):
         x = images_u8[start:start + block].float().div_(255)
-        out = spec.fn(x, row, generator, **extra)
-        if blend is not None:  # no rule for the row: the corruption's difference from the image, scaled
-            out = x + blend * (out - x)
-        parts.append(to_u8(out))
+        parts.append(to_u8(_scaled_difference(x, spec.fn(x, row, generator, **extra), blend)))
     return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 

@@ -46,10 +46,10 @@ class CorruptionSpec:
     that measures the damage moved ``k`` times as far from its identity value (the value at
     which the corruption does nothing: noise 0, contrast 1, zoom 1, pixelate's factor 1, ...);
     ``k = 1`` is the row itself.  ``None``: the corrupted image's difference from the clean one is
-    scaled instead, ``x + k (c(x) - x)`` (snow: its seven fields have no single identity; JPEG: its
-    quality saturates at 1 long before the digits feel it).  A rule whose fields saturate may
-    return ``Strengthened(row, artefact)``: the row at its limit, the rest of the strength on the
-    difference (JPEG: quality to 1, then its artefact amplified).  The
+    scaled instead, ``x + k (c(x) - x)`` (snow: its seven fields have no single identity).  A rule
+    whose fields saturate may return ``Strengthened(row, artefact)``: the row at its limit, the rest
+    of the strength on the difference (JPEG: its quality goes to 1, where the digits hardly feel it,
+    then its artefact is amplified).  The
     difficulty-matched Digits-C (``fullscale.corruptions.matched``) is the CIFAR rows at fitted
     strengths."""
 
