@@ -3,7 +3,7 @@ read by ``noisymix_app.reproduce`` (which runs a plan) and ``noisymix_app.sweep.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fullscale.vocabulary import P_COLUMNS
 
@@ -69,31 +69,34 @@ class ReproducePlan:
                              f"got workers={self.workers}")
 
 
+# The laptop protocol, chosen from a pilot's cost and spread (issue 22; benchmarks/RESULTS.md,
+# "Choosing the laptop protocol (issue 22)": `noisymix bench protocol`, 4 methods x 5-10 paired
+# seeds per grid point), never from its verdicts.  PreActResNet-18 at width 16 with a stride-2
+# stem (the digits are 8x8 images upscaled to 32x32; a quarter of the arithmetic), 10 epochs,
+# batch 32: every method's clean-accuracy seed sd <= 1.01, paired NoisyMix - Baseline Digits-C
+# sd 2.13, the other claims' paired sd <= 2.81, at 58 s of one process per seed (4 methods,
+# training and evaluation).  Its power per minute (sd^2 x seconds per seed: 261) beats the
+# public stem at 16 x 6 (590) and the stride-2 stem at 6 (474) and 14 epochs (385).  Each run
+# computes with one torch thread, the free cores running runs side by side (issue 40: two threads
+# idle and one beside a busy core gave diverging trajectories).  The time it takes is measured,
+# never promised: the summary states each run's recorded minutes (issue 40).  The stability claims
+# (issue 31) read Digits-P: the paper's ten CIFAR-10-P perturbations of the first 60 test
+# digits, evaluated for every method (60 x 31 frames x 10 per run; NFM too: tab:results_cifar_p).
+# Its -C set is the difficulty-matched Digits-C (issue 46): at the published CIFAR rows the digits'
+# Baseline lost 2.5 points or less on 10 of the 15 corruptions (noise and blur among them) and 20-61 on
+# brightness, contrast, fog and frost, the reverse of CIFAR-10-C, so the paper's noise claims could not
+# show; the matched set costs the Baseline what CIFAR-10-C costs the paper's (fullscale.corruptions.matched).
+_LAPTOP = ReproducePlan(
+    description="small-scale run of the full pipeline on scikit-learn's digits (CPU)",
+    width=16, epochs=10, seeds=tuple(range(9)), train_overrides=("batch_size=32", "stem_stride=2"),
+    corruption_params="digits-matched",
+    perturbed_suite="digits-p", perturbations=P_COLUMNS, perturbed_limit=60,
+    perturbed_methods=("baseline", "augmix_jsd", "nfm", "noisymix"),
+)
+
+
 PLANS: dict[str, ReproducePlan] = {
-    # The laptop protocol, chosen from a pilot's cost and spread (issue 22; benchmarks/RESULTS.md,
-    # "Choosing the laptop protocol (issue 22)": `noisymix bench protocol`, 4 methods x 5-10 paired
-    # seeds per grid point), never from its verdicts.  PreActResNet-18 at width 16 with a stride-2
-    # stem (the digits are 8x8 images upscaled to 32x32; a quarter of the arithmetic), 10 epochs,
-    # batch 32: every method's clean-accuracy seed sd <= 1.01, paired NoisyMix - Baseline Digits-C
-    # sd 2.13, the other claims' paired sd <= 2.81, at 58 s of one process per seed (4 methods,
-    # training and evaluation).  Its power per minute (sd^2 x seconds per seed: 261) beats the
-    # public stem at 16 x 6 (590) and the stride-2 stem at 6 (474) and 14 epochs (385).  Each run
-    # computes with one torch thread, the free cores running runs side by side (issue 40: two threads
-    # idle and one beside a busy core gave diverging trajectories).  The time it takes is measured,
-    # never promised: the summary states each run's recorded minutes (issue 40).  The stability claims
-    # (issue 31) read Digits-P: the paper's ten CIFAR-10-P perturbations of the first 60 test
-    # digits, evaluated for every method (60 x 31 frames x 10 per run; NFM too: tab:results_cifar_p).
-    # Its -C set is the difficulty-matched Digits-C (issue 46): at the published CIFAR rows the digits'
-    # Baseline lost 2.5 points or less on 10 of the 15 corruptions (noise and blur among them) and 20-61 on
-    # brightness, contrast, fog and frost, the reverse of CIFAR-10-C, so the paper's noise claims could not
-    # show; the matched set costs the Baseline what CIFAR-10-C costs the paper's (fullscale.corruptions.matched).
-    "laptop": ReproducePlan(
-        description="small-scale run of the full pipeline on scikit-learn's digits (CPU)",
-        width=16, epochs=10, seeds=tuple(range(9)), train_overrides=("batch_size=32", "stem_stride=2"),
-        corruption_params="digits-matched",
-        perturbed_suite="digits-p", perturbations=P_COLUMNS, perturbed_limit=60,
-        perturbed_methods=("baseline", "augmix_jsd", "nfm", "noisymix"),
-    ),
+    "laptop": _LAPTOP,
     # tab:ablation's claim at this scale, "all components are needed": full NoisyMix against the
     # rows that drop one of its parts (AugMix views with noise and JSD: no feature mixing; with
     # mixing and JSD: no noise; with noisy mixing: no JSD).  The row without AugMix (-FNJ) is not
@@ -122,12 +125,9 @@ PLANS: dict[str, ReproducePlan] = {
     ),
     # The laptop plan on the old Digits-C: the published CIFAR rows at the digits' side (the main job's set
     # before issue 46), kept to compare with.
-    "laptop-published-rows": ReproducePlan(
-        description="the laptop plan on Digits-C at the published CIFAR rows (not difficulty-matched; CPU)",
-        width=16, epochs=10, seeds=tuple(range(9)), train_overrides=("batch_size=32", "stem_stride=2"),
-        perturbed_suite="digits-p", perturbations=P_COLUMNS, perturbed_limit=60,
-        perturbed_methods=("baseline", "augmix_jsd", "nfm", "noisymix"),
-    ),
+    "laptop-published-rows": replace(
+        _LAPTOP, corruption_params="cifar",
+        description="the laptop plan on Digits-C at the published CIFAR rows (not difficulty-matched; CPU)"),
     # The laptop plan on a CUDA machine (issue 47): the same runs (methods, seeds, epochs, width,
     # batch, stem, Digits-P), each method's nine seeds trained as one stacked model in one process
     # (fullscale.training.members: on a GPU, where a small model is bound by kernel launches, nine
@@ -135,13 +135,9 @@ PLANS: dict[str, ReproducePlan] = {
     # plan's up to float rounding (GPU kernels, grouped convolutions); the verdicts the cross-machine
     # margins mark fragile (docs/cross-machine-margins.json) may differ.  `noisymix reproduce` picks it
     # when CUDA is available and no --plan is named (``default_plan_name``).
-    "gpu": ReproducePlan(
-        description="the laptop plan on a CUDA GPU: each method's nine seeds as one stacked model, one process",
-        width=16, epochs=10, seeds=tuple(range(9)), train_overrides=("batch_size=32", "stem_stride=2"),
-        perturbed_suite="digits-p", perturbations=P_COLUMNS, perturbed_limit=60,
-        perturbed_methods=("baseline", "augmix_jsd", "nfm", "noisymix"), workers=1, members=9,
-        corruption_params="digits-matched",
-    ),
+    "gpu": replace(
+        _LAPTOP, workers=1, members=9,
+        description="the laptop plan on a CUDA GPU: each method's nine seeds as one stacked model, one process"),
     "quick": ReproducePlan(
         description="smoke run of every step in seconds (tests; numbers are meaningless)",
         methods=("baseline", "noisymix"), width=4, epochs=1, seeds=(0,), dataset="digits16",
