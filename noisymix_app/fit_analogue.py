@@ -40,7 +40,8 @@ from fullscale.evaluation.inference import cpu_inference_model, logits_of
 from fullscale.run_model import load_run_model
 from noisymix_app.plans import PLANS
 from noisymix_infra.config import add_set_argument, apply_overrides
-from noisymix_infra.io import read_json, write_json
+from noisymix_infra.folder_kind import check_claim, claim_folder
+from noisymix_infra.io import directory_lock, read_json, write_json
 from noisymix_infra.progress import progress
 
 __all__ = ["DRAW_SEED", "FIT_SEEDS", "MIN_DROP", "FitOptions", "choose", "paper_drops", "run", "targets"]
@@ -218,9 +219,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     options = apply_overrides(FitOptions(), args.overrides)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    result = fit(options, out)
-    write_json(out / "digits_matched.json", result)
+    check_claim(out, "fit")  # a run, a -C set, a report, or the user's own digits_matched.json: refused now
+    with directory_lock(out, "fitting"):
+        claim_folder(out, "fit")
+        result = fit(options, out)
+        write_json(out / "digits_matched.json", result)
     if args.freeze:
         write_json(MATCHED_FILE, freeze(result, read_json(MATCHED_FILE) if MATCHED_FILE.is_file() else None))
     worst = max(result["fit"].values(), key=lambda e: abs(e["residual"]))

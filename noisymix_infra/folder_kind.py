@@ -34,6 +34,7 @@ KINDS: dict[str, str] = {
     "sweep": "a sweep (noisymix sweep)",
     "reproduce": "a reproduce report (noisymix reproduce)",
     "figures": "a figures report (noisymix figures)",
+    "fit": "an analogue fit (noisymix fit-analogue)",
 }
 
 #: kinds that hold no folder of another command: nothing is written inside them but their own files
@@ -49,6 +50,7 @@ _OWN_FILES: dict[str, tuple[str, ...]] = {
     "sweep": ("sweep",),
     "reproduce": ("reproduce.json", "REPORT.md", "SUMMARY.md"),
     "figures": ("REPORT.md", "tables"),
+    "fit": ("digits_matched.json", "models"),
 }
 
 
@@ -77,6 +79,8 @@ def _recognise(folder: Path) -> str | None:
         return "sweep"
     if (folder / "REPORT.md").is_file() and (folder / "tables").is_dir():  # what `figures` writes
         return "figures"
+    if (folder / "digits_matched.json").is_file() and (folder / "models").is_dir():  # what `fit-analogue` writes
+        return "fit"
     return None
 
 

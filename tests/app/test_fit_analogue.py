@@ -62,3 +62,43 @@ def test_the_committed_fit_reproduces_from_its_command(tmp_path):
     again = fit_analogue.fit(options, tmp_path)
     for name in ("gaussian_noise", "contrast"):
         assert again["strengths"][name] == pytest.approx(fit["strengths"][name], rel=0.05)
+
+
+def test_a_fit_refuses_a_folder_of_another_kind_and_the_users_own_file(tmp_path, one_line_error):
+    made = tmp_path / "set"
+    assert main(["corrupt", "--dataset", "digits16", "--kind", "c", "--out", str(made), "--corruptions", "contrast",
+                 "--limit", "4"]) in (0, None)
+    before = sorted(p.name for p in made.iterdir())
+    assert main(["fit-analogue", "--out", str(made), "--set", "corruptions=contrast"]) == 2
+    assert "corrupted -C set" in one_line_error()
+    assert sorted(p.name for p in made.iterdir()) == before  # nothing written into the set
+    theirs = tmp_path / "mine"
+    theirs.mkdir()
+    (theirs / "digits_matched.json").write_text("my notes")
+    assert main(["fit-analogue", "--out", str(theirs), "--set", "corruptions=contrast"]) == 2
+    assert "which noisymix did not write" in one_line_error()
+    assert (theirs / "digits_matched.json").read_text() == "my notes" and sorted(theirs.iterdir()) == [
+        theirs / "digits_matched.json"]
+
+
+def test_the_matched_set_is_refused_off_its_own_data_in_one_line(tmp_path, one_line_error):
+    for argv in (["--dataset", "digits16"], ["--dataset", "digits", "--kind", "p"],
+                 ["--dataset", "digits", "--size", "16"]):
+        out = tmp_path / f"s{len(list(tmp_path.iterdir()))}"
+        assert main(["corrupt", *argv, "--params", "digits-matched", "--out", str(out)]) == 2
+        assert "difficulty-matched Digits-C" in one_line_error()
+        assert not out.exists()
+
+
+def test_a_matched_set_made_with_other_strengths_is_not_resumed(tmp_path, one_line_error):
+    out = tmp_path / "dm"
+    argv = ["corrupt", "--dataset", "digits", "--params", "digits-matched", "--out", str(out),
+            "--corruptions", "contrast", "--limit", "4"]
+    assert main(argv) in (0, None)
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["strengths"]["contrast"] *= 2  # a set made before a refit
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    before = (out / "contrast.npy").read_bytes()
+    assert main([*argv[:-4], "--corruptions", "fog", "--limit", "4"]) == 2
+    assert "strengths" in one_line_error()
+    assert (out / "contrast.npy").read_bytes() == before and not (out / "fog.npy").exists()
