@@ -45,10 +45,13 @@ _IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities"
 _IDENTITY_DEFAULTS = {"pixel_scale": 1.0, "strengths": None}
 
 
-def _strengths() -> dict[str, float]:
-    from fullscale.corruptions.matched import matched_fit
-
-    return {name: float(k) for name, k in matched_fit()["strengths"].items()}
+def _strengths(kind: str = "c") -> dict[str, float]:
+    """The difficulty-matched set's fitted strengths: Digits-C's (``matched``) or Digits-P's (``matched_p``)."""
+    if kind == "p":
+        from fullscale.corruptions.matched_p import matched_p_fit as fitted
+    else:
+        from fullscale.corruptions.matched import matched_fit as fitted
+    return {name: float(k) for name, k in fitted()["strengths"].items()}
 
 __all__ = ["MIN_SIDE", "THREADS", "CorruptOptions", "add_arguments", "pixel_scale_for", "resize_u8", "run"]
 
@@ -196,9 +199,18 @@ def run(args: argparse.Namespace) -> int:
         if args.limit:
             images, labels = images[:args.limit], labels[:args.limit]
         params = args.params or "cifar"
-        if params == "digits-matched" and (args.dataset != "digits" or args.kind != "c" or args.size not in (0, 32)):
-            raise ValueError("--params digits-matched is the difficulty-matched Digits-C: --dataset digits --kind c "
+        if params == "digits-matched" and (args.dataset != "digits" or args.size not in (0, 32)):
+            raise ValueError("--params digits-matched is the difficulty-matched Digits-C / Digits-P: --dataset digits "
                              "at its own 32x32 (its strengths were fitted there)")
+        if params == "digits-matched" and args.kind == "p":
+            from fullscale.vocabulary import P_COLUMNS
+
+            if args.corruptions is None:  # every perturbation: the ten that have a fitted strength
+                names = [n for n in names if n in P_COLUMNS]
+            other = [n for n in names if n not in P_COLUMNS]
+            if other:
+                raise ValueError(f"the difficulty-matched Digits-P has the ten perturbations of tab:results_cifar_p "
+                                 f"only, not {', '.join(other)}")
         if args.size and args.size != images.shape[-1]:
             images = resize_u8(images, args.size)
         count, source = len(labels), data.source
@@ -217,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
         "pixel_scale": 1.0 if folder_tree else pixel_scale_for(int(images.shape[-1]), params),
         "generator": "per chunk: crc32(f'{seed}:{name}:{severity}:{chunk index}')",
         # the difficulty-matched rows' strengths: a refit is another set, never resumed into this one
-        "strengths": _strengths() if params == "digits-matched" else None,
+        "strengths": _strengths(args.kind) if params == "digits-matched" else None,
     }
     found = {p.name for p in out.iterdir()} if out.is_dir() else None  # None: this call makes the folder
     with directory_lock(out, "corrupting"):

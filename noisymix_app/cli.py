@@ -45,6 +45,8 @@ COMMANDS: dict[str, Command] = {
     "reproduce": Command("noisymix_app.reproduce", "the main job on a CPU with built-in data, one report"),
     "fit-analogue": Command("noisymix_app.fit_analogue",
                             "fit the difficulty-matched Digits-C's strengths on Baseline models of unused seeds"),
+    "analogue": Command("noisymix_app.analogue_methods",
+                        "the analogue's test: the eight methods' order and gains against the paper's (issue 51)"),
     "sweep": Command("noisymix_app.sweep.command",
                      "every run of a paper table (local or SLURM), resumable; `status DIR`"),
     "bench": Command("noisymix_app.bench.cli", "speed benchmarks, written as JSON"),

@@ -210,6 +210,10 @@ def freeze(result: dict, frozen: dict | None) -> dict:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kind", choices=("c", "p", "severities"), default="c",
+                        help="c: the Digits-C corruption strengths (default); p: the Digits-P perturbation "
+                             "strengths (noisymix_app.fit_analogue_p; issue 51); severities: the matched Digits-C's "
+                             "Baseline accuracy per severity beside the published rows' (noisymix_app.fit_severities)")
     parser.add_argument("--out", required=True, help="working folder: the fit's models and digits_matched.json")
     parser.add_argument("--freeze", action="store_true",
                         help=f"also write the fit to {MATCHED_FILE.name} in the package (the suite's strengths)")
@@ -217,6 +221,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "kind", "c") == "p":
+        return _run_p(args)
+    if getattr(args, "kind", "c") == "severities":
+        return _run_severities(args)
     options = apply_overrides(FitOptions(), args.overrides)
     out = Path(args.out)
     check_claim(out, "fit")  # a run, a -C set, a report, or the user's own digits_matched.json: refused now
@@ -233,3 +241,48 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+
+
+def _run_p(args: argparse.Namespace) -> int:
+    """``--kind p``: the Digits-P strengths, into the same kind of folder (its Baseline models are shared)."""
+    from fullscale.corruptions.matched_p import MATCHED_P_FILE, read_matched_p
+    from noisymix_app.fit_analogue_p import FitPOptions, fit_p, merge_p
+
+    options = apply_overrides(FitPOptions(), args.overrides)
+    out = Path(args.out)
+    check_claim(out, "fit")
+    with directory_lock(out, "fitting"):
+        claim_folder(out, "fit")
+        result = fit_p(options, out)
+        result["command"] = "noisymix fit-analogue --kind p --out fit --freeze" + "".join(
+            f" --set {f.name}={getattr(options, f.name)}" for f in dataclasses.fields(options)
+            if getattr(options, f.name) != getattr(FitPOptions(), f.name))
+        write_json(out / "digits_p_matched.json", result)
+    if args.freeze:
+        frozen = read_matched_p(MATCHED_P_FILE) if MATCHED_P_FILE.is_file() else None
+        write_json(MATCHED_P_FILE, merge_p(result, frozen))
+    misses = [n for n, e in result["fit"].items() if not e["within_tolerance"]]
+    print(f"fitted {len(result['fit'])} -P strength(s) in {result['seconds'] / 60:.1f} min; "
+          f"{len(misses)} outside the tolerance{': ' + ', '.join(misses) if misses else ''}; written to "
+          f"{out / 'digits_p_matched.json'}" + (f" and {MATCHED_P_FILE}" if args.freeze else ""))
+    return 0
+
+
+def _run_severities(args: argparse.Namespace) -> int:
+    """``--kind severities``: the per-severity profile of the fit's own Baseline models (issue 51, goal 3)."""
+    from noisymix_app.fit_severities import SEVERITIES_FILE, severity_profile
+
+    if args.overrides:
+        raise ValueError("--kind severities takes no --set: it measures the fit's own models and draws")
+    out = Path(args.out)
+    check_claim(out, "fit")
+    with directory_lock(out, "fitting"):
+        result = severity_profile(out)
+        write_json(out / "severities.json", result)
+    if args.freeze:
+        write_json(SEVERITIES_FILE, result)
+    flagged = {n: e["matched"]["flags"] for n, e in result["corruptions"].items() if e["matched"]["flags"]}
+    print(f"per-severity profile of {len(result['corruptions'])} corruptions in {result['seconds'] / 60:.1f} min; "
+          f"flags on the matched set: {flagged or 'none'}; written to {out / 'severities.json'}"
+          + (f" and {SEVERITIES_FILE}" if args.freeze else ""))
+    return 0

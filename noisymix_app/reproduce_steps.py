@@ -33,7 +33,12 @@ def _corrupted(plan: ReproducePlan, out: Path) -> Path:
 
 
 def _perturbed(plan: ReproducePlan, out: Path) -> Path | None:
-    return out / "data" / f"{plan.dataset}-p" if plan.perturbed_suite else None
+    """The plan's -P set: ``data/<dataset>-p`` at the published sequences, ``data/<dataset>-p-<params>``
+    at another table (the difficulty-matched Digits-P: ``data/digits-p-digits-matched``)."""
+    if not plan.perturbed_suite:
+        return None
+    tail = "" if plan.perturbation_params == "cifar" else f"-{plan.perturbation_params}"
+    return out / "data" / f"{plan.dataset}-p{tail}"
 
 
 def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> tuple[list[_Step], _Step]:
@@ -60,7 +65,9 @@ def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> tuple[list[
         names = () if plan.perturbations is None else ("--corruptions", ",".join(plan.perturbations))
         limit = ("--limit", str(plan.perturbed_limit)) if plan.perturbed_limit else ()
         steps.append(_Step("corrupt-p", ("corrupt", "--dataset", plan.dataset, "--kind", "p", "--out", str(perturbed),
-                                         *root, *names, *limit, "--seed", "0"),
+                                         *root, *names, *limit, "--seed", "0",
+                                         *(() if plan.perturbation_params == "cifar"
+                                           else ("--params", plan.perturbation_params))),
                            perturbed / "labels.npy"))
     figures = _Step("figures", ("figures", "--results", str(out), "--out", str(out / "figures")),
                     out / "figures" / "REPORT.md")

@@ -34,7 +34,7 @@ from fullscale.corruptions._filters import (
 from fullscale.corruptions.registry import check_pixel_scale
 from fullscale.corruptions.weather import water
 
-__all__ = ["AFFINE_CENTRES", "EMPTY_SPATTER", "FRAMES", "PERTURBATIONS",
+__all__ = ["AFFINE_CENTRES", "EMPTY_SPATTER", "FRAMES", "PERTURBATIONS", "STRENGTHENED", "check_strength",
            "perturbation_sequence"]
 
 Sequence = Callable[[Tensor, torch.Generator], list[Tensor]]
@@ -62,12 +62,12 @@ def _speckle(scale: float) -> Sequence:
     return frames
 
 
-def _brightness(x: Tensor, g: torch.Generator) -> list[Tensor]:
+def _brightness(x: Tensor, g: torch.Generator, k: float = 1.0) -> list[Tensor]:
     hsv = rgb_to_hsv(x)
     frames = []
     for i in range(31):
         h = hsv.clone()
-        h[:, 2] = (h[:, 2] + (i - 15) * 1.5 / 100).clamp(0, 1)
+        h[:, 2] = (h[:, 2] + (i - 15) * 1.5 / 100 * k).clamp(0, 1)
         frames.append(hsv_to_rgb(h))
     return frames
 
@@ -144,15 +144,15 @@ def _perspective(x: Tensor, matrix: np.ndarray) -> Tensor:
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
 
 
-def _tilt(x: Tensor, g: torch.Generator) -> list[Tensor]:
+def _tilt(x: Tensor, g: torch.Generator, k: float = 1.0) -> list[Tensor]:
     h, w = x.shape[2:]
-    return [_quantised(_perspective(x, _tilt_matrix(h, w, 0.75 * (i - 15)))) for i in range(31)]
+    return [_quantised(_perspective(x, _tilt_matrix(h, w, 0.75 * (i - 15) * k))) for i in range(31)]
 
 
-def _zoom_blur(x: Tensor, g: torch.Generator, centre: str = "reference") -> list[Tensor]:
+def _zoom_blur(x: Tensor, g: torch.Generator, centre: str = "reference", k: float = 1.0) -> list[Tensor]:
     frames, total = [x], x.clone()
     for i in range(1, 31):
-        s = 1 / (1 + 0.004 * i)
+        s = 1 / (1 + 0.004 * i * k)
         total = total + _pil_quantised(warp(x, _matrix(x, s, 0, 0, 0, s, 0, centre=centre)))
         frames.append(total / (i + 1))
     return frames
@@ -216,9 +216,19 @@ def _translations(k: float = 1.0) -> list[tuple[float, ...]]:
     return [(1, 0, -(i - 7) * k, 0, 1, 0) for i in range(16)]
 
 
+def _rotations(k: float = 1.0) -> list[tuple[float, ...]]:
+    return [_rotation((i - 15) * k) for i in range(31)]
+
+
+def _scales(k: float = 1.0) -> list[tuple[float, ...]]:
+    """make_cifar_p.py's zoom factors 100 / (2 i + 70), raised to ``k`` (the factor's log times k: a
+    factor stays positive at any strength, and k = 1 is the published row)."""
+    return [((100 / (2 * i + 70)) ** k, 0, 0, 0, (100 / (2 * i + 70)) ** k, 0) for i in range(31)]
+
+
 _TRANSLATE = _translations()
-_ROTATE = [_rotation(i - 15) for i in range(31)]
-_SCALE = [(100 / (2 * i + 70), 0, 0, 0, 100 / (2 * i + 70), 0) for i in range(31)]
+_ROTATE = _rotations()
+_SCALE = _scales()
 _SHEAR = [_shear(i - 15) for i in range(31)]
 
 # The 20 sets of the released CIFAR-10-P, under their file names: each noise in the three
@@ -267,9 +277,47 @@ PIXEL_SCALED: dict[str, Callable[[float], Sequence]] = {
 }
 
 
+def _clean_difference(sequence: Sequence, k: float) -> Sequence:
+    """A sequence without a damage field of its own (snow): each frame's difference from the clean
+    image times ``k``, as the -C snow and JPEG strengths (``fullscale.corruptions.specs.Strengthened``)."""
+    def frames(x: Tensor, g: torch.Generator) -> list[Tensor]:
+        return [x + k * (frame - x) for frame in sequence(x, g)]
+    return frames
+
+
+#: The strength rules of the difficulty-matched Digits-P (issue 51): ``STRENGTHENED[name](k)`` is the
+#: sequence whose change from frame to frame is ``k`` times the published one's, each rule moving the
+#: perturbation's own damage field as the -C rules do (``CorruptionSpec.strengthen``): a noise's sd
+#: times k (shot: photons / k^2, the same sd), the blur lengths (motion blur's radius and sigma, zoom
+#: blur's zoom step), brightness's step, translate's shift, rotate's and tilt's angles times k; scale's
+#: zoom factors to the power k; snow, without such a field, its difference from the clean image times
+#: k.  ``k = 1`` is the published sequence.  The perturbations outside the paper's ten have no rule.
+STRENGTHENED: dict[str, Callable[[float], Sequence]] = {
+    "gaussian_noise": lambda k: _gaussian(0.02 * k),
+    "shot_noise": lambda k: _shot(700 / k ** 2),
+    "motion_blur": lambda k: (lambda x, g: _motion_blur(x, g, k)),
+    "zoom_blur": lambda k: (lambda x, g: _zoom_blur(x, g, k=k)),
+    "snow": lambda k: _clean_difference(_snow, k),
+    "brightness": lambda k: (lambda x, g: _brightness(x, g, k)),
+    "translate": lambda k: _geometric(_translations(k)),
+    "rotate": lambda k: _geometric(_rotations(k)),
+    "tilt": lambda k: (lambda x, g: _tilt(x, g, k)),
+    "scale": lambda k: _geometric(_scales(k)),
+}
+
+
+def check_strength(name: str, strength: float) -> None:
+    """A strength is a finite number in (0, 1000) for a perturbation with a rule (``STRENGTHENED``)."""
+    if not (isinstance(strength, float | int) and not isinstance(strength, bool) and 0 < strength < 1e3):
+        raise ValueError(f"strength must be a number in (0, 1000), got {strength!r}")
+    if strength != 1 and name not in STRENGTHENED:
+        raise ValueError(f"perturbation {name!r} has no strength rule; the rules: {', '.join(STRENGTHENED)}")
+
+
 def perturbation_sequence(images_u8: Tensor, name: str, *, generator: torch.Generator,
                           params: str = "cifar", affine_centre: str = "reference",
-                          empty_spatter: str = "black", pixel_scale: float = 1.0) -> Tensor:
+                          empty_spatter: str = "black", pixel_scale: float = 1.0,
+                          strength: float = 1.0) -> Tensor:
     """uint8 (N, 3, H, W) -> uint8 (N, frames, 3, H, W): 31 frames (translate 16, motion blur 21).
 
     ``affine_centre`` is where rotate, scale, shear and zoom blur turn / scale about:
@@ -278,11 +326,21 @@ def perturbation_sequence(images_u8: Tensor, name: str, *, generator: torch.Gene
     ``empty_spatter`` is spatter's frame where the water layer is empty: ``"black"`` as the
     released files (the reference's 0 / 0), or ``"clean"`` (the image without water).
     ``pixel_scale``: the sequence for images that many times make_cifar_p.py's 32x32 side
-    (``PIXEL_SCALED``; 1 is the published sequence)."""
+    (``PIXEL_SCALED``; 1 is the published sequence).  ``params="digits-matched"``: the difficulty-matched
+    Digits-P, each perturbation at its fitted strength (``fullscale.corruptions.matched_p``; 32x32 only).
+    ``strength``: a further factor on the perturbation's strength (``STRENGTHENED``; the fit's knob)."""
     if name not in PERTURBATIONS:
         raise ValueError(f"unknown perturbation {name!r}; available: {', '.join(PERTURBATIONS)}")
-    if params != "cifar":
-        raise ValueError(f"params={params!r}: only the CIFAR-10-P parameters exist (make_cifar_p.py)")
+    if params not in ("cifar", "digits-matched"):
+        raise ValueError(f"params={params!r}: the -P parameters are cifar (the CIFAR-10-P sequences of "
+                         "make_cifar_p.py) or digits-matched (the difficulty-matched Digits-P)")
+    check_strength(name, strength)
+    if params == "digits-matched":
+        from fullscale.corruptions.matched_p import matched_p_strength
+
+        if pixel_scale != 1:
+            raise ValueError("the difficulty-matched Digits-P is fitted at 32x32: pixel_scale must be 1")
+        strength = strength * matched_p_strength(name)
     if images_u8.dtype != torch.uint8 or images_u8.ndim != 4 or images_u8.shape[1] != 3:
         raise ValueError(f"expected uint8 images (N, 3, H, W), got {images_u8.dtype} "
                          f"{tuple(images_u8.shape)}")
@@ -295,6 +353,10 @@ def perturbation_sequence(images_u8: Tensor, name: str, *, generator: torch.Gene
     x = images_u8.float() / 255
     if name == "spatter":
         frames = _spatter(x, generator, empty_spatter, pixel_scale)
+    elif strength != 1:
+        if affine_centre != "reference" or pixel_scale != 1:
+            raise ValueError("a strength applies to the published sequence only (reference centre, pixel_scale 1)")
+        frames = STRENGTHENED[name](strength)(x, generator)
     elif pixel_scale != 1 and name in PIXEL_SCALED:
         frames = PIXEL_SCALED[name](pixel_scale)(x, generator)
     else:
