@@ -281,7 +281,14 @@ def analogue_summary(runs: dict[str, dict[str, np.ndarray]], *, seed: int = 0, d
                                       _share(resampled(s, m), m), ps), draws=draws, generator=generator)},
             "ours": [float(v) for v in _gain(runs, m)], "paper": [float(v) for v in paper_gain],
         })
+    # issue 51: enough sequences that each method's mean flip probability has a 95 % interval (its full
+    # width over seeds) of at most a quarter of the Baseline's mean flip probability
+    base_flip = next(r["mean_flip"]["mean"] for r in table if r["method"] == "baseline")
+    precision = {r["method"]: (None if r["mean_flip"]["half_width"] is None or base_flip <= 0
+                               else 2 * r["mean_flip"]["half_width"] / base_flip) for r in table}
     summary = {"methods": methods, "seeds": len(runs["baseline"]["clean"]), "table": table, "order": ranks,
+               "flip_precision": {"width_over_baseline": precision, "aim": 0.25,
+                                  "met": all(v is not None and v <= 0.25 for v in precision.values())},
                "gains": gains, "bootstrap": {"draws": draws, "seed": seed}}
     summary["finding"] = finding(summary)
     return summary
@@ -338,6 +345,11 @@ def _pm(entry: dict) -> str:
     return f"{entry['mean']:.1f}" + ("" if hw is None else f" ± {hw:.1f}")
 
 
+def rows_of(summary: dict) -> dict[str, str]:
+    """The paper's row name of each method in the summary."""
+    return {r["method"]: r["row"] for r in summary["table"]}
+
+
 def render_markdown(summary: dict, *, plan_line: str = "") -> str:
     """The analogue's test as Markdown: the finding, the eight-method table, the order agreement and the
     per-method gain profiles."""
@@ -355,6 +367,12 @@ def render_markdown(summary: dict, *, plan_line: str = "") -> str:
         lines.append(f"| {row['row']} | {'fitted' if row['method'] == 'baseline' else 'not fitted'} | "
                      f"{_pm(row['clean'])} | {_pm(row['corrupted'])} | {row['paper_corrupted']:.1f} | "
                      f"{_pm(row['mean_flip'])} | {row['paper_mfr']:.1f} |")
+    precision = summary["flip_precision"]
+    widest = max(precision["width_over_baseline"].items(), key=lambda kv: -1 if kv[1] is None else kv[1])
+    lines += ["", f"The mean flip probability's 95 % interval (its full width) is at most "
+              f"{widest[1]:.2f} of the Baseline's mean flip probability ({rows_of(summary)[widest[0]]}; aim "
+              f"≤ {precision['aim']}: {'met' if precision['met'] else 'not met'})."
+              if widest[1] is not None else "", ""]
     order = summary["order"]
     lines += ["", "Agreement of the eight methods' order with the paper's (seed-bootstrap 95 % intervals, "
               f"{summary['bootstrap']['draws']} draws):", "",

@@ -170,6 +170,10 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     from noisymix_app.reproduce_summary import write_summary
 
     write_summary(out, name)
+    if name.split()[0] == "analogue-methods":  # the analogue's test of the eight methods (issue 51)
+        from noisymix_app.analogue_methods import write_report
+
+        write_report(out)
     _write_index(out, plan, log, _corrupted(plan, out))
     return log
 
