@@ -463,6 +463,13 @@ def write_report(results: Path, *, draws: int = BOOTSTRAP) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     text = render_markdown(summary, plan_line=plan_line)
     text += "\n![ours against the paper's](figures/analogue_methods.png)\n"
+    from noisymix_app.fit_severities import SEVERITIES_FILE, markdown
+
+    if SEVERITIES_FILE.is_file():  # issue 51, goal 3: what one strength per corruption does to each severity
+        from noisymix_infra.io import read_json
+
+        text += "\n**The matched Digits-C per severity** (`noisymix fit-analogue --kind severities`).\n\n"
+        text += markdown(read_json(SEVERITIES_FILE))
     fig = figure(summary)
     import io
 

@@ -10,7 +10,8 @@ at the published rows (strength 1), and flags:
 * ``chance``: accuracy at most ``CHANCE_FLOOR`` (15 %; ten classes: chance is 10 %);
 * ``clip``: the strength rule's value clipped at that severity (the row no longer moves with the
   strength: ``strengthened`` gives the same row at 1.05 times the strength);
-* ``backwards``: the accuracy rises from severity 1 to 5 (a row that runs backwards);
+* ``backwards``: the accuracy rises from severity 1 to 5 by more than ``BACKWARDS_MARGIN`` (a row that
+  runs backwards);
 
 each said for the published rows too, so the report can say whether a flag is the analogue's or the
 published rows' own (``severity_flags``).  ``--freeze`` writes the record to
@@ -33,9 +34,12 @@ from fullscale.evaluation.inference import cpu_inference_model, logits_of
 from fullscale.run_model import load_run_model
 from noisymix_app.fit_analogue import DRAW_SEED, FIT_SEEDS
 
-__all__ = ["CHANCE_FLOOR", "SEVERITIES_FILE", "clipped", "severity_flags", "severity_profile"]
+__all__ = ["BACKWARDS_MARGIN", "CHANCE_FLOOR", "SEVERITIES_FILE", "clipped", "severity_flags", "severity_profile"]
 
 CHANCE_FLOOR = 15.0
+#: how far severity 5 must lie above severity 1 to call a row backwards: two standard errors of a
+#: difference of two accuracies near 94 % on 150 digits, averaged over 3 models (about 1 point each)
+BACKWARDS_MARGIN = 2.0
 SEVERITIES_FILE = Path(__file__).resolve().parents[1] / "fullscale" / "corruptions" / "digits_matched_severities.json"
 
 
@@ -49,10 +53,10 @@ def clipped(name: str, severity: int, strength: float) -> bool:
 
 def severity_flags(accuracies: list[float], clips: list[bool]) -> list[str]:
     """The flags of one corruption's five severities: ``chance`` or ``clip`` per severity (``"s5 chance"``),
-    ``backwards`` when severity 5 is more accurate than severity 1."""
+    ``backwards`` when severity 5 is more accurate than severity 1 by more than ``BACKWARDS_MARGIN``."""
     flags = [f"s{s} chance" for s, a in enumerate(accuracies, 1) if a <= CHANCE_FLOOR]
     flags += [f"s{s} clip" for s, c in enumerate(clips, 1) if c]
-    if accuracies[-1] > accuracies[0]:
+    if accuracies[-1] > accuracies[0] + BACKWARDS_MARGIN:
         flags.append("backwards")
     return flags
 
@@ -105,7 +109,8 @@ def markdown(record: dict) -> str:
     lines = [f"The Baseline's accuracy per severity (the fit's {len(record['seeds'])} models, {record['images']} test "
              f"digits, clean {record['clean_accuracy']:.1f} %): the difficulty-matched rows, then the published "
              f"rows (strength 1). Flags: *chance*, at most {record['chance_floor']:.0f} %; *clip*, the strength "
-             "rule held at its bound; *backwards*, severity 5 above severity 1.", "",
+             f"rule held at its bound; *backwards*, severity 5 above severity 1 by more than {BACKWARDS_MARGIN:.0f} "
+             "points.", "",
              "| corruption | strength | matched s1–s5 | flags | published s1–s5 | flags |",
              "|---|---:|---|---|---|---|"]
     notes = []
