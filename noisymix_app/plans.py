@@ -134,9 +134,11 @@ PLANS: dict[str, ReproducePlan] = {
     # members cost about one, and no run pays a process start-up).  What it computes equals the laptop
     # plan's up to float rounding (GPU kernels, grouped convolutions); the verdicts the cross-machine
     # margins mark fragile (docs/cross-machine-margins.json) may differ.  `noisymix reproduce` picks it
-    # when CUDA is available and no --plan is named (``default_plan_name``).
+    # when CUDA is available and no --plan is named (``default_plan_name``).  The stack's whole step is
+    # one captured CUDA graph (``runtime.cuda_graph=true``; fullscale.training.graphed_members, issue 53):
+    # the same computation as the eager step up to float rounding, a CPU refused in one line before any step.
     "gpu": replace(
-        _LAPTOP, workers=1, members=9,
+        _LAPTOP, workers=1, members=9, train_overrides=(*_LAPTOP.train_overrides, "runtime.cuda_graph=true"),
         description="the laptop plan on a CUDA GPU: each method's nine seeds as one stacked model, one process"),
     "quick": ReproducePlan(
         description="smoke run of every step in seconds (tests; numbers are meaningless)",
