@@ -138,10 +138,11 @@ class GraphedMembers(Replayer):
     def _load(self, slot: _Slot, draws: Sequence[StepDraws], labels: Sequence[Tensor]) -> None:
         """Copy this step's draws into the slot; draw each member's noise at its own stage from its
         own generator, in the eager step's calls (``feature_noise``), into its buffers."""
-        torch.cat([d.x for d in draws], dim=1, out=slot.x)
-        torch.stack([d.draw.perm for d in draws], out=slot.perm)
-        torch.stack([d.draw.lam for d in draws], out=slot.lam)
-        torch.stack(list(labels), out=slot.y)
+        # copy_, never out=: a copy keeps the static buffer's address and strides, which a graph reads
+        slot.x.copy_(torch.cat([d.x for d in draws], dim=1))
+        slot.perm.copy_(torch.stack([d.draw.perm for d in draws]))
+        slot.lam.copy_(torch.stack([d.draw.lam for d in draws]))
+        slot.y.copy_(torch.stack(list(labels)))
         if not self.stages:
             return
         select = torch.zeros(self.members, len(self.stages), dtype=torch.bool)
