@@ -22,8 +22,12 @@ What differs from a run alone, and why:
 
 ``step`` with ``capture=False`` runs the same body eagerly from the same static buffers (the CPU):
 ``tests/trainer/test_graphed_members.py`` holds it per member against the members path's eager step
-(``members.Stacked``) and against each seed's step alone; ``tests/gpu/test_graphed_step.py`` holds
-the captured replay against it on a device.
+(``members.Stacked``) and against each seed's step alone; ``tests/gpu/test_graphed_members.py`` holds
+the captured replay against it on a device, and ``noisymix bench graph-equal`` over 200 steps.
+
+What it costs beyond the eager members step is the mixing at the stages a member does not use: on the
+``gpu`` plan's shape (nine members, width 16, batch 32, NoisyMix) the body run eagerly on a CPU took
+1.01x the eager members step (one thread; the arithmetic, not the launches a graph removes).
 """
 
 from __future__ import annotations
