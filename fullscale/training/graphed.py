@@ -172,6 +172,10 @@ class Replayer:
         slot.graph.replay()  # the capture computed nothing: this step's work
         return slot.parts
 
+    def train_step(self, draws: Sequence[StepDraws], labels: Sequence[Tensor]) -> list[LossParts]:
+        """The loop's door (``loop._train_epoch``): one step of every run, each run's loss parts."""
+        raise NotImplementedError
+
     def _body(self, slot: Any, *, zero_grad: bool) -> Any:
         raise NotImplementedError
 
