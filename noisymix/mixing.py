@@ -44,6 +44,7 @@ __all__ = [
     "NoiseConfig",
     "cutmix",
     "draw_mix",
+    "feature_noise",
     "mix",
     "mix_targets",
     "noisy_feature_mixup",
@@ -151,6 +152,10 @@ def _magnitude(config: NoiseConfig, level: float, shape: tuple[int, ...], genera
     return level * sample_beta(2.0, 5.0, shape, generator=generator, dtype=dtype)
 
 
+#: ``(mult_term, add_term)`` of ``sample_noise``; either ``None`` when that noise is off
+NoiseTerms = tuple[Tensor | None, Tensor | None]
+
+
 def sample_noise(
     shape: tuple[int, ...],
     config: NoiseConfig,
@@ -195,15 +200,19 @@ def sample_noise(
     return mult_term, add_term
 
 
-def perturb(x: Tensor, config: NoiseConfig, *, generator: torch.Generator, view_dims: int = 0,
-            add_scale: Tensor | float = 1.0) -> Tensor:
-    """x -> (1 + sigma_mult xi_mult) ⊙ x + sigma_add xi_add, with freshly drawn noise."""
-    mult_term, add_term = sample_noise(tuple(x.shape), config, generator=generator, dtype=x.dtype,
-                                       view_dims=view_dims, add_scale=add_scale)
-    if mult_term is not None and add_term is not None:  # one fused pass: add + x (1 + mult)
-        return torch.addcmul(add_term, x, mult_term.add_(1.0))
+def perturb(x: Tensor, config: NoiseConfig, *, generator: torch.Generator | None, view_dims: int = 0,
+            add_scale: Tensor | float = 1.0, terms: NoiseTerms | None = None) -> Tensor:
+    """x -> (1 + sigma_mult xi_mult) ⊙ x + sigma_add xi_add, with freshly drawn noise, or with
+    ``terms`` drawn beforehand by ``sample_noise`` with the same arguments (left unchanged)."""
+    fresh = terms is None  # our own tensors: 1 + mult in place; the caller's: out of place, the same numbers
+    mult_term, add_term = terms if terms is not None else sample_noise(
+        tuple(x.shape), config, generator=generator, dtype=x.dtype, view_dims=view_dims, add_scale=add_scale)
     if mult_term is not None:
-        x = x * mult_term.add_(1.0)
+        mult_term = mult_term.add_(1.0) if fresh else mult_term + 1.0
+    if mult_term is not None and add_term is not None:  # one fused pass: add + x (1 + mult)
+        return torch.addcmul(add_term, x, mult_term)
+    if mult_term is not None:
+        x = x * mult_term
     if add_term is not None:
         x = x + add_term
     return x
@@ -285,8 +294,9 @@ def noisy_feature_mixup(
     draw: MixDraw,
     config: MixConfig,
     *,
-    generator: torch.Generator,
+    generator: torch.Generator | None,
     views: int = 1,
+    terms: NoiseTerms | None = None,
 ) -> Tensor:
     """Apply M_{lambda,xi} to a batch of ``views`` concatenated views of B samples each.
 
@@ -295,6 +305,9 @@ def noisy_feature_mixup(
             the public code does (clean, aug1, aug2).
         draw: partners and lambda from ``draw_mix(B, ...)``; shared by all views.
         views: number of concatenated views.
+        terms: the noise drawn beforehand by ``feature_noise`` (same shape, config, views,
+            dtype and generator state: the same numbers as drawn here); ``None``: drawn here from
+            ``generator``.  Stacked members in a CUDA graph draw it outside the graph (issue 53).
 
     Returns:
         The mixed, noised tensor, same shape as ``h``.  Sample i of view s is mixed with
@@ -320,15 +333,36 @@ def noisy_feature_mixup(
             add_scale = torch.arange(1, views + 1, dtype=h.dtype, device=h.device)
             add_scale = add_scale.reshape(views, *([1] * (out.ndim - 1)))
         if noise.split_noise == "independent":
-            out = perturb(out, noise, generator=generator, view_dims=1 + g, add_scale=add_scale)
+            out = perturb(out, noise, generator=generator, view_dims=1 + g, add_scale=add_scale, terms=terms)
         else:
-            mult_term, add_term = sample_noise((1, *out.shape[1:]), noise, generator=generator,
-                                               dtype=h.dtype, view_dims=1 + g)
+            mult_term, add_term = terms if terms is not None else sample_noise(
+                (1, *out.shape[1:]), noise, generator=generator, dtype=h.dtype, view_dims=1 + g)
             if mult_term is not None:
                 out = (1 + mult_term) * out
             if add_term is not None:
                 out = out + add_term * add_scale
     return out.movedim(0, g).reshape(h.shape)
+
+
+def feature_noise(shape: tuple[int, ...], config: MixConfig, *, generator: torch.Generator, views: int = 1,
+                  dtype: torch.dtype = torch.float32) -> NoiseTerms:
+    """The noise ``noisy_feature_mixup`` draws for features of ``shape`` (``(views * B, ...)``, no
+    group dimensions), drawn here instead: the same calls on ``generator`` in the same order, so
+    ``noisy_feature_mixup(h, ..., terms=feature_noise(h.shape, ...))`` is the call without ``terms``
+    from the same generator state.  Only its shape, not the features' values, decides what is drawn,
+    so it can be drawn before the forward pass (stacked members in one CUDA graph, issue 53)."""
+    noise = config.noise
+    if not noise.active:
+        return None, None
+    b = shape[0] // views
+    out_shape = (views, b, *shape[1:])
+    if noise.split_noise == "independent":
+        add_scale: Tensor | float = 1.0
+        if noise.split_add_scaling == "index":
+            add_scale = torch.arange(1, views + 1, dtype=dtype, device=generator.device)
+            add_scale = add_scale.reshape(views, *([1] * (len(out_shape) - 1)))
+        return sample_noise(out_shape, noise, generator=generator, dtype=dtype, view_dims=1, add_scale=add_scale)
+    return sample_noise((1, *out_shape[1:]), noise, generator=generator, dtype=dtype, view_dims=1)
 
 
 # --------------------------------------------------------------------------------- labels

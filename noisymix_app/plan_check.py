@@ -71,12 +71,18 @@ def check_plan(plan: ReproducePlan, data_root: str | None = None) -> None:
 def _check_training(plan: ReproducePlan, data_root: str | None) -> None:
     """Every run's training config resolved as the sweep resolves it (``RunSpec.config``): an
     unknown or malformed ``train_overrides`` key, a model or seed the trainer refuses."""
+    from fullscale.training.graphed import check_cuda_graph
+    from fullscale.training.methods import get_method
+    from fullscale.training.process import resolve_device
     from noisymix_app.sweep.plan import plan_from_reproduce
 
     runs = plan_from_reproduce(plan, "corrupted", data_root=data_root, perturbed="perturbed")
     for spec in runs.runs:
         try:
-            spec.config()
+            cfg = spec.config()
+            # cuda_graph=true where it cannot be captured (a CPU, a batch-op method): now, not at the first
+            # training step after the theory, toy and -C steps (issue 53; the gpu plan captures its steps)
+            check_cuda_graph(cfg, get_method(cfg.method), resolve_device(cfg), 1)
         except (ValueError, TypeError, KeyError) as error:
             text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise ValueError(f"plan: the trainer refuses run {spec.name} (train_overrides "

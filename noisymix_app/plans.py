@@ -141,13 +141,6 @@ PLANS: dict[str, ReproducePlan] = {
     "laptop-published-rows": replace(
         _LAPTOP, corruption_params="cifar", perturbation_params="cifar", perturbed_limit=60,
         description="the laptop plan on Digits-C at the published CIFAR rows (not difficulty-matched; CPU)"),
-    # The laptop plan on a CUDA machine (issue 47): the same runs (methods, seeds, epochs, width,
-    # batch, stem, Digits-P), each method's nine seeds trained as one stacked model in one process
-    # (fullscale.training.members: on a GPU, where a small model is bound by kernel launches, nine
-    # members cost about one, and no run pays a process start-up).  What it computes equals the laptop
-    # plan's up to float rounding (GPU kernels, grouped convolutions); the verdicts the cross-machine
-    # margins mark fragile (docs/cross-machine-margins.json) may differ.  `noisymix reproduce` picks it
-    # when CUDA is available and no --plan is named (``default_plan_name``).
     # The analogue's test (issue 51): all eight rows of tab:results_cifar10 that we implement, with the
     # laptop recipe and each method's own table strengths (fullscale.training.methods), on the
     # difficulty-matched Digits-C and Digits-P.  The analogue was fitted to the Baseline only; whether
@@ -159,8 +152,17 @@ PLANS: dict[str, ReproducePlan] = {
         _LAPTOP, methods=EIGHT_METHODS, seeds=tuple(range(5)), perturbed_methods=EIGHT_METHODS,
         description="the analogue's test: the eight methods of tab:results_cifar10 on the difficulty-matched "
                     "Digits-C and Digits-P (CPU)"),
+    # The laptop plan on a CUDA machine (issue 47): the same runs (methods, seeds, epochs, width,
+    # batch, stem, Digits-P), each method's nine seeds trained as one stacked model in one process
+    # (fullscale.training.members: on a GPU, where a small model is bound by kernel launches, nine
+    # members cost about one, and no run pays a process start-up).  What it computes equals the laptop
+    # plan's up to float rounding (GPU kernels, grouped convolutions); the verdicts the cross-machine
+    # margins mark fragile (docs/cross-machine-margins.json) may differ.  `noisymix reproduce` picks it
+    # when CUDA is available and no --plan is named (``default_plan_name``).  The stack's whole step is
+    # one captured CUDA graph (``runtime.cuda_graph=true``; fullscale.training.graphed_members, issue 53):
+    # the same computation as the eager step up to float rounding, a CPU refused in one line before any step.
     "gpu": replace(
-        _LAPTOP, workers=1, members=9,
+        _LAPTOP, workers=1, members=9, train_overrides=(*_LAPTOP.train_overrides, "runtime.cuda_graph=true"),
         description="the laptop plan on a CUDA GPU: each method's nine seeds as one stacked model, one process"),
     "quick": ReproducePlan(
         description="smoke run of every step in seconds (tests; numbers are meaningless)",

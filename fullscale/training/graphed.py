@@ -28,12 +28,14 @@ algorithms, the momentum buffers are made), as torch's CUDA-graph notes ask; the
 steps.  On the CPU the same static-buffer step runs eagerly (``capture=False``): the tests hold it
 against the ordinary step, and the device test (``tests/gpu/test_graphed_step.py``) the captured one
 against it.  The eager step stays the default (``runtime.cuda_graph=false``) and is unchanged.
+Stacked members (``members``) are captured by ``graphed_members`` on the same ``Replayer`` (issue 53).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -45,15 +47,15 @@ from fullscale.training.step import drawn_step_loss
 from noisymix.loss import LossParts
 from noisymix.mixing import MixDraw
 
-__all__ = ["WARMUP_STEPS", "GraphedStep", "check_cuda_graph", "sgd_update"]
+__all__ = ["WARMUP_STEPS", "GraphedStep", "Replayer", "check_cuda_graph", "sgd_update"]
 
 #: eager steps of each graph before its capture (torch's notes: a few on a side stream)
 WARMUP_STEPS = 3
 
 
-def check_cuda_graph(cfg: TrainConfig, method: Method, device: torch.device, world: int, *,
-                     members: int = 1) -> None:
-    """Refuse ``cuda_graph=true`` where the graphed step does not apply, in one line."""
+def check_cuda_graph(cfg: TrainConfig, method: Method, device: torch.device, world: int) -> None:
+    """Refuse ``cuda_graph=true`` where the graphed step does not apply, in one line, before any
+    work.  Stacked members are captured too (``graphed_members``, issue 53)."""
     if not cfg.runtime.cuda_graph:
         return
     why = None
@@ -65,8 +67,6 @@ def check_cuda_graph(cfg: TrainConfig, method: Method, device: torch.device, wor
         why = "and compile=true are two ways of capturing the step: choose one"
     elif method.kind.batch_op is not None:
         why = f"takes methods without a batch op ({cfg.method}'s boxes or masks are drawn on the host each step)"
-    elif members > 1:
-        why = "trains a run alone (stacked members run eagerly)"
     if why:
         raise ValueError(f"cuda_graph=true {why}: drop cuda_graph")
 
@@ -122,22 +122,21 @@ class _Slot:
         self.y.copy_(labels)
 
 
-class GraphedStep:
-    """Steps 2-4, backward and the SGD update of a run alone, replayed as CUDA graphs
-    (``capture=True``) or run eagerly from the same static buffers (``capture=False``: the CPU)."""
+class Replayer:
+    """What every captured step shares (issue 47; the stacked members' too, issue 53): each step's
+    learning rates copied into tensors, then its slot's graph replayed, or warmed up on a side
+    stream, or captured (``capture=True``); or its body run eagerly from the same static buffers
+    (``capture=False``: the CPU).  A subclass says what a slot's body computes (``_body``)."""
 
-    def __init__(self, model: torch.nn.Module, core: torch.nn.Module, optimizer: torch.optim.SGD, method: Method,
-                 cfg: TrainConfig, num_classes: int, generator: torch.Generator, *, amp: bool, capture: bool) -> None:
-        if capture and generator.device.type != "cuda":
-            raise ValueError(f"a captured step draws its noise from a CUDA generator, got one on {generator.device}")
-        self.model, self.core, self.optimizer = model, core, optimizer
-        self.method, self.cfg, self.num_classes, self.generator = method, cfg, num_classes, generator
-        self.amp, self.capture = amp, capture
-        self.mix_cfg = step_mix_config(method, cfg)
-        device = next(core.parameters()).device
+    def __init__(self, optimizer: torch.optim.SGD, generators: Sequence[torch.Generator], device: torch.device, *,
+                 amp: bool, capture: bool) -> None:
+        if capture and any(g.device.type != "cuda" for g in generators):
+            raise ValueError("a captured step draws its noise from a CUDA generator, got one on "
+                             f"{next(g.device for g in generators if g.device.type != 'cuda')}")
+        self.optimizer, self.generators, self.amp, self.capture = optimizer, list(generators), amp, capture
         self.device_type = device.type
         self.lrs = [torch.zeros((), device=device) for _ in optimizer.param_groups]
-        self.slots: dict[tuple, _Slot] = {}
+        self.slots: dict[tuple, Any] = {}
         self.pool = None  # one memory pool for every graph: they replay one at a time
         self.side = torch.cuda.Stream(device) if capture else None
 
@@ -146,18 +145,8 @@ class GraphedStep:
         """How many graphs are captured so far."""
         return sum(slot.graph is not None for slot in self.slots.values())
 
-    def step(self, draws: StepDraws, labels: Tensor) -> LossParts:
-        """Train one step: load its draws, replay (or warm up, or capture) its graph; its loss
-        parts (static tensors of the graph: read them before the next step)."""
-        if draws.extra is not None:
-            raise ValueError("the graphed step takes draws without a batch op's extra")
-        key = (draws.stage, tuple(draws.x.shape), tuple(draws.draw.lam.shape), tuple(labels.shape))
-        slot = self.slots.get(key)
-        if slot is None:
-            slot = self.slots[key] = _Slot(draws.x.clone(), draws.draw.perm.clone(), draws.draw.lam.clone(),
-                                          labels.clone(), draws.stage)
-        else:
-            slot.load(draws, labels)
+    def _run(self, slot: Any) -> Any:
+        """Replay (or warm up, or capture) ``slot``'s graph, or run its body eagerly; its outputs."""
         for lr, group in zip(self.lrs, self.optimizer.param_groups, strict=True):
             lr.fill_(float(group["lr"]))
         if not self.capture:
@@ -172,18 +161,53 @@ class GraphedStep:
                 parts = self._body(slot, zero_grad=True)
             torch.cuda.current_stream().wait_stream(self.side)
             return parts
-        self._capture(slot)
-        slot.graph.replay()  # the capture computed nothing: this step's work
-        return slot.parts
-
-    def _capture(self, slot: _Slot) -> None:
         graph = torch.cuda.CUDAGraph()
-        graph.register_generator_state(self.generator)  # fresh noise every replay, the generator advanced
+        for generator in self.generators:  # fresh noise every replay, the generator advanced
+            graph.register_generator_state(generator)
         self.optimizer.zero_grad(set_to_none=True)  # the gradients become the graph's own memory
         with torch.cuda.graph(graph, pool=self.pool, stream=self.side):
             slot.parts = self._body(slot, zero_grad=False)
         self.pool = graph.pool()
         slot.graph = graph
+        slot.graph.replay()  # the capture computed nothing: this step's work
+        return slot.parts
+
+    def train_step(self, draws: Sequence[StepDraws], labels: Sequence[Tensor]) -> list[LossParts]:
+        """The loop's door (``loop._train_epoch``): one step of every run, each run's loss parts."""
+        raise NotImplementedError
+
+    def _body(self, slot: Any, *, zero_grad: bool) -> Any:
+        raise NotImplementedError
+
+
+class GraphedStep(Replayer):
+    """Steps 2-4, backward and the SGD update of a run alone, replayed as CUDA graphs
+    (``capture=True``) or run eagerly from the same static buffers (``capture=False``: the CPU)."""
+
+    def __init__(self, model: torch.nn.Module, core: torch.nn.Module, optimizer: torch.optim.SGD, method: Method,
+                 cfg: TrainConfig, num_classes: int, generator: torch.Generator, *, amp: bool, capture: bool) -> None:
+        super().__init__(optimizer, [generator], next(core.parameters()).device, amp=amp, capture=capture)
+        self.model, self.core = model, core
+        self.method, self.cfg, self.num_classes, self.generator = method, cfg, num_classes, generator
+        self.mix_cfg = step_mix_config(method, cfg)
+
+    def train_step(self, draws: Sequence[StepDraws], labels: Sequence[Tensor]) -> list[LossParts]:
+        """The loop's door (``loop._train_epoch``): one run's step, its loss parts in a list."""
+        return [self.step(draws[0], labels[0])]
+
+    def step(self, draws: StepDraws, labels: Tensor) -> LossParts:
+        """Train one step: load its draws, replay (or warm up, or capture) its graph; its loss
+        parts (static tensors of the graph: read them before the next step)."""
+        if draws.extra is not None:
+            raise ValueError("the graphed step takes draws without a batch op's extra")
+        key = (draws.stage, tuple(draws.x.shape), tuple(draws.draw.lam.shape), tuple(labels.shape))
+        slot = self.slots.get(key)
+        if slot is None:
+            slot = self.slots[key] = _Slot(draws.x.clone(), draws.draw.perm.clone(), draws.draw.lam.clone(),
+                                          labels.clone(), draws.stage)
+        else:
+            slot.load(draws, labels)
+        return self._run(slot)
 
     def _body(self, slot: _Slot, *, zero_grad: bool) -> LossParts:
         """What a graph holds: the loss of the static inputs, backward, the SGD update (``zero_grad``:

@@ -305,7 +305,8 @@ def _train_epoch(setup: Setup, epoch: int, bar: Any, start_step: int = 0, done: 
     for drawn in zip(*streams, strict=True):
         step, draws, labels = drawn[0][0], [d for _, d, _ in drawn], [y for _, _, y in drawn]
         if s.graphed is not None:  # cuda_graph=true: loss, backward and update replayed as one graph
-            history[0, step] = history_row(s.graphed.step(draws[0], labels[0]), len(labels[0]))
+            for m, (p, y) in enumerate(zip(s.graphed.train_step(draws, labels), labels, strict=True)):
+                history[m, step] = history_row(p, len(y))
             if (step + 1) % check_every == 0:
                 checked = check(step + 1)
         else:

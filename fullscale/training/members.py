@@ -22,7 +22,8 @@ read it as any run, and a killed group resumes from its members' checkpoints.
 Where it pays: on an accelerator, where a small model is bound by kernel launches, M members cost
 about one.  On a CPU the work is the arithmetic itself and grouped convolutions are no faster than
 M plain ones (benchmarks/RESULTS.md, issue 22: ``noisymix bench members``), so the CPU plans train
-one seed at a time.  None of the reference codes can train seeds together.
+one seed at a time.  With ``runtime.cuda_graph=true`` (the ``gpu`` plan) the stack's whole step is one
+captured CUDA graph (``graphed_members``, issue 53).  None of the reference codes can train seeds together.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from fullscale.training.data import STREAMED, InMemoryData, training_data
 from fullscale.training.draws import StepDraws
 from fullscale.training.generators import Generators
 from fullscale.training.graphed import check_cuda_graph
+from fullscale.training.graphed_members import GraphedMembers
 from fullscale.training.hooks import stage_module
 from fullscale.training.loop import train_runs
 from fullscale.training.methods import Method, get_method
@@ -264,7 +266,7 @@ def train_members(cfg: TrainConfig, seeds: Sequence[int], outs: Sequence[str | P
     process = start_process(cfg)
     if process.world > 1:
         raise ValueError("members: one process trains the group (not under torchrun)")
-    check_cuda_graph(cfg, get_method(cfg.method), process.device, process.world, members=len(seeds))
+    check_cuda_graph(cfg, get_method(cfg.method), process.device, process.world)
     data, heldout = training_data(cfg, process)
     assert isinstance(data, InMemoryData) and heldout is None  # groupable()
     steps_per_epoch = data.steps_per_epoch(cfg.optim.batch_size)
@@ -287,8 +289,11 @@ def train_members(cfg: TrainConfig, seeds: Sequence[int], outs: Sequence[str | P
     stack = stack_models(models)
     plain = create_model(cfg.model.name, data.num_classes, **cfg.model_kwargs).to(process.device)
     optimizer = make_optimizer(stack.parameters(), cfg)
+    # cuda_graph=true: the members' step captured as one graph (issue 53)
+    graphed = (GraphedMembers(stack, optimizer, method, cfg, data.num_classes, [run.generators.aug for run in runs],
+                              amp=cfg.runtime.amp, capture=True) if cfg.runtime.cuda_graph else None)
     setup = Setup(cfg, method, process, data, None, Stacked(stack, plain, method, cfg, data.num_classes), optimizer,
-                  make_scheduler(optimizer, cfg, steps_per_epoch), runs, steps_per_epoch)
+                  make_scheduler(optimizer, cfg, steps_per_epoch), runs, steps_per_epoch, graphed)
     with contextlib.ExitStack() as locks:
         for out in outs:
             locks.enter_context(directory_lock(out, "training"))

@@ -25,7 +25,7 @@ from fullscale.training.config import TrainConfig
 from fullscale.training.data import InMemoryData, device_transform, view_shape
 from fullscale.training.draws import RunDraws, StepDraws
 from fullscale.training.generators import Generators
-from fullscale.training.graphed import GraphedStep
+from fullscale.training.graphed import Replayer
 from fullscale.training.methods import Method
 from fullscale.training.process import Process
 from fullscale.training.step import drawn_step_loss
@@ -125,7 +125,8 @@ class Setup:
     scheduler: torch.optim.lr_scheduler.LRScheduler
     runs: list[Run]
     steps_per_epoch: int
-    graphed: GraphedStep | None = None  # runtime.cuda_graph: the step replayed as CUDA graphs (``graphed``)
+    # runtime.cuda_graph: the step replayed as CUDA graphs (``graphed``; stacked members: ``graphed_members``)
+    graphed: Replayer | None = None
 
     @functools.cached_property
     def probe(self) -> Tensor | None:

@@ -36,9 +36,11 @@ mean colour carries no label (a check in ``tests/benchmarks``), a network must s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
@@ -116,7 +118,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=20, help="untimed steps first")
     parser.add_argument("--images", type=int, default=50_000, help="synthetic training images (CIFAR-10: 50,000)")
     parser.add_argument("--ours-epochs", type=int, default=2, help="epochs of our trainer (the last one is timed)")
-    parser.add_argument("--child-timeout", type=float, default=300.0, help="seconds for each run")
+    parser.add_argument("--child-timeout", type=float, default=300.0,
+                        help="seconds for each run; a run past it is killed and recorded as an error, the others kept")
     parser.add_argument("--ours-set", action="append", default=[], metavar="KEY=VALUE",
                         help="a --set of our runs (repeatable; e.g. width=4 for a CPU smoke run)")
     parser.add_argument("--ours-variants", default="amp=true;amp=false",
@@ -124,15 +127,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "autocast, our default, and fp32 as the public loop trains)")
 
 
+def _run_child(command: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess | str:
+    """Run one child; a child past ``timeout`` is killed with its whole process group (the public
+    loop's ``DataLoader`` workers too) and answered by the one-line reason, a string (issue 54: the
+    ``TimeoutExpired`` traceback lost every figure measured before it)."""
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True, **kwargs)
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        return f"timed out after {timeout:g} s (--child-timeout); killed"
+    return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
+
+
+def _public_command(code: Path, workers: int, steps: int, warmup: int, data_root: Path, seed: int,
+                    out: Path) -> list[str]:
+    return [sys.executable, "-m", "noisymix_app.bench.bench_official_loop", "--child", str(code), str(workers),
+            str(steps), str(warmup), str(data_root), str(seed), str(out)]
+
+
 def _public_loop(code: Path, workers: int, steps: int, warmup: int, data_root: Path, seed: int,
                  timeout: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "timing.json"
-        command = [sys.executable, "-m", "noisymix_app.bench.bench_official_loop", "--child", str(code), str(workers),
-                   str(steps), str(warmup), str(data_root), str(seed), str(out)]
+        command = _public_command(code, workers, steps, warmup, data_root, seed, out)
         start = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=tmp,
-                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        done = _run_child(command, timeout, cwd=tmp, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        if isinstance(done, str):
+            return {"workers": workers, "seed": seed, "error": done}
         if not out.exists():
             tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
             return {"workers": workers, "seed": seed, "error": " | ".join(tail)[:500]}
@@ -145,17 +170,24 @@ def _public_loop(code: Path, workers: int, steps: int, warmup: int, data_root: P
             "process_s": round(time.perf_counter() - start, 1)}
 
 
+def _ours_command(run: Path, data_root: Path, epochs: int, variant: str, device: str, sets: list[str]) -> list[str]:
+    return [sys.executable, "-m", "noisymix_app.cli", "train", "--preset", "noisymix", "--out", str(run),
+            "--set", f"data_root={data_root}", "--set", f"epochs={epochs}", "--set", f"device={device}",
+            *[a for kv in [*sets, *variant.split(",")] for a in ("--set", kv)]]
+
+
 def _ours(data_root: Path, epochs: int, variant: str, device: str, timeout: float, sets: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"
-        command = [sys.executable, "-m", "noisymix_app.cli", "train", "--preset", "noisymix", "--out", str(run),
-                   "--set", f"data_root={data_root}", "--set", f"epochs={epochs}", "--set", f"device={device}",
-                   *[a for kv in [*sets, *variant.split(",")] for a in ("--set", kv)]]
+        command = _ours_command(run, data_root, epochs, variant, device, sets)
         start = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        done = _run_child(command, timeout)
         wall = time.perf_counter() - start
+        if isinstance(done, str):
+            return {"variant": variant, "error": done}
         if done.returncode != 0:
-            return {"variant": variant, "error": (done.stdout + done.stderr).strip().splitlines()[-1][-500:]}
+            last = (done.stdout + done.stderr).strip().splitlines() or [f"exit {done.returncode}"]
+            return {"variant": variant, "error": last[-1][-500:]}
         entries = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
         batch = json.loads((run / "config.json").read_text())["config"]["optim"]["batch_size"]
     rate = entries[-1]["images_per_s"] / batch

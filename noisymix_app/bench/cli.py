@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, str] = {
     "corruptions": "noisymix_app.bench.bench_corruptions",
     "evaluate": "noisymix_app.bench.bench_evaluate",
     "gpu": "noisymix_app.bench.bench_gpu",
+    "graph-equal": "noisymix_app.bench.bench_graph_equal",
     "imagenet-loader": "noisymix_app.bench.bench_imagenet_loader",
     "main-job": "noisymix_app.bench.bench_main_job",
     "members": "noisymix_app.bench.bench_members",

@@ -258,8 +258,10 @@ def test_with_no_plan_named_a_cuda_machine_runs_the_gpu_plan_and_a_cpu_the_lapto
     assert main(["reproduce", "--out", str(tmp_path / "a")]) == 0
     assert main(["reproduce", "--plan", "quick", "--out", str(tmp_path / "b")]) == 0
     assert ran == [(PLANS[expected], expected), (PLANS["quick"], "quick")]
-    # the GPU plan is the laptop plan's runs, each method's seeds stacked in one process
+    # the GPU plan is the laptop plan's runs, each method's seeds stacked in one process, its step one
+    # captured CUDA graph (issue 53)
     gpu, laptop = PLANS["gpu"], PLANS["laptop"]
     assert (gpu.workers, gpu.members) == (1, len(laptop.seeds)) and laptop.members == 1
+    assert gpu.train_overrides == (*laptop.train_overrides, "runtime.cuda_graph=true")
     assert dataclasses.replace(gpu, description=laptop.description, workers=laptop.workers,
-                               members=laptop.members) == laptop
+                               members=laptop.members, train_overrides=laptop.train_overrides) == laptop

@@ -76,7 +76,9 @@ def _draws(method_name: str, steps: int, batch: int = 8):
 
 
 @pytest.mark.parametrize("method_name", ["noisymix", "baseline", "nfm"])
-def test_the_static_buffer_step_equals_the_ordinary_step_on_the_cpu(method_name):
+def test_the_static_buffer_step_equals_the_ordinary_step_on_the_cpu(method_name, one_torch_thread):
+    # one thread: at two, a convolution's backward sums in an order that varies from call to call, and
+    # four chaotic steps of a small batch grow that to 1e-3 in conv1 (measured; test_members.py says the same)
     cfg, method, steps = _draws(method_name, steps=4)
     torch.manual_seed(0)
     model = create_model("preactresnet18", 10, width=4)
@@ -111,14 +113,19 @@ def test_cuda_graph_on_the_cpu_is_refused_in_one_line_and_writes_nothing(tmp_pat
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize(("override", "members", "why"), [
-    (["method=cutmix"], 1, "batch op"), (["compile=true"], 1, "choose one"), ([], 2, "run alone")])
-def test_cuda_graph_names_what_it_does_not_apply_to(override, members, why):
+@pytest.mark.parametrize(("override", "why"), [(["method=cutmix"], "batch op"), (["compile=true"], "choose one")])
+def test_cuda_graph_names_what_it_does_not_apply_to(override, why):
     cfg = apply_overrides(TrainConfig(), ["runtime.cuda_graph=true", *override])
     with pytest.raises(ValueError, match=why):
-        check_cuda_graph(cfg, get_method(cfg.method), torch.device("cuda"), 1, members=members)
+        check_cuda_graph(cfg, get_method(cfg.method), torch.device("cuda"), 1)
     with pytest.raises(ValueError, match="one process"):
         check_cuda_graph(apply_overrides(TrainConfig(), ["runtime.cuda_graph=true"]), get_method("baseline"),
                          torch.device("cuda"), 2)
-    check_cuda_graph(apply_overrides(TrainConfig(), override), get_method(cfg.method), torch.device("cpu"), 2,
-                     members=members)  # off: nothing refused
+    check_cuda_graph(apply_overrides(TrainConfig(), override), get_method(cfg.method), torch.device("cpu"),
+                     2)  # off: nothing refused
+
+
+def test_stacked_members_are_no_longer_refused_on_cuda():
+    """Issue 53: the members' step is captured too (``graphed_members``); nothing refuses it."""
+    check_cuda_graph(apply_overrides(TrainConfig(), ["runtime.cuda_graph=true"]), get_method("noisymix"),
+                     torch.device("cuda"), 1)
