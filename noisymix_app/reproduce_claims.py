@@ -286,7 +286,9 @@ def analogue_lines(summary: dict) -> list[str]:
     if profile["params"] == "digits-matched":
         from noisymix_app.fit_analogue import MIN_DROP
 
-        who, how = _made_by(profile.get("fit"))
+        # a summary written before issue 54 records no "fit": the words it was rendered with then
+        who, how = (_made_by(profile["fit"]) if "fit" in profile
+                    else ("(100–102, the main job's recipe)", "`noisymix fit-analogue --out fit --freeze`"))
         intro = ("**The corrupted set: a difficulty-matched Digits-C.** At the published CIFAR-10-C rows the digits' "
                  "Baseline lost 2.5 points or less on 10 of the 15 corruptions (noise and blur among them) and 20–61 "
                  "on frost, fog, brightness and contrast: the reverse of CIFAR-10-C (rank correlation −0.44), so the "
