@@ -177,8 +177,10 @@ def _command_step(step: _Step, finished: dict, rerun: list[Path], command: Calla
     if _same_step(step, finished) and not rerun:
         print(f"reproduce: {step.name}: done (kept)", flush=True)
         return False
-    if (fresh or (step.done.exists() and step.name in {name for name, _ in finished})) and "--out" in step.argv \
-            and step.name != "figures":
+    # a set half made (killed) with other strengths than today's: resuming it would be refused by `corrupt`
+    stale_inputs = bool(step.inputs) and _set_inputs(_output_of(step)) not in (None, step.inputs)
+    if (fresh or stale_inputs or (step.done.exists() and step.name in {name for name, _ in finished})) \
+            and "--out" in step.argv and step.name != "figures":
         _clear_for_rerun(step)  # same step, other arguments or inputs: its old results must not be resumed from
     t0 = time.perf_counter()
     with _threads_used() as used:

@@ -108,3 +108,16 @@ def test_the_report_shows_no_residual_of_a_fit_the_set_was_not_made_with(tmp_pat
     _refit(package)
     stale = fit_summary(matched.matched_fit(), folder)
     assert stale["matches_set"] is False and stale["residuals"] == {}
+
+
+def test_a_half_made_set_of_other_strengths_is_made_anew(tmp_path, package):
+    """A -C step killed mid-way (no log entry, no labels.npy) before a refit: its manifest names the old
+    strengths, and ``corrupt`` would refuse to resume it; the step starts it afresh."""
+    out = tmp_path / "job"
+    out.mkdir()
+    assert _run(_corrupt_step(out), {}, out, {"steps": []})
+    (out / "data" / "digits-c-digits-matched" / "labels.npy").unlink()  # as if killed before its last file
+    old = _strength_made(out)
+    _refit(package)
+    assert _run(_corrupt_step(out), {}, out, {"steps": []})
+    assert _strength_made(out) == pytest.approx(2 * old, abs=1e-5)
