@@ -395,9 +395,11 @@ def fit_summary(record: dict, set_folder: str | Path | None = None) -> dict:
     laptop = PLANS["laptop"]
     groups: dict[str, dict] = {}
     for name in (n for n in CORRUPTIONS if n in record.get("fit", {})):
-        made = record["fit"][name].get("made") or {k: record.get(k) for k in MADE}
-        command = record["fit"][name].get("command") or made.get("command") or "?"
-        options, recipe = made.get("options") or {}, made.get("recipe") or {}
+        made = record["fit"][name].get("made")
+        made = made if isinstance(made, dict) else {k: record.get(k) for k in MADE}  # a record older than `made`
+        command = str(record["fit"][name].get("command") or made.get("command") or "?")
+        options, recipe = made.get("options"), made.get("recipe")
+        options, recipe = (options if isinstance(options, dict) else {}), (recipe if isinstance(recipe, dict) else {})
         try:
             seeds = sorted(int(s) for s in str(options.get("seeds", "")).split(","))
         except ValueError:
