@@ -54,8 +54,8 @@ from noisymix_infra.folder_kind import check_claim, claim_folder
 from noisymix_infra.io import directory_lock, read_json, write_json
 from noisymix_infra.progress import progress
 
-__all__ = ["DRAW_SEED", "FIT_SEEDS", "MADE", "MIN_DROP", "FitOptions", "check_models", "choose", "freeze", "missed",
-           "paper_drops", "residual_tolerance", "run", "targets", "typed_command"]
+__all__ = ["DRAW_SEED", "FIT_SEEDS", "MADE", "MIN_DROP", "FitOptions", "check_models", "choose", "fit_summary",
+           "freeze", "missed", "paper_drops", "residual_tolerance", "run", "targets", "typed_command"]
 
 
 FIT_SEEDS = (100, 101, 102)
