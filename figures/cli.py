@@ -74,7 +74,7 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
     }
     if examples:
         jobs["Digits-C: the 15 corruptions on a test digit (fig:cimages)"] = lambda: plots.corruption_examples(
-            out / "corruption_examples.png")
+            out / "corruption_examples.png", shown=plots.examples_set(results))
     figures = {}
     for title in progress(list(jobs), desc="figures", unit="figure"):
         try:

@@ -23,7 +23,8 @@ from noisymix_infra.io import write_bytes
 from noisymix_infra.stats import interval
 
 __all__ = ["CATEGORY_FIGURES", "calibration_by_severity", "category_bars", "category_figure", "copy_figure",
-           "corruption_examples", "imagenet_points", "robust_c_bars", "robust_c_vs_r", "toy_bars", "write_points"]
+           "corruption_examples", "examples_set", "imagenet_points", "robust_c_bars", "robust_c_vs_r", "toy_bars",
+           "write_points"]
 
 _PAPER_TO_OURS = {k: v for k, v in METHOD_ROWS.items() if v}
 
@@ -422,17 +423,60 @@ def category_plot(groups: dict, label: str):
     return fig, points
 
 
-def corruption_examples(out: Path, severities: tuple[int, ...] = (3, 5)) -> Path:
+def examples_set(results=None) -> dict:
+    """Which Digits-C ``corruption_examples`` draws (issue 54: it always drew the package's current matched
+    strengths, also for plans that evaluate the published rows, and called them "CIFAR-10-C parameters").
+
+    The set the runs in ``results`` evaluated (``digits-c``: the ``manifest.json`` of each evaluation's
+    ``data_root``): the published rows (``--params cifar``) or the matched strengths that set was made
+    with; without such a set, the package's frozen fit, said so.  Runs evaluated on sets of other
+    strengths: a ``ValueError`` (the figure is then not drawn, and the report says why).  Returns
+    ``{"params", "strengths" (None: the published rows), "what" (words for the figure and the report)}``."""
+    from noisymix_infra.io import read_json
+
+    found: dict[str, dict] = {}
+    for run in getattr(results, "runs", ()):
+        record = run.evals.get("digits-c")
+        root = record.get("data_root") if isinstance(record, dict) else None
+        try:
+            manifest = read_json(Path(root) / "manifest.json") if isinstance(root, str) else None
+        except (OSError, ValueError):
+            manifest = None
+        if isinstance(manifest, dict) and manifest.get("params") in ("cifar", "digits-matched"):
+            strengths = manifest.get("strengths") if manifest["params"] == "digits-matched" else None
+            found.setdefault(repr((manifest["params"], sorted((strengths or {}).items()))),
+                             {"params": manifest["params"], "strengths": strengths})
+    if len(found) > 1:
+        raise ValueError(f"the runs evaluated {len(found)} Digits-C sets of other parameters or strengths: "
+                         "no one set to draw")
+    if found:
+        shown = next(iter(found.values()))
+        if shown["params"] == "cifar":
+            return {**shown, "what": "the published CIFAR-10-C rows (`--params cifar`), the set the runs evaluated"}
+        if not isinstance(shown["strengths"], dict) or set(shown["strengths"]) != set(CORRUPTIONS):
+            raise ValueError("the Digits-C set the runs evaluated does not record its 15 matched strengths")
+        return {**shown, "what": "the CIFAR-10-C rows at the difficulty-matched strengths of the set the runs "
+                                 "evaluated (`--params digits-matched`)"}
+    from fullscale.corruptions.matched import matched_fit
+
+    return {"params": "digits-matched", "strengths": dict(matched_fit()["strengths"]),
+            "what": "the CIFAR-10-C rows at the package's frozen difficulty-matched strengths (no Digits-C set "
+                    "evaluated in these results)"}
+
+
+def corruption_examples(out: Path, severities: tuple[int, ...] = (3, 5), *, shown: dict | None = None) -> Path:
     """fig:cimages for the data set our tables report: the 15 corruptions of Digits-C on one test digit
-    (scikit-learn's digits upscaled to 32 x 32, as the main job makes them: our own ``fullscale.corruptions``
-    with the CIFAR-10-C rows at the difficulty-matched strengths, ``params="digits-matched"``; issue 46),
-    at ``severities``, each column
-    named as the tables name it (tab:results_cifar10_c's headers), not by our code's names (issue 40)."""
+    (scikit-learn's digits upscaled to 32 x 32, as the main job makes them: our own ``fullscale.corruptions``)
+    at the strengths of the set the runs evaluated (``shown``, from ``examples_set``: the published rows or
+    the difficulty-matched strengths; default: the package's matched fit; issues 46, 54), at
+    ``severities``, each column named as the tables name it (tab:results_cifar10_c's headers), not by our
+    code's names (issue 40)."""
     import torch
 
     from fullscale.corruptions import corrupt
     from fullscale.data import load_dataset
 
+    shown = shown or examples_set()
     test = load_dataset("digits", "test")
     x = test.images[:1]
     names = dict(zip(CORRUPTIONS, paper_values()["tab:results_cifar10_c"]["columns"], strict=True))
@@ -440,9 +484,10 @@ def corruption_examples(out: Path, severities: tuple[int, ...] = (3, 5)) -> Path
     for row, severity in enumerate(severities):
         panels = [("clean", x), *((names[c], c) for c in CORRUPTIONS)]
         for ax, (title, what) in zip(axes[row], panels, strict=True):
-            try:
+            try:  # the matched rows are the CIFAR rows at the set's own strength (``params="digits-matched"``)
                 image = what if isinstance(what, torch.Tensor) else corrupt(
-                    x, what, severity, generator=torch.Generator().manual_seed(0), params="digits-matched")
+                    x, what, severity, generator=torch.Generator().manual_seed(0), params="cifar",
+                    strength=1.0 if shown["strengths"] is None else float(shown["strengths"][what]))
                 ax.imshow(image[0].permute(1, 2, 0).numpy(), interpolation="nearest")
             except Exception as error:  # a panel that cannot be drawn is labelled, not fatal
                 ax.text(0.5, 0.5, type(error).__name__, ha="center", va="center", fontsize=7)
@@ -451,8 +496,8 @@ def corruption_examples(out: Path, severities: tuple[int, ...] = (3, 5)) -> Path
             ax.set_xticks([])
             ax.set_yticks([])
         axes[row][0].set_ylabel(f"severity {severity}", fontsize=9)
-    fig.suptitle("The difficulty-matched Digits-C: the 15 corruptions on a test digit (ours: fullscale.corruptions, "
-                 "the CIFAR-10-C rows at the fitted strengths, 32 x 32; columns named as in the tables)", fontsize=10)
+    fig.suptitle(textwrap.fill(f"Digits-C: the 15 corruptions on a test digit, {shown['what']} (ours: "
+                               "fullscale.corruptions, 32 x 32; columns named as in the tables)", 150), fontsize=10)
     fig.tight_layout()
     return _save(fig, out)
 
@@ -535,11 +580,21 @@ def _toy_example(results, out: Path) -> Path | None:
     return copy_figure(results.toy[0].parent / "decision_boundaries.png", out / "toy_decision_boundaries.png")
 
 
+def _examples_found(results, drawn: bool) -> list[str]:
+    """fig:cimages' status: which strengths the examples were drawn at (issue 54)."""
+    if not drawn:
+        return []
+    try:
+        return [f"our corruption code at {examples_set(results)['what']}"]
+    except ValueError:
+        return ["our corruption code"]
+
+
 register("fig:cimages", position=9, files=("corruption_examples.png",),
-         ours="Digits-C: our own corruptions (fullscale.corruptions, CIFAR-10-C parameters) on a test digit; no runs "
-              "needed", needs="`noisymix figures` without --no-examples",
-         found=lambda results, drawn: ["our corruption code"] if drawn else [])(
-    lambda results, out: corruption_examples(out / "corruption_examples.png"))
+         ours="Digits-C: our own corruptions (fullscale.corruptions) on a test digit, at the strengths of the Digits-C "
+              "set the runs evaluated (the published rows, or the difficulty-matched ones); no runs needed",
+         needs="`noisymix figures` without --no-examples", found=_examples_found)(
+    lambda results, out: corruption_examples(out / "corruption_examples.png", shown=examples_set(results)))
 
 for _position, (_label, (_source, _dataset, _model, _)) in enumerate(CATEGORY_FIGURES.items(), 19):
     _name = _label.replace("fig:", "")

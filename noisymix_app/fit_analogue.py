@@ -18,8 +18,17 @@ What keeps it honest:
   nearest the target (``choose``), so the chosen value follows from the recorded trace alone.
 
 It writes ``DIR/digits_matched.json`` (and keeps the trained models under ``DIR/models``: a rerun
-skips them); ``--freeze`` also writes it to ``fullscale/corruptions/digits_matched.json``, the file
-the suite reads (``fullscale.corruptions.matched``).  ``--set key=value`` over ``FitOptions``.
+reuses them only when they were trained with the same options, ``check_models``); ``--freeze`` also
+writes it to ``fullscale/corruptions/digits_matched.json``, the file the suite reads
+(``fullscale.corruptions.matched``).  ``--set key=value`` over ``FitOptions``.
+
+Issue 54: the record says what made it - the command as typed (``typed_command``), the options, the
+recipe, each model's training config and weights by sha256, ``provenance`` - per entry too (``made``),
+so a freeze of some corruptions merged into the frozen record keeps each entry's own; ``--freeze`` is
+guarded (``noisymix_app.fit_freeze``): the package folder is checked writable and a partial fit's
+frozen record readable before the fit runs, a fit whose residuals miss their tolerance
+(``residual_tolerance``: the report's 40 % or 5 points) is refused unless ``--force-freeze``, and the
+read-merge-write holds a lock on the package file.
 """
 
 from __future__ import annotations
@@ -38,13 +47,16 @@ from fullscale.corruptions.writer import chunk_generator
 from fullscale.data import load_dataset
 from fullscale.evaluation.inference import cpu_inference_model, logits_of
 from fullscale.run_model import load_run_model
+from fullscale.vocabulary import P_COLUMNS
+from noisymix_app.fit_freeze import check_package_writable, freeze_guarded
 from noisymix_app.plans import PLANS
 from noisymix_infra.config import add_set_argument, apply_overrides
 from noisymix_infra.folder_kind import check_claim, claim_folder
 from noisymix_infra.io import directory_lock, read_json, write_json
 from noisymix_infra.progress import progress
 
-__all__ = ["DRAW_SEED", "FIT_SEEDS", "MIN_DROP", "FitOptions", "choose", "paper_drops", "run", "targets"]
+__all__ = ["DRAW_SEED", "FIT_SEEDS", "MADE", "MIN_DROP", "FitOptions", "check_models", "choose", "fit_summary",
+           "freeze", "missed", "paper_drops", "residual_tolerance", "run", "targets", "typed_command"]
 
 
 FIT_SEEDS = (100, 101, 102)
@@ -114,34 +126,110 @@ def choose(trace: list[tuple[float, float]], target: float) -> tuple[float, floa
     return min(trace, key=lambda point: abs(point[1] - target))
 
 
-def _train(seed: int, out: Path, epochs: int) -> Path:
-    from fullscale.training.loop import train
+def _model_spec(seed: int, epochs: int):
+    """The ``RunSpec`` of the fit's Baseline model of ``seed``: the laptop plan's recipe at ``epochs``."""
     from noisymix_app.sweep.plan import RunSpec
 
     laptop = PLANS["laptop"]
     overrides = (f"dataset={laptop.dataset}", f"model={laptop.model}", f"width={laptop.width}",
                  f"epochs={epochs or laptop.epochs}", *laptop.train_overrides)
-    run_dir = out / "models" / f"baseline-seed{seed}"
+    return RunSpec(f"baseline-seed{seed}", "baseline", seed, overrides)
+
+
+def check_models(options: FitOptions, out: Path) -> None:
+    """One-line ``ValueError`` when a model the fit would reuse under ``out/models`` was trained with other
+    options than these (issue 54: ``--set epochs=3`` into a folder first fitted with ``epochs=1`` reused the
+    1-epoch models while recording epochs 3).  Every seed is checked before any is trained."""
+    from noisymix_app.sweep.state import check_config
+
+    for seed in options.seed_list():
+        run_dir = out / "models" / f"baseline-seed{seed}"
+        try:
+            check_config(_model_spec(seed, options.epochs), run_dir)
+        except ValueError as error:
+            text = str(error).split("; give another --out")[0]
+            raise ValueError(f"{text}: this fit would reuse it; give another --out, or the options it was "
+                             "fitted with") from None
+
+
+def _train(seed: int, out: Path, epochs: int) -> Path:
+    from fullscale.training.loop import train
+    from noisymix_app.sweep.state import check_config
+
+    spec = _model_spec(seed, epochs)
+    run_dir = out / "models" / spec.name
+    config = check_config(spec, run_dir)  # a model of other options is never reused (issue 54)
     if not (run_dir / "final.pt").is_file():
-        train(RunSpec(run_dir.name, "baseline", seed, overrides).config(), run_dir,
-              resume=(run_dir / "checkpoint.pt").is_file())
+        train(config, run_dir, resume=(run_dir / "checkpoint.pt").is_file())
     return run_dir
+
+
+def _model_record(seed: int, run_dir: Path, out: Path) -> dict:
+    """What made one of the fit's models, by content: its training config's sha256 and its epochs, and its
+    weights' sha256 (``fullscale.run_record.config_sha256``, as evaluations bind their runs)."""
+    from fullscale.run_record import config_sha256
+    from fullscale.runs import split_run_record
+    from noisymix_infra.io import sha256_file
+
+    config = split_run_record(read_json(run_dir / "config.json"))[0]
+    return {"seed": seed, "run": run_dir.relative_to(out).as_posix(), "epochs": config.get("epochs"),
+            "config_sha256": config_sha256(config), "final_sha256": sha256_file(run_dir / "final.pt")}
+
+
+def typed_command(args: argparse.Namespace) -> str:
+    """The command line as typed (``--out`` as given, the flags, each ``--set`` in its order), quoted for a
+    shell: what the record names as the command that made it (issue 54: every record said ``--out fit
+    --freeze`` whatever was typed)."""
+    import shlex
+
+    kind = getattr(args, "kind", "c")
+    argv = ["noisymix", "fit-analogue", *(("--kind", kind) if kind != "c" else ()), "--out", str(args.out)]
+    argv += ["--freeze"] * bool(args.freeze) + ["--force-freeze"] * bool(getattr(args, "force_freeze", False))
+    for item in args.overrides:
+        argv += ["--set", item]
+    return shlex.join(argv)
+
+
+def _provenance() -> dict:
+    """The fit's provenance: git commit, package versions (torch's among them), host, CPU model, date
+    (``noisymix_infra.provenance``, as every results file of the project carries)."""
+    from noisymix_infra.provenance import machine, provenance
+
+    return {**provenance(), "cpu_model": machine()["cpu_model"]}
+
+
+def residual_tolerance(target: float) -> float:
+    """How far a fitted drop may miss its target: the report's own aim for the analogue's drops
+    (``noisymix_app.reproduce_claims.PROFILE_AIMS``: within 40 % of it or 5 points)."""
+    from noisymix_app.reproduce_claims import PROFILE_AIMS
+
+    return max(PROFILE_AIMS["relative"] * target, PROFILE_AIMS["absolute"])
+
+
+def missed(record: dict) -> list[str]:
+    """The fitted corruptions whose residual exceeds ``residual_tolerance``, as ``name residual (tolerance)``."""
+    return [f"{name} {entry['residual']:+.1f} points (tolerance {residual_tolerance(entry['target']):.1f})"
+            for name, entry in record["fit"].items() if abs(entry["residual"]) > residual_tolerance(entry["target"])]
 
 
 def _accuracy(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor) -> float:
     return 100.0 * float((logits_of(model, images, torch.device("cpu")).argmax(1) == labels).float().mean())
 
 
-def fit(options: FitOptions, out: Path) -> dict:
-    """Train (or reuse) the fit's Baseline models, then bisect each corruption's strength; the
-    fit's record (``digits_matched.json``'s content)."""
+def fit(options: FitOptions, out: Path, command: str | None = None) -> dict:
+    """Train (or reuse, when trained with the same options: ``check_models``) the fit's Baseline models, then
+    bisect each corruption's strength; the fit's record (``digits_matched.json``'s content).  ``command``:
+    the command line that asked for it (``typed_command``; default: the equivalent one into ``out``)."""
     started = time.time()
+    check_models(options, out)
     test = load_dataset("digits", "test")
     images, labels = test.images, test.labels
-    models = []
+    models, made = [], []
     for seed in progress(options.seed_list(), desc="fit: Baseline models", unit="model"):
-        model, _ = load_run_model(_train(seed, out, options.epochs))
+        run_dir = _train(seed, out, options.epochs)
+        model, _ = load_run_model(run_dir)
         models.append(cpu_inference_model(model, images[:64]))
+        made.append(_model_record(seed, run_dir, out))
     clean = [_accuracy(m, images, labels) for m in models]
 
     def drop(name: str, strength: float) -> float:
@@ -171,30 +259,45 @@ def fit(options: FitOptions, out: Path) -> dict:
         record[name] = {"target": target, "strength": strength, "drop": measured,
                         "residual": round(measured - target, 4), "trace": [list(p) for p in trace]}
     paper_clean, drops = paper_drops()
+    if command is None:
+        import shlex
+
+        command = shlex.join(["noisymix", "fit-analogue", "--out", str(out), *(
+            x for f in dataclasses.fields(options) if getattr(options, f.name) != getattr(FitOptions(), f.name)
+            for x in ("--set", f"{f.name}={getattr(options, f.name)}"))])
+    own = {"command": command, "options": dataclasses.asdict(options),
+           "recipe": {"plan": "laptop", "epochs": options.epochs or PLANS["laptop"].epochs,
+                      "train_overrides": list(PLANS["laptop"].train_overrides)},
+           "clean_accuracy": clean, "models": made, "provenance": _provenance()}
+    for entry in record.values():  # each entry says what made it: a merged freeze keeps them apart (issue 54)
+        entry["command"] = command
+        entry["made"] = own
     return {
         "what": "strengths of the difficulty-matched Digits-C (noisymix_app.fit_analogue): each corruption's "
                 "CIFAR rows at the strength whose Baseline drop (clean minus the mean over 5 severities, points, "
                 "mean over the fit's models) is nearest the target",
-        "command": "noisymix fit-analogue --out fit --freeze"
-                   + "".join(f" --set {f.name}={getattr(options, f.name)}" for f in dataclasses.fields(options)
-                             if getattr(options, f.name) != getattr(FitOptions(), f.name)),
-        "options": dataclasses.asdict(options),
-        "recipe": {"plan": "laptop", "epochs": options.epochs or PLANS["laptop"].epochs,
-                   "train_overrides": list(PLANS["laptop"].train_overrides)},
+        **own,
         "paper": {"baseline_clean": paper_clean, "baseline_drop": drops, "min_drop": MIN_DROP},
-        "clean_accuracy": clean,
         "strengths": {name: entry["strength"] for name, entry in record.items()},
         "fit": record,
         "seconds": round(time.time() - started, 1),
     }
 
 
+#: the top-level fields that say what made a record: each entry's ``made`` holds its own (issue 54)
+MADE = ("command", "options", "recipe", "clean_accuracy", "models", "provenance")
+
+
 def freeze(result: dict, frozen: dict | None) -> dict:
     """The suite's record after this fit: the fit itself when it covers the 15 corruptions, else the
-    frozen record with the corruptions fitted now replaced (each entry names the command that fitted
-    it, ``command``; the top-level ``command`` is the one command that made them all, or None)."""
+    frozen record with the corruptions fitted now replaced.  Each entry keeps what made it (``command``
+    and ``made``: options, recipe, clean accuracy, models, provenance; an entry of a record older than
+    ``made`` gets the old record's top-level fields); each top-level field of ``MADE`` is the one value all
+    entries share, or None where fits of other options made them (issue 54: a merged freeze kept the old
+    top-level options, recipe and clean accuracy)."""
     for entry in result["fit"].values():
-        entry["command"] = result["command"]
+        entry.setdefault("command", result["command"])
+        entry.setdefault("made", {k: result.get(k) for k in MADE})
     if set(result["fit"]) == set(CORRUPTIONS):
         return result
     if frozen is None or set(frozen.get("fit", {})) | set(result["fit"]) != set(CORRUPTIONS):
@@ -202,11 +305,25 @@ def freeze(result: dict, frozen: dict | None) -> dict:
     fit = {**frozen["fit"], **result["fit"]}
     for _name, entry in fit.items():
         entry.setdefault("command", frozen.get("command"))
-    commands = {entry["command"] for entry in fit.values()}
+        entry.setdefault("made", {k: frozen.get(k) for k in MADE if k in frozen})
     names = sorted(fit)
-    return {**frozen, "fit": {n: fit[n] for n in names}, "strengths": {n: fit[n]["strength"] for n in names},
-            "command": commands.pop() if len(commands) == 1 else None,
+    top = {}
+    for key in MADE:
+        values = [fit[n]["made"].get(key) for n in names]
+        top[key] = values[0] if all(v == values[0] for v in values) else None
+    return {**frozen, **top, "fit": {n: fit[n] for n in names}, "strengths": {n: fit[n]["strength"] for n in names},
             "seconds": round(frozen.get("seconds", 0) + result["seconds"], 1)}
+
+
+def _merged(result: dict, package_file: Path) -> dict:
+    """``freeze``'s record for ``package_file``, read under the freeze's lock (a hand-edited bad one is one
+    line), and checked whole before it is written (``check_fit_record``)."""
+    from fullscale.corruptions.matched import check_fit_record, read_fit_file
+
+    frozen = None
+    if set(result["fit"]) != set(CORRUPTIONS) and package_file.is_file():
+        frozen = read_fit_file(package_file)
+    return check_fit_record(freeze(result, frozen), f"the record for {package_file}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -216,8 +333,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "Baseline accuracy per severity beside the published rows' (noisymix_app.fit_severities)")
     parser.add_argument("--out", required=True, help="working folder: the fit's models and digits_matched.json")
     parser.add_argument("--freeze", action="store_true",
-                        help=f"also write the fit to {MATCHED_FILE.name} in the package (the suite's strengths)")
+                        help=f"also write the fit to {MATCHED_FILE.name} in the package (the suite's strengths); "
+                             "refused when a residual misses its tolerance (40 %% of the target or 5 points)")
+    parser.add_argument("--force-freeze", action="store_true",
+                        help="with --freeze: freeze even a fit whose residuals miss their tolerance")
     add_set_argument(parser, "steps=6", "the fit (FitOptions)")
+
+
+def _check_freeze(options: FitOptions) -> None:
+    """Before any work: the package file can be written and, for a fit of some corruptions, holds a whole
+    fit of the others to keep (issue 54: both were found only after the whole fit)."""
+    from fullscale.corruptions.matched import read_fit_file
+
+    check_package_writable(MATCHED_FILE)
+    if set(options.names()) != set(CORRUPTIONS):
+        if not MATCHED_FILE.is_file():
+            raise ValueError(f"--freeze of some corruptions needs a frozen fit of the others to keep; "
+                             f"{MATCHED_FILE} does not exist")
+        read_fit_file(MATCHED_FILE)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -227,13 +360,24 @@ def run(args: argparse.Namespace) -> int:
         return _run_severities(args)
     options = apply_overrides(FitOptions(), args.overrides)
     out = Path(args.out)
+    if args.force_freeze and not args.freeze:
+        raise ValueError("--force-freeze goes with --freeze")
     check_claim(out, "fit")  # a run, a -C set, a report, or the user's own digits_matched.json: refused now
+    if args.freeze:
+        _check_freeze(options)
+    check_models(options, out)  # models of other options under out/models: refused before any training
     with directory_lock(out, "fitting"):
         claim_folder(out, "fit")
-        result = fit(options, out)
+        result = fit(options, out, typed_command(args))
         write_json(out / "digits_matched.json", result)
     if args.freeze:
-        write_json(MATCHED_FILE, freeze(result, read_json(MATCHED_FILE) if MATCHED_FILE.is_file() else None))
+        from fullscale.corruptions.matched import matched_fit
+
+        misses = missed(result)
+        freeze_guarded(MATCHED_FILE, result, tolerance_ok=not misses, force=args.force_freeze, merge=_merged,
+                       missed=", ".join(misses[:3]) + (f" and {len(misses) - 3} more" if len(misses) > 3 else "")
+                       + f"; the fit is in {out / 'digits_matched.json'}")
+        matched_fit.cache_clear()
     worst = max(result["fit"].values(), key=lambda e: abs(e["residual"]))
     print(f"fitted {len(result['fit'])} strength(s) in {result['seconds'] / 60:.1f} min; largest residual "
           f"{worst['residual']:+.1f} points; written to {out / 'digits_matched.json'}"
@@ -241,27 +385,84 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seed_words(seeds: list[int]) -> str:
+    """``100–102`` for consecutive seeds, else ``100, 105``."""
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}–{seeds[-1]}"
+    return ", ".join(map(str, seeds))
 
+
+def fit_summary(record: dict, set_folder: str | Path | None = None) -> dict:
+    """What the report says of the frozen fit ``record``, from the record itself (issue 54: the report's
+    paragraph was fixed text, "seeds 100–102, the main job's recipe", whatever was run).
+
+    Returns ``{"fits": [...], "matches_set": bool | None, "residuals": {...}}``: one item per distinct
+    command that made entries (its corruptions, seeds, epochs, whether its recipe is the main job's, the
+    command); ``matches_set``: whether ``set_folder``'s ``manifest.json`` (the -C set the runs evaluated)
+    holds the record's strengths (None: no set named, or it does not say); ``residuals``: per corruption,
+    only where the set is the fit's (a refit's residuals are never shown beside drops measured on an
+    older set)."""
+    laptop = PLANS["laptop"]
+    groups: dict[str, dict] = {}
+    for name in (n for n in CORRUPTIONS if n in record.get("fit", {})):
+        made = record["fit"][name].get("made")
+        made = made if isinstance(made, dict) else {k: record.get(k) for k in MADE}  # a record older than `made`
+        command = str(record["fit"][name].get("command") or made.get("command") or "?")
+        options, recipe = made.get("options"), made.get("recipe")
+        options, recipe = (options if isinstance(options, dict) else {}), (recipe if isinstance(recipe, dict) else {})
+        try:
+            seeds = sorted(int(s) for s in str(options.get("seeds", "")).split(","))
+        except ValueError:
+            seeds = []
+        group = groups.setdefault(command, {
+            "command": command, "corruptions": [], "seeds": seeds, "epochs": recipe.get("epochs"),
+            "main_recipe": (recipe.get("epochs") == laptop.epochs
+                            and list(recipe.get("train_overrides") or []) == list(laptop.train_overrides)),
+            "seed_words": _seed_words(seeds) if seeds else "?"})
+        group["corruptions"].append(name)
+    matches = None
+    if set_folder is not None:
+        try:
+            manifest = read_json(Path(set_folder) / "manifest.json")
+        except (OSError, ValueError):
+            manifest = None
+        if isinstance(manifest, dict) and isinstance(manifest.get("strengths"), dict):
+            matches = manifest["strengths"] == record.get("strengths")
+    residuals = {} if matches is False else {n: e["residual"] for n, e in record.get("fit", {}).items()}
+    return {"fits": list(groups.values()), "matches_set": matches, "residuals": residuals}
 
 def _run_p(args: argparse.Namespace) -> int:
-    """``--kind p``: the Digits-P strengths, into the same kind of folder (its Baseline models are shared)."""
-    from fullscale.corruptions.matched_p import MATCHED_P_FILE, read_matched_p
+    """``--kind p``: the Digits-P strengths, into the same kind of folder (its Baseline models are shared),
+    frozen through the same guard as Digits-C's (``noisymix_app.fit_freeze``): the package file checked
+    writable before the fit, a fit outside its tolerance refused unless ``--force-freeze``, the file locked."""
+    from fullscale.corruptions.matched_p import MATCHED_P_FILE, matched_p_fit, read_matched_p
     from noisymix_app.fit_analogue_p import FitPOptions, fit_p, merge_p
 
     options = apply_overrides(FitPOptions(), args.overrides)
     out = Path(args.out)
+    if args.force_freeze and not args.freeze:
+        raise ValueError("--force-freeze goes with --freeze")
     check_claim(out, "fit")
+    if args.freeze:
+        check_package_writable(MATCHED_P_FILE)
+        if set(options.names()) != set(P_COLUMNS):
+            if not MATCHED_P_FILE.is_file():
+                raise ValueError(f"--freeze of some perturbations needs a frozen fit of the others to keep; "
+                                 f"{MATCHED_P_FILE} does not exist")
+            read_matched_p(MATCHED_P_FILE)
+    check_models(options, out)
     with directory_lock(out, "fitting"):
         claim_folder(out, "fit")
         result = fit_p(options, out)
-        result["command"] = "noisymix fit-analogue --kind p --out fit --freeze" + "".join(
-            f" --set {f.name}={getattr(options, f.name)}" for f in dataclasses.fields(options)
-            if getattr(options, f.name) != getattr(FitPOptions(), f.name))
+        result["command"] = typed_command(args)
+        result["provenance"] = _provenance()
         write_json(out / "digits_p_matched.json", result)
-    if args.freeze:
-        frozen = read_matched_p(MATCHED_P_FILE) if MATCHED_P_FILE.is_file() else None
-        write_json(MATCHED_P_FILE, merge_p(result, frozen))
     misses = [n for n, e in result["fit"].items() if not e["within_tolerance"]]
+    if args.freeze:
+        freeze_guarded(MATCHED_P_FILE, result, tolerance_ok=not misses, force=args.force_freeze,
+                       merge=lambda r, f: merge_p(r, read_matched_p(f) if f.is_file() else None),
+                       missed=", ".join(misses) + f"; the fit is in {out / 'digits_p_matched.json'}")
+        matched_p_fit.cache_clear()
     print(f"fitted {len(result['fit'])} -P strength(s) in {result['seconds'] / 60:.1f} min; "
           f"{len(misses)} outside the tolerance{': ' + ', '.join(misses) if misses else ''}; written to "
           f"{out / 'digits_p_matched.json'}" + (f" and {MATCHED_P_FILE}" if args.freeze else ""))

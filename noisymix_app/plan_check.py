@@ -66,6 +66,10 @@ def check_plan(plan: ReproducePlan, data_root: str | None = None) -> None:
             raise ValueError(f"plan field {field} must be >= {least}"
                              + (" (0: every test image)" if field == "perturbed_limit" else "") + f", got {value}")
     _check_training(plan, data_root)
+    if plan.corruption_params == "digits-matched":  # the package's hand-editable strengths, checked whole (issue 54)
+        from fullscale.corruptions.matched import matched_fit
+
+        matched_fit()
 
 
 def _check_training(plan: ReproducePlan, data_root: str | None) -> None:

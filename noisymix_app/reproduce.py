@@ -96,7 +96,10 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     # a command step counts as done only when it ran with the same command line: a folder of a
     # ``--plan quick`` run must not pass its 1-epoch models off as the laptop plan's (issue 10, 8d);
     # a training run is done only when its config.json is this plan's (``noisymix_app.sweep.state.check_config``)
-    finished = {(entry["name"], tuple(entry.get("argv", ()))) for entry in log["steps"] if "argv" in entry}
+    # and the same inputs beyond its argv (the matched set's strengths: ``_Step.inputs``, issue 54)
+    finished = {(entry["name"], tuple(entry.get("argv", ()))):
+                tuple(entry["inputs"]) if isinstance(entry.get("inputs"), list) else None
+                for entry in log["steps"] if "argv" in entry}
     started = time.perf_counter()
     before, figures = _steps(plan, out, data_root)
     runs = _runs(plan, out, data_root)
@@ -111,7 +114,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
             shutil.rmtree(out / "figures")
     rerun: list[Path] = []  # output folders of command steps run in this invocation
     for step in before:  # none of them reads another's output: only their own arguments count
-        if _command_step(step, finished, [], command, log, log_path, started):
+        if _command_step(step, finished, [], command, log, log_path, started, fresh=fresh):
             rerun.append(_output_of(step))
     corrupted_changed = _corrupted(plan, out) in rerun
     perturbed_changed = _perturbed(plan, out) in rerun  # None (no -P suite) is never in it

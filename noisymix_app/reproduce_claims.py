@@ -192,13 +192,16 @@ def analogue_profile(out: Path, plan: dict, corrupted_suite: str) -> dict | None
     from noisymix_app.fit_analogue import paper_drops
 
     drops: dict[str, list[float]] = {name: [] for name in CORRUPTIONS}
+    measured_on = None  # the -C set the Baseline's drops were measured on (its manifest names its strengths)
     for seed in plan["seeds"]:
         run = out / "runs" / f"baseline-seed{seed}" / "eval"
         clean_path, c_path = run / "clean.json", run / f"{corrupted_suite}.json"
         if not (clean_path.exists() and c_path.exists()):
             continue
         clean = read_json(clean_path).get("summary", {}).get("accuracy")
-        per = read_json(c_path).get("summary", {}).get("per_corruption", {})
+        c_record = read_json(c_path)
+        per = c_record.get("summary", {}).get("per_corruption", {})
+        measured_on = measured_on or c_record.get("data_root")
         if clean is None:
             continue
         for name in CORRUPTIONS:
@@ -208,7 +211,8 @@ def analogue_profile(out: Path, plan: dict, corrupted_suite: str) -> dict | None
     if len(ours) < 2:
         return None
     _, paper = paper_drops()
-    fit = _fit_residuals(plan)
+    described = _fit_described(plan, measured_on)
+    fit = described["residuals"] if described else {}
     rows = {}
     for name, drop in ours.items():
         tolerance = max(PROFILE_AIMS["relative"] * paper[name], PROFILE_AIMS["absolute"])
@@ -217,21 +221,23 @@ def analogue_profile(out: Path, plan: dict, corrupted_suite: str) -> dict | None
                       "at_least": drop >= PROFILE_AIMS["least_drop"], "fit_residual": fit.get(name)}
     names = list(rows)
     rho = _spearman([rows[n]["ours"] for n in names], [rows[n]["paper"] for n in names])
-    return {"params": plan.get("corruption_params", "cifar"), "per_corruption": rows,
+    return {"params": plan.get("corruption_params", "cifar"), "per_corruption": rows, "fit": described,
             "rank_correlation": None if rho is None else round(rho, 3), "aims": PROFILE_AIMS,
             "met": {"rank_correlation": rho is not None and rho >= PROFILE_AIMS["rank_correlation"],
                     "within_tolerance": sum(r["within_tolerance"] for r in rows.values()),
                     "at_least": sum(r["at_least"] for r in rows.values()), "of": len(rows)}}
 
 
-def _fit_residuals(plan: dict) -> dict[str, float]:
-    """The frozen fit's residual per corruption (its Baseline models' drop minus the target), for a
-    plan on the difficulty-matched set; empty otherwise."""
+def _fit_described(plan: dict, measured_on: str | None) -> dict | None:
+    """The frozen fit as the report describes it (``noisymix_app.fit_analogue.fit_summary``: its seeds,
+    recipe, command and, only where the set the drops were measured on holds its strengths, its residuals;
+    issue 54), for a plan on the difficulty-matched set; None otherwise."""
     if plan.get("corruption_params") != "digits-matched":
-        return {}
+        return None
     from fullscale.corruptions.matched import matched_fit
+    from noisymix_app.fit_analogue import fit_summary
 
-    return {name: entry["residual"] for name, entry in matched_fit().get("fit", {}).items()}
+    return fit_summary(matched_fit(), measured_on)
 
 
 def category_lines(summary: dict) -> list[str]:
@@ -280,6 +286,9 @@ def analogue_lines(summary: dict) -> list[str]:
     if profile["params"] == "digits-matched":
         from noisymix_app.fit_analogue import MIN_DROP
 
+        # a summary written before issue 54 records no "fit": the words it was rendered with then
+        who, how = (_made_by(profile["fit"]) if "fit" in profile
+                    else ("(100–102, the main job's recipe)", "`noisymix fit-analogue --out fit --freeze`"))
         intro = ("**The corrupted set: a difficulty-matched Digits-C.** At the published CIFAR-10-C rows the digits' "
                  "Baseline lost 2.5 points or less on 10 of the 15 corruptions (noise and blur among them) and 20–61 "
                  "on frost, fog, brightness and contrast: the reverse of CIFAR-10-C (rank correlation −0.44), so the "
@@ -287,10 +296,10 @@ def analogue_lines(summary: dict) -> list[str]:
                  "strength k (every damage field moved k times as far from its no-corruption value: noise sd × k, "
                  "contrast 1 − k(1 − c), zoom 1 + k(z − 1), ...; snow and JPEG, without such a field, their difference "
                  "from the clean image times k; the five severities keep their spacing), "
-                 "fitted once by bisection so that Baseline models of seeds the main job never evaluates (100–102, "
-                 "the main job's recipe) on corruption draws of another seed lose the paper's Baseline drop on "
-                 f"CIFAR-10-C (at least {MIN_DROP:g} points): `noisymix fit-analogue --out fit "
-                 "--freeze`, frozen in `fullscale/corruptions/digits_matched.json` with every evaluation of the fit. "
+                 "fitted once by bisection so that Baseline models of seeds the main job never evaluates "
+                 f"{who} on corruption draws of another seed lose the paper's Baseline drop on "
+                 f"CIFAR-10-C (at least {MIN_DROP:g} points): {how}, frozen in "
+                 "`fullscale/corruptions/digits_matched.json` with every evaluation of the fit. "
                  "The published-rows set stays `noisymix corrupt --params cifar` (`--plan laptop-published-rows`).")
     else:
         intro = (f"**The corrupted set** (`--params {profile['params']}`): the published rows, not difficulty-matched "
@@ -311,6 +320,29 @@ def analogue_lines(summary: dict) -> list[str]:
         lines.append(f"| {name} | {r['ours']:.1f} | {r['paper']:.1f} | {'yes' if r['within_tolerance'] else 'no'} | "
                      f"{residual} |")
     return lines
+
+
+def _made_by(fit: dict | None) -> tuple[str, str]:
+    """(the fit's seeds and recipe, its command) in words, from its record (``fit_summary``; issue 54: this
+    was fixed text whatever was run), with a warning where the -C set the drops were measured on was
+    made with other strengths than the record's."""
+    if not fit or not fit.get("fits"):
+        return "(the fit's record does not say which)", "`noisymix fit-analogue --freeze`"
+
+    def recipe(group: dict) -> str:
+        return ("the main job's recipe" if group["main_recipe"]
+                else f"{group['epochs']} epochs, not the main job's recipe")
+
+    groups = fit["fits"]
+    if len(groups) == 1:
+        who, how = f"({groups[0]['seed_words']}, {recipe(groups[0])})", f"`{groups[0]['command']}`"
+    else:
+        who = "(" + "; ".join(f"{', '.join(g['corruptions'])}: {g['seed_words']}, {recipe(g)}" for g in groups) + ")"
+        how = ", ".join(f"`{g['command']}`" for g in groups)
+    if fit.get("matches_set") is False:
+        how += (" (but the -C set these drops were measured on was made with other strengths, an older fit's: "
+                "the fit's residuals are not shown; rerun `noisymix reproduce` to remake the set)")
+    return who, how
 
 
 CLEAN_TOLERANCE = 1.0  # points of clean accuracy a method may lose and still "keep" it

@@ -19,6 +19,39 @@ class _Step:
     name: str
     argv: tuple[str, ...]
     done: Path  # the file whose presence means the step finished
+    # what else shapes the output and is not in argv: ``key=value`` items, recorded in the log with the
+    # argv and compared as part of the step's identity (the matched set's strengths: issue 54)
+    inputs: tuple[str, ...] = ()
+
+
+def _matched_inputs() -> tuple[str, ...]:
+    """The identity of the package's difficulty-matched strengths (``digits_matched.json``) for the -C
+    step: its argv (``--params digits-matched``) names the table, not the strengths in it, so a refit or an
+    edit of the package file kept the old set "done (kept)" and the report paired the new fit's
+    residuals with drops measured on the old set (issue 54, root cause 1).  The file is checked whole here,
+    before any step runs."""
+    from fullscale.corruptions.matched import matched_fit, strengths_sha256
+
+    return (f"strengths_sha256={strengths_sha256(matched_fit()['strengths'])}",)
+
+
+def _set_inputs(folder: Path) -> tuple[str, ...] | None:
+    """The ``inputs`` of a -C set already on disk, from its ``manifest.json`` (for a log written before
+    steps recorded their inputs); None where the folder does not say."""
+    from fullscale.corruptions.matched import strengths_sha256
+    from noisymix_infra.io import read_json
+
+    try:
+        manifest = read_json(folder / "manifest.json")
+    except (OSError, ValueError):
+        return None
+    strengths = manifest.get("strengths") if isinstance(manifest, dict) else None
+    if not isinstance(strengths, dict):
+        return None
+    try:
+        return (f"strengths_sha256={strengths_sha256(strengths)}",)
+    except (TypeError, ValueError):
+        return None
 
 
 def _run_name(method: str, seed: int) -> str:
@@ -59,7 +92,8 @@ def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> tuple[list[
     steps.append(_Step("corrupt", ("corrupt", "--dataset", plan.dataset, "--kind", "c",
                                    "--out", str(corrupted), *root, *corruptions, "--seed", "0",
                                    "--params", plan.corruption_params),
-                       corrupted / "labels.npy"))
+                       corrupted / "labels.npy",
+                       _matched_inputs() if plan.corruption_params == "digits-matched" else ()))
     perturbed = _perturbed(plan, out)
     if perturbed is not None:  # the stability claims' -P set: the plan's perturbations of its first images
         names = () if plan.perturbations is None else ("--corruptions", ",".join(plan.perturbations))
@@ -126,16 +160,35 @@ def _clear_run(out: Path, name: str, why: str) -> None:
             path.unlink()
 
 
-def _command_step(step: _Step, finished: set, rerun: list[Path], command: Callable[[list[str]], int],
-                  log: dict, log_path: Path, started: float) -> bool:
-    """Run one command step unless it is done with the same command line and nothing it reads
-    was rewritten (``rerun``: outputs of steps run in this invocation); True if it ran."""
-    if step.done.exists() and (step.name, step.argv) in finished and not rerun:
+def _same_step(step: _Step, finished: dict) -> bool:
+    """``step`` ran to the end before with the same identity: the same argv and the same ``inputs``
+    (a log entry older than ``inputs``: those its output's manifest records, ``_set_inputs``)."""
+    key = (step.name, step.argv)
+    if not step.done.exists() or key not in finished:
+        return False
+    logged = finished[key]
+    if logged is None and step.inputs:
+        logged = _set_inputs(_output_of(step))
+    return tuple(logged or ()) == step.inputs
+
+
+def _command_step(step: _Step, finished: dict, rerun: list[Path], command: Callable[[list[str]], int],
+                  log: dict, log_path: Path, started: float, *, fresh: bool = False) -> bool:
+    """Run one command step unless it is done with the same command line and inputs and nothing it reads
+    was rewritten (``rerun``: outputs of steps run in this invocation); True if it ran.
+
+    ``finished``: ``{(name, argv): inputs or None}`` of the steps the log records as finished.  A step
+    that ran before with another identity, or any step under ``fresh``, starts from an empty output
+    folder: its old results must not be resumed from (issue 54: ``--fresh`` after a refit failed, the
+    -C set refusing the old set's strengths, until ``data/`` was deleted by hand)."""
+    if _same_step(step, finished) and not rerun:
         print(f"reproduce: {step.name}: done (kept)", flush=True)
         return False
-    if step.done.exists() and step.name in {name for name, _ in finished} and "--out" in step.argv \
-            and step.name != "figures":
-        _clear_for_rerun(step)  # same step, other arguments: its old results must not be resumed from
+    # a set half made (killed) with other strengths than today's: resuming it would be refused by `corrupt`
+    stale_inputs = bool(step.inputs) and _set_inputs(_output_of(step)) not in (None, step.inputs)
+    if (fresh or stale_inputs or (step.done.exists() and step.name in {name for name, _ in finished})) \
+            and "--out" in step.argv and step.name != "figures":
+        _clear_for_rerun(step)  # same step, other arguments or inputs: its old results must not be resumed from
     t0 = time.perf_counter()
     with _threads_used() as used:
         status = command(list(step.argv))
@@ -146,7 +199,7 @@ def _command_step(step: _Step, finished: set, rerun: list[Path], command: Callab
         raise RuntimeError(f"step '{step.name}' finished but did not write {step.done}")
     from noisymix_app.sweep.execute import ran_on
 
-    _log_step(log, log_path, {"name": step.name, "argv": list(step.argv),
+    _log_step(log, log_path, {"name": step.name, "argv": list(step.argv), "inputs": list(step.inputs),
                               "ran_on": {**ran_on(), "torch_threads": used()}},
               time.perf_counter() - t0, started)
     return True

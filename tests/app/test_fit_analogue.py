@@ -24,8 +24,9 @@ def test_a_tiny_fit_runs_end_to_end_and_keeps_the_nearest_point(tmp_path):
     first, second = entry["trace"][0], entry["trace"][1]
     assert first[0] == 1.0 and second[0] == (4.0 if first[1] < entry["target"] else 0.25)
     assert (entry["strength"], entry["drop"]) == choose([tuple(p) for p in entry["trace"]], entry["target"])
-    assert record["command"] == ("noisymix fit-analogue --out fit --freeze --set seeds=100 --set steps=2 "
-                                 "--set corruptions=contrast --set epochs=1")
+    # the command as typed (issue 54), --out as given
+    assert record["command"] == (f"noisymix fit-analogue --out {out} --set seeds=100 --set steps=2 --set epochs=1 "
+                                 "--set corruptions=contrast")
     assert (out / "models" / "baseline-seed100" / "final.pt").is_file()
 
 
