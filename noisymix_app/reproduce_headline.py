@@ -208,6 +208,10 @@ def answer(summary: dict) -> tuple[str, list[str]]:
     Holm's correction, **no** when the primary claim does not hold, **partly** otherwise."""
     claims = {c["id"]: c for c in summary.get("claims", []) if c.get("difference")}
     primary = claims.get("robust_noisymix")
+    if primary and primary["difference"].get("below_resolution"):  # issue 54: no verdict from rounding
+        return "no answer", ["The primary claim cannot be judged: NoisyMix minus Baseline is "
+                             f"{_interval(primary['difference'])} points, with a spread over seeds below the "
+                             "measurement's resolution (one test image): rounding, not a measured noise level."]
     if not primary or primary.get("verdict") not in VERDICT_WORDS:
         return "no answer", ["No claim has a 95 % interval to judge at this size (one seed, or no NoisyMix and "
                              "Baseline runs)."]
@@ -301,7 +305,9 @@ def terms(margins: dict[str, float] | None = None) -> str:
                        "Baseline on the corrupted set, tested alone at 5 %; every other claim is *secondary*. "
                        "*p*: the paired t-test's two-sided p-value against the claim's boundary; *after Holm*: the "
                        "secondary claims' p-values adjusted by Holm's step-down procedure over that family, and the "
-                       "verdict they give at 5 % (the unadjusted verdict is the interval's). *the paper's effect*: "
+                       "verdict they give at 5 % (the unadjusted verdict is the interval's). *cannot be judged*: the "
+                       "paired differences' spread over seeds is below one step of the measurement (one test image), "
+                       "so it is rounding: no verdict, p-value or MDD is read from it. *the paper's effect*: "
                        "the difference the paper reports for the same claim; the run *cannot decide* a claim when "
                        "its MDD exceeds the distance from the paper's effect to the claim's boundary (a true effect "
                        "of the paper's size would be missed more than 20 % of the time).")

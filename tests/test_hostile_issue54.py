@@ -1,0 +1,190 @@
+"""Issue 54, a hostile campaign against the fit, the matched sets, the plans and the statistics:
+root cause 4 (a zero or quantised spread read as certainty), root cause 5 (checked late) and the
+other cases of this file's share.  Every case is a one-line refusal before any work or folder
+(exit status 2 at the command line, a ``ValueError`` in Python), or the right answer; a refused
+command leaves nothing it made behind."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+
+from fullscale.evaluation.resolution import summary_step
+from fullscale.metrics import corruption_summary
+from noisymix_app.plans import PLANS
+from noisymix_app.reproduce_claims import UNJUDGED, claims_of, correct, holm, two_sided_p, verdict
+from noisymix_infra.stats import Seeds, interval, paired
+
+IMAGES = 450  # the digits' test images
+CORRUPTIONS = ("gaussian_noise", "contrast")  # the quick plan's
+
+
+# --- root cause 4: no verdict from a spread below the measurement's resolution ---------------------
+
+def _clean_record(correct_count: int) -> dict:
+    """A clean.json as ``noisymix evaluate`` writes it (results per set with its image count)."""
+    accuracy = correct_count / IMAGES
+    return {"suite": "clean", "complete": True, "results": {"clean": {"accuracy": accuracy, "n": IMAGES}},
+            "summary": {"accuracy": accuracy}}
+
+
+def _c_record(correct_counts: dict[str, list[int]]) -> dict:
+    """A -C record: per corruption and severity the accuracy of ``IMAGES`` images, the summary from the
+    per-corruption means (``fullscale.metrics.corruption_summary``, as the evaluator computes it)."""
+    results = {name: {str(s + 1): {"accuracy": c / IMAGES, "n": IMAGES} for s, c in enumerate(counts)}
+               for name, counts in correct_counts.items()}
+    per = {name: float(np.mean([results[name][str(s)]["accuracy"] for s in range(1, 6)])) for name in results}
+    summary = corruption_summary(per)
+    summary["n_corruptions"] = len(per)
+    return {"suite": "digits16-c", "complete": True, "results": results, "summary": summary}
+
+
+def _reproduce_folder(root, counts) -> None:
+    """A quick-plan folder with two seeds whose runs' evaluations are ``counts[method][seed]`` =
+    (clean images right, {corruption: images right per severity})."""
+    plan = dataclasses.replace(PLANS["quick"], seeds=(0, 1))
+    (root / "reproduce.json").write_text(json.dumps({"plan": dataclasses.asdict(plan), "plan_name": "quick --set "
+                                                     "seeds=0,1", "steps": []}))
+    for method, per_seed in counts.items():
+        for seed, (clean, corrupted) in per_seed.items():
+            run = root / "runs" / f"{method}-seed{seed}" / "eval"
+            run.mkdir(parents=True)
+            (run / "clean.json").write_text(json.dumps(_clean_record(clean)))
+            (run / "digits16-c.json").write_text(json.dumps(_c_record(corrupted)))
+
+
+def test_the_step_of_each_number_is_read_from_the_records_counts():
+    # independent: one image of 450 is 1/450; the mean over 2 corruptions x 5 severities 1/(10 x 450)
+    assert summary_step(_clean_record(400), ("accuracy",)) == pytest.approx(1 / 450)
+    record = _c_record({name: [400] * 5 for name in CORRUPTIONS})
+    assert summary_step(record, ("mean_accuracy",)) == pytest.approx(1 / 4500)
+    assert summary_step(record, ("per_category", "noise")) == pytest.approx(1 / 2250)
+    assert summary_step(record, ("calibration", "rms_calibration_error")) is None  # continuous
+    flips = {"results": {"rotate": {"flip_probability": 0.1, "n_sequences": 10, "frames": 31},
+                         "gaussian_noise": {"flip_probability": 0.1, "n_sequences": 10, "frames": 31}},
+             "summary": {"mean_flip_probability": 0.1}}
+    assert summary_step(flips, ("mean_flip_probability",)) == pytest.approx(1 / (2 * 10 * 30))
+
+
+def test_every_model_predicting_one_class_gives_no_verdict(tmp_path):
+    """The issue's first case: every model predicts one class (45 of the 450 digits are of it), so every
+    paired difference is 0 with sd 0. It was "+0.0 [+0.0, +0.0]; MDD 0.0 — holds; after Holm p < 0.001"
+    and "the headline claim's MDD is 0.0 (aim met)"."""
+    from noisymix_app.reproduce_summary import render, summarize
+
+    one_class = (45, {name: [45] * 5 for name in CORRUPTIONS})
+    _reproduce_folder(tmp_path, {m: {0: one_class, 1: one_class} for m in ("baseline", "noisymix")})
+    summary = summarize(tmp_path)
+    by = {c["id"]: c for c in summary["claims"]}
+    for cid in ("robust_noisymix", "clean_noisymix", "clean_gain_noisymix"):
+        assert by[cid]["verdict"] == UNJUDGED, cid
+        assert by[cid]["p"] is None and by[cid]["p_adjusted"] is None, cid
+        assert by[cid]["difference"]["mdd80"] is None, cid
+        assert by[cid]["verdict_adjusted"] == UNJUDGED, cid
+    text = render(summary)
+    assert "cannot be judged" in text
+    assert "MDD 0.0" not in text and "aim met" not in text.replace("aim ≤ 1.5: met", "")
+    assert "headline claim's MDD" not in text
+    assert "— **holds**" not in text and "p < 0.001" not in text
+    assert "Does NoisyMix do what the paper says, at this scale? No answer." in text
+
+
+def test_two_seeds_won_by_exactly_one_test_image_give_no_verdict(tmp_path):
+    """The issue's second case: NoisyMix gets exactly one more image right than Baseline in each seed,
+    clean and corrupted: the differences are equal up to float rounding (sd ~1e-17), so the primary
+    claim "held" with p = 2e-14."""
+    from noisymix_app.reproduce_summary import summarize
+
+    def counts(base_clean, base_c, plus):
+        corrupted = {name: [base_c + s for s in range(5)] for name in CORRUPTIONS}
+        corrupted["contrast"][2] += plus  # one more image right in one cell of the ten
+        return (base_clean + plus, corrupted)
+
+    _reproduce_folder(tmp_path, {"baseline": {0: counts(400, 300, 0), 1: counts(380, 250, 0)},
+                                 "noisymix": {0: counts(400, 300, 1), 1: counts(380, 250, 1)}})
+    by = {c["id"]: c for c in summarize(tmp_path)["claims"]}
+    head = by["robust_noisymix"]
+    # independent: one image of a 10-cell mean is 100 / 4500 points, in both seeds
+    assert head["difference"]["mean"] == pytest.approx(100 / 4500)
+    assert head["difference"]["resolution"] == pytest.approx(100 / 4500)
+    assert head["verdict"] == UNJUDGED and head["p"] is None and head["difference"]["mdd80"] is None
+    assert by["clean_gain_noisymix"]["verdict"] == UNJUDGED  # +0.222 twice: one clean image
+    assert by["clean_gain_noisymix"]["difference"]["resolution"] == pytest.approx(100 / 450)
+
+
+def test_a_spread_of_several_images_is_still_judged(tmp_path):
+    """The guard is no blanket: seeds differing by many images get the t-test's verdict."""
+    from noisymix_app.reproduce_summary import summarize
+
+    def counts(clean, c):
+        return (clean, {name: [c] * 5 for name in CORRUPTIONS})
+
+    _reproduce_folder(tmp_path, {"baseline": {0: counts(400, 300), 1: counts(380, 250)},
+                                 "noisymix": {0: counts(400, 360), 1: counts(380, 330)}})
+    head = {c["id"]: c for c in summarize(tmp_path)["claims"]}["robust_noisymix"]
+    diffs = [100 * 60 / 450, 100 * 80 / 450]  # independent: 60 and 80 images more in every cell
+    assert head["difference"]["sd"] == pytest.approx(float(np.std(diffs, ddof=1)))
+    assert head["difference"]["below_resolution"] is False
+    assert head["verdict"] in ("holds", "within noise") and head["p"] is not None
+
+
+def test_the_rule_is_in_the_statistics_functions():
+    step = 100 / 450
+    one = paired(Seeds({0: 80.0 + step, 1: 70.0 + step}, step=step), Seeds({0: 80.0, 1: 70.0}, step=step))
+    assert one["below_resolution"] and one["mdd80"] is None
+    assert verdict(one, 0.0) == UNJUDGED and two_sided_p(one, 0.0) is None
+    # two adjacent grid points: sd = step / sqrt(2) < step, still rounding
+    adjacent = paired(Seeds({0: step, 1: 2 * step}, step=step), Seeds({0: 0.0, 1: 0.0}, step=step))
+    assert adjacent["sd"] == pytest.approx(step / math.sqrt(2)) and adjacent["below_resolution"]
+    # a continuous measurement (no step): only an exact zero is refused
+    assert paired({0: 1.0, 1: 1.0}, {0: 0.0, 1: 0.0})["below_resolution"]
+    assert not paired({0: 1.0, 1: 1.001}, {0: 0.0, 1: 0.0})["below_resolution"]
+    claims = claims_of({"baseline": {"corrupted": Seeds({0: 1.0, 1: 2.0}, step=0.5), "clean": {0: 9.0, 1: 9.0}},
+                        "noisymix": {"corrupted": Seeds({0: 1.5, 1: 2.5}, step=0.5), "clean": {0: 9.0, 1: 9.0}}},
+                       ["baseline", "noisymix"])
+    correct(claims)
+    assert {c["id"]: c["verdict_adjusted"] for c in claims}["robust_noisymix"] == UNJUDGED
+
+
+# --- the statistics from Python: one-line refusals ---------------------------------------------------
+
+@pytest.mark.parametrize("pvalues", [{"a": float("nan"), "b": 0.01}, {"b": 0.01, "a": float("nan")},
+                                     {"a": -0.5}, {"a": 1.5}, {"a": "0.1"}])
+def test_holm_refuses_a_p_value_outside_0_1(pvalues):
+    with pytest.raises(ValueError, match=r"holm: p-value of 'a' must be a number in \[0, 1\]"):
+        holm(pvalues)
+
+
+def test_a_nan_accuracy_is_refused_not_read_as_within_noise():
+    with pytest.raises(ValueError, match="interval: value 1 is nan"):
+        verdict(paired({0: 80.0, 1: float("nan")}, {0: 70.0, 1: 71.0}), 0.0)
+    with pytest.raises(ValueError, match="value 0 is inf"):
+        interval([float("inf"), 1.0])
+
+
+def test_interval_of_nothing_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="interval: no values"):
+        interval([])
+
+
+# --- the temperature fit of an all-correct model ----------------------------------------------------
+
+def test_an_all_correct_models_temperature_is_at_the_searchs_bound():
+    from fullscale.metrics import TEMPERATURE_BOUNDS, fit_temperature
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 10, IMAGES)
+    logits = 8 * np.eye(10)[labels] + 0.5 * rng.normal(size=(IMAGES, 10))  # every image right, wide margins
+    assert fit_temperature(logits, labels) == TEMPERATURE_BOUNDS[0]  # was an interior 0.088
+    # one image wrong: a true interior minimum, found by the search (independent: a dense grid of log T)
+    labels[0] = (labels[0] + 1) % 10
+    found = fit_temperature(logits, labels)
+    grid = np.exp(np.linspace(np.log(0.05), np.log(5), 4001))
+    z = logits / grid[:, None, None]
+    nll = (np.log(np.exp(z).sum(2)) - z[:, np.arange(IMAGES), labels]).mean(1)
+    assert TEMPERATURE_BOUNDS[0] * 1.01 < found < TEMPERATURE_BOUNDS[1] * 0.99
+    assert found == pytest.approx(grid[nll.argmin()], rel=5e-3)
