@@ -7,16 +7,22 @@ command leaves nothing it made behind."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import math
+import sys
 
 import numpy as np
 import pytest
+import torch
 
 from fullscale.evaluation.resolution import summary_step
 from fullscale.metrics import corruption_summary
+from fullscale.vocabulary import CORRUPTIONS as VOCABULARY_CORRUPTIONS
+from noisymix_app.cli import main
 from noisymix_app.plans import PLANS
 from noisymix_app.reproduce_claims import UNJUDGED, claims_of, correct, holm, two_sided_p, verdict
+from noisymix_infra.io import save_torch
 from noisymix_infra.stats import Seeds, interval, paired
 
 IMAGES = 450  # the digits' test images
@@ -188,3 +194,183 @@ def test_an_all_correct_models_temperature_is_at_the_searchs_bound():
     nll = (np.log(np.exp(z).sum(2)) - z[:, np.arange(IMAGES), labels]).mean(1)
     assert TEMPERATURE_BOUNDS[0] * 1.01 < found < TEMPERATURE_BOUNDS[1] * 0.99
     assert found == pytest.approx(grid[nll.argmin()], rel=5e-3)
+
+
+# --- root cause 5: checked before any step or folder -------------------------------------------------
+
+needs_cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="cuda_graph=true is refused on a CPU only")
+
+
+@pytest.mark.parametrize(("setting", "words"), [
+    pytest.param("train_overrides=train_subset=128,batch_size=64,runtime.cuda_graph=true",
+                 "cuda_graph=true needs CUDA", marks=needs_cpu_only, id="cuda_graph-on-cpu"),
+    ("corruption_params=digits-matched", "plan field corruption_params=digits-matched with dataset=digits16"),
+    ("methods=baseline,noisymix,baseline", "plan field methods names 'baseline' twice"),
+    ("eval_suites=clean,digits-c", "suite 'digits-c' is for models of digits, the plan trains on digits16"),
+    ("corrupted_suite=digits-c", "plan field corrupted_suite: suite 'digits-c' is for models of digits"),
+])
+def test_reproduce_refuses_a_late_failing_plan_before_any_step(tmp_path, one_line_error, setting, words):
+    out = tmp_path / "out"
+    assert main(["reproduce", "--plan", "quick", "--out", str(out), "--set", setting]) == 2
+    assert words in one_line_error()
+    assert not out.exists()  # no step ran, no folder claimed
+
+
+@needs_cpu_only
+def test_sweep_refuses_cuda_graph_on_a_cpu_at_plan_time_and_in_the_dry_run(tmp_path, capsys):
+    assert main(["sweep", "digits_analogue", "--seeds", "1", "--dry-run", "--set", "runtime.cuda_graph=true"]) == 0
+    assert "sweep: cannot run yet: run baseline-seed0: cuda_graph=true needs CUDA" in capsys.readouterr().err
+    out = tmp_path / "sweep"
+    assert main(["sweep", "digits_analogue", "--seeds", "1", "--out", str(out), "--set",
+                 "runtime.cuda_graph=true"]) == 2
+    assert "cuda_graph=true needs CUDA" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def _corrupt(out, *extra):
+    return main(["corrupt", "--dataset", "digits", "--kind", "c", "--out", str(out), "--limit", "20",
+                 "--severities", "1", *extra])
+
+
+def test_corrupt_refuses_a_corruption_without_a_matched_strength_before_its_folder(tmp_path, one_line_error):
+    out = tmp_path / "set"
+    assert _corrupt(out, "--params", "digits-matched", "--corruptions", "speckle_noise") == 2
+    assert "has strengths for the 15 corruptions only, not 'speckle_noise'" in one_line_error()
+    assert not out.exists()  # was: labels.npy, manifest, marker and lock, blocking the corrected rerun
+    assert _corrupt(out, "--params", "digits-matched", "--corruptions", "gaussian_noise") == 0
+    assert np.load(out / "gaussian_noise.npy").shape == (20, 32, 32, 3)
+
+
+def test_corrupt_refuses_a_strength_out_of_range_before_its_folder(tmp_path, monkeypatch, one_line_error):
+    from fullscale.corruptions import matched
+
+    edited = json.loads(matched.MATCHED_FILE.read_text())
+    edited["strengths"]["gaussian_noise"] = 1e9
+    path = tmp_path / "digits_matched.json"
+    path.write_text(json.dumps(edited))
+    monkeypatch.setattr(matched, "MATCHED_FILE", path)
+    matched.matched_fit.cache_clear()
+    try:
+        out = tmp_path / "set"
+        assert _corrupt(out, "--params", "digits-matched", "--corruptions", "gaussian_noise") == 2
+        assert "strength must be a number in (0, 1000), got 1000000000.0" in one_line_error()
+        assert not out.exists()
+    finally:
+        matched.matched_fit.cache_clear()
+
+
+def test_corrupt_takes_params_by_set_as_by_its_flag(tmp_path):
+    """One ``--set`` dialect: ``--set params=digits-matched`` was refused while ``--params`` worked."""
+    flag, by_set = tmp_path / "flag", tmp_path / "set"
+    assert _corrupt(flag, "--params", "digits-matched", "--corruptions", "gaussian_noise") == 0
+    assert _corrupt(by_set, "--set", "params=digits-matched", "--corruptions", "gaussian_noise") == 0
+    assert (flag / "gaussian_noise.npy").read_bytes() == (by_set / "gaussian_noise.npy").read_bytes()
+    assert json.loads((by_set / "manifest.json").read_text())["params"] == "digits-matched"
+
+
+def test_fit_analogue_refuses_a_seed_out_of_range_before_its_folder(tmp_path, one_line_error):
+    out = tmp_path / "fit"
+    assert main(["fit-analogue", "--out", str(out), "--set", "seeds=12345678901234567890"]) == 2
+    assert "seeds=12345678901234567890 is out of range" in one_line_error()
+    assert not out.exists()
+
+
+# (the gpu plan's id is not "gpu": conftest skips a test whose keywords say gpu on a CPU)
+@pytest.mark.parametrize("plan", ["ablation", "digits16", "laptop-published-rows",
+                                  pytest.param("gpu", id="the-cuda-plan")])
+def test_only_the_main_jobs_plan_updates_the_readme(tmp_path, one_line_error, plan):
+    from noisymix_app.reproduce_summary import ROOT
+
+    readme = (ROOT / "README.md").read_bytes()
+    out = tmp_path / "out"
+    assert main(["reproduce", "--plan", plan, "--out", str(out), "--update-readme"]) == 2
+    assert f"only the laptop plan writes it, and the {plan} plan is not the main job" in one_line_error()
+    assert not out.exists() and (ROOT / "README.md").read_bytes() == readme
+
+
+# --- nothing written by a command that refuses ------------------------------------------------------
+
+def test_update_readme_writes_nothing_when_it_refuses(tmp_path):
+    from noisymix_app.reproduce_summary import BEGIN, END, update_readme
+
+    out = tmp_path / "results"
+    (out / "figures").mkdir(parents=True)
+    (out / "SUMMARY.md").write_text("new numbers\n")
+    (out / "summary.json").write_text("{}")
+    (out / "figures" / "robust_c.png").write_bytes(b"the new run's figure")  # calibration_shift.png missing
+    readme = (f"intro\n{BEGIN}\nold numbers\n{END}\n![a](docs/figures/robust_c.png)\n"
+              "![b](docs/figures/calibration_shift.png)\n")
+    (tmp_path / "README.md").write_text(readme)
+    (tmp_path / "docs" / "figures").mkdir(parents=True)
+    (tmp_path / "docs" / "figures" / "robust_c.png").write_bytes(b"the committed figure")
+    with pytest.raises(ValueError, match=r"calibration_shift\.png"):
+        update_readme(out, root=tmp_path)
+    assert (tmp_path / "docs" / "figures" / "robust_c.png").read_bytes() == b"the committed figure"
+    assert (tmp_path / "README.md").read_text() == readme
+    assert sorted(p.name for p in (tmp_path / "docs").rglob("*")) == ["figures", "robust_c.png"]
+
+
+MODELS = '''
+from torch import nn
+
+
+class Pooled(nn.Module):
+    def __init__(self, classes):
+        super().__init__()
+        self.head = nn.Linear(3, classes)
+
+    def forward(self, x):
+        return self.head(x.mean((2, 3)))
+
+
+def thousand():
+    return Pooled(1000)
+'''
+
+
+@pytest.fixture()
+def imagenet_c(tmp_path, monkeypatch):
+    """A user's 1000-class model (a module on the path, its state dict) and an ImageNet-C tree of empty
+    class folders: every corruption and severity, so that the listed images are looked for."""
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "user_models_54.py").write_text(MODELS)
+    monkeypatch.setattr(sys, "path", [str(code), *sys.path])
+    importlib.invalidate_caches()
+    weights = tmp_path / "w.pt"
+    save_torch(weights, {"head.weight": torch.randn(1000, 3), "head.bias": torch.zeros(1000)})
+    root = tmp_path / "imagenet-c"
+    for name in VOCABULARY_CORRUPTIONS:
+        for severity in range(1, 6):
+            (root / name / str(severity) / "n01440764").mkdir(parents=True)
+    yield weights, root
+    sys.modules.pop("user_models_54", None)
+
+
+def _evaluate_listed(weights, root, out, listing):
+    return main(["evaluate", str(weights), "--model", "user_models_54:thousand", "--out", str(out), "--suite",
+                 "imagenet-c", "--data-root", str(root), "--protocol", "robustbench", "--image-list", str(listing),
+                 "--device", "cpu"])
+
+
+def test_a_refused_evaluate_leaves_no_lock_only_folder(tmp_path, imagenet_c, one_line_error):
+    """Still open from issue 48: a refusal inside the lock that is not a ValueError (the listed images
+    are not there: FileNotFoundError) left ``--out`` holding only ``.lock``."""
+    weights, root = imagenet_c
+    listing = tmp_path / "ids.txt"
+    listing.write_text("n01440764/missing.JPEG\n")
+    out = tmp_path / "out"
+    assert _evaluate_listed(weights, root, out, listing) == 2
+    assert "lacks 1 of the 1 listed images" in one_line_error()
+    assert not out.exists()
+
+
+def test_an_image_list_line_of_100k_characters_is_refused_before_the_folder(tmp_path, imagenet_c, one_line_error):
+    weights, root = imagenet_c
+    listing = tmp_path / "ids.txt"
+    listing.write_text("n01440764/" + "x" * 100_000 + ".JPEG\n")
+    out = tmp_path / "out"
+    assert _evaluate_listed(weights, root, out, listing) == 2
+    line = one_line_error()
+    assert "a file name longer than 255 bytes" in line and len(line) < 400
+    assert not out.exists()
