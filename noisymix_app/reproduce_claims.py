@@ -30,7 +30,7 @@ from fullscale.training.methods import METHODS
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
 from noisymix_app.reproduce_headline import _interval, _signed
 from noisymix_infra.io import read_json
-from noisymix_infra.stats import paired
+from noisymix_infra.stats import UNJUDGED, paired  # UNJUDGED: no verdict from rounding (issue 54)
 
 __all__ = ["ALPHA", "CLEAN_TOLERANCE", "LABELS", "PRIMARY", "PROFILE_AIMS", "UNJUDGED", "adjusted_verdict",
            "analogue_lines",
@@ -324,11 +324,6 @@ def analogue_lines(summary: dict) -> list[str]:
 
 
 CLEAN_TOLERANCE = 1.0  # points of clean accuracy a method may lose and still "keep" it
-
-
-#: the verdict of a difference whose spread is below its measurement's step (issue 54): no verdict
-#: from rounding (``noisymix_infra.stats``, "Resolution")
-UNJUDGED = "cannot be judged (spread below the measurement's resolution)"
 
 
 def verdict(diff: dict | None, threshold: float) -> str:

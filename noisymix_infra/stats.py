@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["Seeds", "below_resolution", "interval", "mdd80", "paired", "t_quantile"]
+__all__ = ["UNJUDGED", "Seeds", "below_resolution", "interval", "mdd80", "paired", "t_quantile"]
+
+#: the verdict of a difference whose spread is below its measurement's step, in every generated file
+UNJUDGED = "cannot be judged (spread below the measurement's resolution)"
 
 
 class Seeds(dict):

@@ -374,3 +374,13 @@ def test_an_image_list_line_of_100k_characters_is_refused_before_the_folder(tmp_
     line = one_line_error()
     assert "a file name longer than 255 bytes" in line and len(line) < 400
     assert not out.exists()
+
+
+def test_the_figures_verdict_gives_none_from_a_zero_spread():
+    """The paper tables' sign check (``noisymix_figures.report``) read a zero spread as certain too."""
+    from noisymix_figures.report import _sign_verdict
+
+    same = {"values": [80.0, 70.0], "seeds": [0, 1]}
+    one_up = {"values": [80.0 + 100 / 450, 70.0 + 100 / 450], "seeds": [0, 1]}
+    assert _sign_verdict(one_up, same, 1) == UNJUDGED  # paired: one image more at both seeds
+    assert _sign_verdict({"values": [81.0, 81.0]}, {"values": [80.0, 80.0]}, 1) == UNJUDGED  # Welch, se 0
