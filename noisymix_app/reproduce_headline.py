@@ -305,9 +305,7 @@ def terms(margins: dict[str, float] | None = None) -> str:
                        "Baseline on the corrupted set, tested alone at 5 %; every other claim is *secondary*. "
                        "*p*: the paired t-test's two-sided p-value against the claim's boundary; *after Holm*: the "
                        "secondary claims' p-values adjusted by Holm's step-down procedure over that family, and the "
-                       "verdict they give at 5 % (the unadjusted verdict is the interval's). *cannot be judged*: the "
-                       "paired differences' spread over seeds is below one step of the measurement (one test image), "
-                       "so it is rounding: no verdict, p-value or MDD is read from it. *the paper's effect*: "
+                       "verdict they give at 5 % (the unadjusted verdict is the interval's). *the paper's effect*: "
                        "the difference the paper reports for the same claim; the run *cannot decide* a claim when "
                        "its MDD exceeds the distance from the paper's effect to the claim's boundary (a true effect "
                        "of the paper's size would be missed more than 20 % of the time).")
