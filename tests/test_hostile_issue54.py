@@ -384,3 +384,14 @@ def test_the_figures_verdict_gives_none_from_a_zero_spread():
     one_up = {"values": [80.0 + 100 / 450, 70.0 + 100 / 450], "seeds": [0, 1]}
     assert _sign_verdict(one_up, same, 1) == UNJUDGED  # paired: one image more at both seeds
     assert _sign_verdict({"values": [81.0, 81.0]}, {"values": [80.0, 80.0]}, 1) == UNJUDGED  # Welch, se 0
+
+
+def test_the_ablation_and_shift_sections_give_no_verdict_from_a_zero_spread():
+    from noisymix_app.report_ablation import _cell
+    from noisymix_app.report_calibration import _verdict_sentence
+
+    flat = paired({0: 3.0, 1: 4.0}, {0: 1.0, 1: 2.0})  # +2 at both seeds: sd 0
+    assert _cell(flat) == "+2.0 (no spread: cannot be judged)"
+    data = {"methods": {}, "verdict": {"severity": 3, "difference": flat, "words": UNJUDGED}}
+    sentence = _verdict_sentence(data)
+    assert UNJUDGED in sentence and "95 % interval" not in sentence
