@@ -33,9 +33,8 @@ from noisymix_infra.io import read_json
 from noisymix_infra.stats import UNJUDGED, paired  # UNJUDGED: no verdict from rounding (issue 54)
 
 __all__ = ["ALPHA", "CLEAN_TOLERANCE", "LABELS", "PRIMARY", "PROFILE_AIMS", "UNJUDGED", "adjusted_verdict",
-           "analogue_lines",
-           "analogue_profile", "beats_others", "category_claims", "category_lines", "claims_of", "correct", "decidable",
-           "holm", "paper_effects", "two_sided_p", "verdict"]
+           "analogue_lines", "analogue_profile", "beats_others", "category_claims", "category_lines", "claims_of",
+           "correct", "decidable", "holm", "paper_effects", "two_sided_p", "verdict"]
 
 ALPHA = 0.05
 # method names as the paper writes them: the one label map, the methods' own titles (fullscale.training.methods)
