@@ -280,6 +280,9 @@ def headline(summary: dict) -> str:
     parts = [s for s in (_robustness_sentence(claims), _clean_sentence(claims), _calibration_sentence(summary, claims),
                          _stability_sentence(claims)) if s]
     if not parts:
+        if any((c.get("difference") or {}).get("below_resolution") for c in summary.get("claims", [])):
+            return ("**Verdict:** none: the claims' spreads over seeds are below the measurements' resolution "
+                    "(one test image), which is rounding, so nothing holds or fails here.")
         return ("**Verdict:** none at this size: no claim has a 95 % interval to judge (one seed, or no NoisyMix "
                 "and Baseline runs), so nothing holds or fails here.")
     scale = (f"{plan.get('dataset', '?')}, {plan.get('model', '?')} width {plan.get('width', '?')}, "

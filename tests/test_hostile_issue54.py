@@ -97,6 +97,8 @@ def test_every_model_predicting_one_class_gives_no_verdict(tmp_path):
     assert "headline claim's MDD" not in text
     assert "— **holds**" not in text and "p < 0.001" not in text
     assert "Does NoisyMix do what the paper says, at this scale? No answer." in text
+    assert "**Verdict:** none: the claims' spreads over seeds are below the measurements' resolution" in text
+    assert "one seed, or no NoisyMix" not in text  # not the reason here
 
 
 def test_two_seeds_won_by_exactly_one_test_image_give_no_verdict(tmp_path):
