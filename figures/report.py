@@ -83,8 +83,9 @@ def _sign_verdict(ours: dict, base: dict, sign: float) -> str:
     in every file, issue 40): *holds* when the 95 % t-interval of our difference (paired over the seeds
     both rows ran, as the summary's claims; Welch otherwise) lies on the paper's side of 0, *fails*
     when on the other, *within noise* when it covers
-    0; *not enough seeds* with one seed on either side."""
-    from noisymix_infra.stats import paired, t_quantile
+    0; *not enough seeds* with one seed on either side; no verdict (``UNJUDGED``) from a spread of
+    zero (issue 54: a zero spread is rounding, never certainty; ``noisymix_infra.stats``)."""
+    from noisymix_infra.stats import UNJUDGED, paired, t_quantile
 
     a, b = ours.get("values"), base.get("values")
     if not a or not b or len(a) < 2 or len(b) < 2:
@@ -93,6 +94,8 @@ def _sign_verdict(ours: dict, base: dict, sign: float) -> str:
     if sa and sb and None not in sa and None not in sb and len(set(sa) & set(sb)) >= 2:
         # the same seeds on both rows: the paired interval, as the reproduce summary computes it
         d = paired(dict(zip(sa, a, strict=True)), dict(zip(sb, b, strict=True)))
+        if d is not None and d.get("below_resolution"):
+            return UNJUDGED
         if d is not None and d.get("half_width") is not None:
             lo, hi = sign * d["mean"] - d["half_width"], sign * d["mean"] + d["half_width"]
             return "holds" if lo > 0 else "fails" if hi < 0 else "within noise"
@@ -100,7 +103,7 @@ def _sign_verdict(ours: dict, base: dict, sign: float) -> str:
     diff = sign * (np.mean(a) - np.mean(b))
     se = float(np.sqrt(va + vb))
     if se == 0:
-        return "holds" if diff > 0 else "fails" if diff < 0 else "within noise"
+        return UNJUDGED
     df = ((va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)) if va and vb
           else len(a) + len(b) - 2)
     half = t_quantile(0.975, df) * se

@@ -53,7 +53,37 @@ def _strengths(kind: str = "c") -> dict[str, float]:
         from fullscale.corruptions.matched import matched_fit as fitted
     return {name: float(k) for name, k in fitted()["strengths"].items()}
 
-__all__ = ["MIN_SIDE", "THREADS", "CorruptOptions", "add_arguments", "pixel_scale_for", "resize_u8", "run"]
+__all__ = ["MIN_SIDE", "THREADS", "CorruptOptions", "add_arguments", "check_matched", "check_rows", "pixel_scale_for",
+           "resize_u8", "run"]
+
+
+def check_matched(params: str, dataset: str, kind: str, size: int) -> None:
+    """``--params digits-matched`` is the difficulty-matched Digits-C or Digits-P: their strengths were
+    fitted on the digits at 32x32 (also ``reproduce``'s plan check, issue 54); ``kind`` is c or p."""
+    if params == "digits-matched" and (dataset != "digits" or size not in (0, 32)):
+        raise ValueError("--params digits-matched is the difficulty-matched Digits-C / Digits-P: --dataset digits "
+                         "at its own 32x32 (its strengths were fitted there)")
+
+
+def check_rows(names: list[str], params: str, severities: tuple[int, ...], pixel_scale: float) -> None:
+    """Every (corruption, severity) row the set will use, as ``corrupt`` resolves it (the matched
+    strength, the strength rule, the pixel scaling), before the folder is claimed: issue 54,
+    ``--params digits-matched --corruptions speckle_noise`` (no fitted strength) and a strength of
+    1e9 were refused after ``labels.npy`` was written, leaving a half-made set that blocked the
+    corrected rerun."""
+    from fullscale.corruptions.registry import SPECS, pixel_scaled, strengthened
+    from fullscale.corruptions.specs import Strengthened
+
+    for name in names:
+        if params == "digits-matched":
+            from fullscale.corruptions.matched import matched_strength
+
+            table, strength = "cifar", matched_strength(name)
+        else:
+            table, strength = params, 1.0
+        for severity in severities:
+            row = strengthened(name, SPECS[name].row(table, severity), strength)
+            pixel_scaled(name, row.row if isinstance(row, Strengthened) else row, pixel_scale)
 
 
 def pixel_scale_for(side: int, params: str) -> float:
@@ -86,7 +116,8 @@ class CorruptOptions:
     corruptions: str | None = None
     severities: str = "1,2,3,4,5"
     seed: int = 0
-    params: Literal["cifar", "imagenet"] | None = None
+    # every table --params takes (issue 54: --set params=digits-matched was refused)
+    params: Literal["cifar", "imagenet", "digits-matched"] | None = None
     chunk: int = 1000
     frost_dir: str | None = None
     device: str = "cpu"
@@ -199,9 +230,7 @@ def run(args: argparse.Namespace) -> int:
         if args.limit:
             images, labels = images[:args.limit], labels[:args.limit]
         params = args.params or "cifar"
-        if params == "digits-matched" and (args.dataset != "digits" or args.size not in (0, 32)):
-            raise ValueError("--params digits-matched is the difficulty-matched Digits-C / Digits-P: --dataset digits "
-                             "at its own 32x32 (its strengths were fitted there)")
+        check_matched(params, args.dataset, args.kind, args.size)
         if params == "digits-matched" and args.kind == "p":
             from fullscale.vocabulary import P_COLUMNS
 
@@ -231,6 +260,8 @@ def run(args: argparse.Namespace) -> int:
         # the difficulty-matched rows' strengths: a refit is another set, never resumed into this one
         "strengths": _strengths(args.kind) if params == "digits-matched" else None,
     }
+    if args.kind == "c" and not folder_tree:  # the rows, before the folder is claimed (issue 54)
+        check_rows(names, params, severities, manifest["pixel_scale"])
     found = {p.name for p in out.iterdir()} if out.is_dir() else None  # None: this call makes the folder
     with directory_lock(out, "corrupting"):
         try:

@@ -225,7 +225,12 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray, bounds: tuple[float,
     """Temperature scaling (Guo et al., 2017): the T > 0 minimising the mean negative log-likelihood
     of ``softmax(logits / T)`` on ``labels`` -- a 1-D bounded search over log T (Brent's method,
     ``scipy.optimize.minimize_scalar``; the NLL is convex in 1/T).  T > 1 softens the predictions
-    (an over-confident model), T < 1 sharpens them (an under-confident one)."""
+    (an over-confident model), T < 1 sharpens them (an under-confident one).
+
+    Where every image's label has the largest logit the NLL falls all the way to T -> 0: its
+    infimum is the lower bound.  The bounded search stops early there, where the NLL is flat to
+    the last bit (issue 54: an all-correct model got an interior T = 0.088), so that case returns
+    ``bounds[0]``: "at the search's bound", as a constant model's T is."""
     from scipy.optimize import minimize_scalar
 
     z, y = np.asarray(logits, float), np.asarray(labels)
@@ -233,6 +238,10 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray, bounds: tuple[float,
         raise ValueError(f"logits {z.shape} must be (N, K) and labels {y.shape} (N,), N > 0")
     if not np.isfinite(z).all():
         raise ValueError("logits must be finite")
+    # d NLL / d(1/T) = mean(E_softmax[z] - z_label) < 0 at every T when each label's logit is a
+    # maximum and some row is not constant: the NLL decreases monotonically as T falls
+    if (z[np.arange(len(y)), y] >= z.max(1)).all() and (z.max(1) > z.min(1)).any():
+        return float(bounds[0])
     lo, hi = np.log(bounds[0]), np.log(bounds[1])
     found = minimize_scalar(lambda t: _nll(z, y, float(np.exp(t))), bounds=(lo, hi), method="bounded",
                             options={"xatol": 1e-6})

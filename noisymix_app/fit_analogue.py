@@ -54,6 +54,7 @@ from noisymix_infra.config import add_set_argument, apply_overrides
 from noisymix_infra.folder_kind import check_claim, claim_folder
 from noisymix_infra.io import directory_lock, read_json, write_json
 from noisymix_infra.progress import progress
+from noisymix_infra.validate import check_seed
 
 __all__ = ["DRAW_SEED", "FIT_SEEDS", "MADE", "MIN_DROP", "FitOptions", "check_models", "choose", "fit_summary",
            "freeze", "missed", "paper_drops", "residual_tolerance", "run", "targets", "typed_command"]
@@ -83,6 +84,8 @@ class FitOptions:
         if not seeds or min(seeds) < 0 or set(seeds) & set(PLANS["laptop"].seeds):
             raise ValueError(f"seeds must be numbers >= 0 that the main job does not evaluate "
                              f"(not {', '.join(map(str, PLANS['laptop'].seeds))}), got {self.seeds!r}")
+        for seed in seeds:  # issue 54: a 20-digit seed failed in training, after the folder was claimed
+            check_seed(seed, "seeds")
         return seeds
 
     def names(self) -> tuple[str, ...]:

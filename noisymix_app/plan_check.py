@@ -11,13 +11,21 @@ corruption and perturbation tables of ``noisymix corrupt``, the suite registry, 
 training overrides by resolving every run's training config (model, width, epochs, seed: the
 trainer's own checks).  What the plan dataclass checks itself (seeds, workers, members) is
 ``ReproducePlan.__post_init__``'s.
+
+Issue 54 (root cause 5): four more fields got past this check and failed after verify, toy and
+corrupt had run: ``train_overrides=runtime.cuda_graph=true`` on a CPU (the trainer's
+``check_cuda_graph`` on the device the runs will use, now run here), ``corruption_params=digits-matched``
+with another data set (``noisymix corrupt``'s own rule, ``check_matched``), a method named twice ("zip()
+argument 2 is shorter than argument 1"; every list field is now refused with a repeat), and a suite
+of another data set than the plan's (the evaluator's rule: a ``<dataset>-c`` suite scores models of
+that data set only).
 """
 
 from __future__ import annotations
 
 from noisymix_app.plans import ReproducePlan
 
-__all__ = ["check_plan"]
+__all__ = ["check_device", "check_plan"]
 
 #: ``noisymix verify --points``: the convergence fit needs three points (``theory.calculus``)
 _MIN_THEORY_POINTS = 3
@@ -25,6 +33,7 @@ _MIN_THEORY_POINTS = 3
 
 def check_plan(plan: ReproducePlan, data_root: str | None = None) -> None:
     """Refuse (one ``ValueError`` line naming the field) a plan one of whose steps would refuse it."""
+    from fullscale.cli_corrupt import check_matched
     from fullscale.corruptions.writer import check_names
     from fullscale.data.registry import BUILT_IN, DATASETS
     from fullscale.evaluation.suites import SUITES
@@ -34,6 +43,11 @@ def check_plan(plan: ReproducePlan, data_root: str | None = None) -> None:
     if plan.needs_data_root and data_root is None:  # the words reproduce() has always used
         raise ValueError(f"this plan ({plan.description}) needs --data-root with the {plan.dataset} data")
 
+    for field in ("methods", "perturbed_methods", "eval_suites", "corruptions", "perturbations", "train_overrides"):
+        values = getattr(plan, field) or ()
+        repeated = next((v for i, v in enumerate(values) if v in values[:i]), None)
+        if repeated is not None:  # issue 54: methods=baseline,baseline failed in zip() after three steps
+            raise ValueError(f"plan field {field} names {repeated!r} twice: name each once")
     for field, methods in (("methods", plan.methods), ("perturbed_methods", plan.perturbed_methods)):
         unknown = [m for m in methods if m not in METHODS]
         if unknown:
@@ -50,6 +64,20 @@ def check_plan(plan: ReproducePlan, data_root: str | None = None) -> None:
         bad = [s for s in suites if s not in SUITES]
         if bad:
             raise ValueError(f"plan field {field}: unknown suite {bad[0]!r}; known: {', '.join(SUITES)}")
+    from fullscale.evaluation.evaluate_run import _suite_dataset  # the evaluator's rule: a -C/-P suite's data set
+
+    for field, suites in (("eval_suites", plan.eval_suites), ("corrupted_suite", (plan.corrupted_suite,)),
+                          ("perturbed_suite", (plan.perturbed_suite,) if plan.perturbed_suite else ())):
+        other = next((s for s in suites if _suite_dataset(s) not in (None, plan.dataset)), None)
+        if other is not None:  # issue 54: evaluated only after training, then refused
+            raise ValueError(f"plan field {field}: suite {other!r} is for models of {_suite_dataset(other)}, the plan "
+                             f"trains on {plan.dataset}: use {plan.dataset}-{other[-1]}")
+    try:  # noisymix corrupt's own rule for the difficulty-matched set (issue 54)
+        check_matched(plan.corruption_params, plan.dataset, "c", 0)
+        check_matched(plan.perturbation_params, plan.dataset, "p", 0)
+    except ValueError as error:
+        raise ValueError(f"plan field corruption_params={plan.corruption_params} with dataset={plan.dataset}: "
+                         f"{error}") from None
     for field, kind, names in (("corruptions", "c", plan.corruptions), ("perturbations", "p", plan.perturbations)):
         if names is None:
             continue
@@ -74,20 +102,28 @@ def check_plan(plan: ReproducePlan, data_root: str | None = None) -> None:
 
 def _check_training(plan: ReproducePlan, data_root: str | None) -> None:
     """Every run's training config resolved as the sweep resolves it (``RunSpec.config``): an
-    unknown or malformed ``train_overrides`` key, a model or seed the trainer refuses."""
-    from fullscale.training.graphed import check_cuda_graph
-    from fullscale.training.methods import get_method
-    from fullscale.training.process import resolve_device
+    unknown or malformed ``train_overrides`` key, a model or seed the trainer refuses; and the
+    device checks of its start (``check_device``)."""
     from noisymix_app.sweep.plan import plan_from_reproduce
 
     runs = plan_from_reproduce(plan, "corrupted", data_root=data_root, perturbed="perturbed")
     for spec in runs.runs:
         try:
-            cfg = spec.config()
-            # cuda_graph=true where it cannot be captured (a CPU, a batch-op method): now, not at the first
-            # training step after the theory, toy and -C steps (issue 53; the gpu plan captures its steps)
-            check_cuda_graph(cfg, get_method(cfg.method), resolve_device(cfg), 1)
+            check_device(spec.config(), members=plan.members)
         except (ValueError, TypeError, KeyError) as error:
             text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise ValueError(f"plan: the trainer refuses run {spec.name} (train_overrides "
                              f"{' '.join(plan.train_overrides) or 'none'}): {text}") from None
+
+
+def check_device(cfg, *, members: int = 1, world: int = 1) -> None:
+    """What the trainer checks of a resolved config when it starts, before any step: the device is
+    usable here and ``runtime.cuda_graph=true`` can run on it (``check_cuda_graph`` with the device
+    ``auto`` resolves to; ``world`` processes; ``members`` stacked seeds are captured as one, issue 53).
+    Issue 54: ``cuda_graph=true`` on
+    a CPU was refused by every run, after verify, toy and corrupt (and by every run of a sweep)."""
+    from fullscale.training.graphed import check_cuda_graph
+    from fullscale.training.methods import get_method
+    from fullscale.training.process import resolve_device
+
+    check_cuda_graph(cfg, get_method(cfg.method), resolve_device(cfg), world)  # members are captured too

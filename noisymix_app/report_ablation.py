@@ -72,6 +72,8 @@ def _cell(d: dict | None) -> str:
         return "—"
     if d.get("half_width") is None:
         return f"{d['mean']:+.1f}"
+    if d.get("below_resolution"):  # a zero-width interval is rounding, not certainty (issue 54)
+        return f"{d['mean']:+.1f} (no spread: cannot be judged)"
     return f"{d['mean']:+.1f} [{d['mean'] - d['half_width']:+.1f}, {d['mean'] + d['half_width']:+.1f}]"
 
 

@@ -20,7 +20,7 @@ from fullscale.metrics import TEMPERATURE_BOUNDS
 from fullscale.training.methods import METHODS
 from noisymix_figures.results import stale_evaluation
 from noisymix_infra.io import read_json
-from noisymix_infra.stats import interval, paired
+from noisymix_infra.stats import UNJUDGED, interval, paired
 
 __all__ = ["FIGURE", "calibration_shift_lines", "calibration_shift_summary", "report"]
 
@@ -103,7 +103,9 @@ def calibration_shift_summary(out: str | Path) -> dict:
         d = paired(after5["noisymix"], after5["baseline"])
         if d is not None:
             words = None
-            if d["half_width"] is not None:
+            if d.get("below_resolution"):  # a zero spread: no verdict (issue 54, noisymix_infra.stats)
+                words = UNJUDGED
+            elif d["half_width"] is not None:
                 lo, hi = d["mean"] - d["half_width"], d["mean"] + d["half_width"]
                 words = "below" if hi < 0 else "above" if lo > 0 else "within noise of"
             verdict = {"severity": int(SHIFTED), "difference": d, "words": words,
@@ -184,6 +186,9 @@ def _verdict_sentence(data: dict) -> str:
     if v["words"] is None:
         return (f"at severity {v['severity']} after scaling, NoisyMix's RMS error minus Baseline's is "
                 f"{d['mean']:+.1f} points on one seed: no interval, no verdict.")
+    if d.get("below_resolution"):
+        return (f"at severity {v['severity']} after scaling, NoisyMix's RMS error minus Baseline's is "
+                f"{d['mean']:+.1f} points at every one of {d['n']} seeds: {UNJUDGED}.")
     text = (f"at severity {v['severity']}, after the clean-fitted temperature, NoisyMix's RMS calibration error is "
             f"{v['words']} Baseline's (NoisyMix − Baseline {d['mean']:+.1f} points, 95 % interval "
             f"[{d['mean'] - d['half_width']:+.1f}, {d['mean'] + d['half_width']:+.1f}], paired over {d['n']} seeds)")

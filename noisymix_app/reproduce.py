@@ -210,6 +210,10 @@ def _other_plan(old: dict, log: dict) -> str | None:
     return None
 
 
+#: the one plan whose summary the README shows: the main job (``make reproduce``; README, "Results")
+README_PLAN = "laptop"
+
+
 def check_git_checkout(root: Path | None = None) -> None:
     """``--update-readme`` writes the summary into the README of a git checkout, naming its commit:
     refused (one line) where ``root`` (this code's tree) is not a checkout with a known commit,
@@ -264,9 +268,11 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--update-readme puts the {chosen} plan's summary into the README; "
                              "run it without --set")
         check_git_checkout()  # before hours of work, not after
-        if chosen == "quick":  # issue 48: it replaced the README's summary with a smoke run's, without a word
-            raise ValueError("--update-readme puts the plan's summary into the README; the quick plan is a smoke "
-                             "run whose numbers are meaningless: run it without --update-readme")
+        if chosen != README_PLAN:  # issue 48 refused quick only; issue 54: every plan but the main job's
+            why = ("a smoke run whose numbers are meaningless" if chosen == "quick"
+                   else "not the main job, whose summary the README shows")
+            raise ValueError(f"--update-readme puts the plan's summary into the README; only the {README_PLAN} plan "
+                             f"writes it, and the {chosen} plan is {why}: run it without --update-readme")
     # one job per folder: a second `reproduce` on it is one line at once, not "failed: None" later
     _claim(Path(args.out))  # before the lock writes into it: not a run's or a -C set's folder
     with directory_lock(args.out, "reproducing"):

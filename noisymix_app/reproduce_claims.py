@@ -30,11 +30,11 @@ from fullscale.training.methods import METHODS
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
 from noisymix_app.reproduce_headline import _interval, _signed
 from noisymix_infra.io import read_json
-from noisymix_infra.stats import paired
+from noisymix_infra.stats import UNJUDGED, paired  # UNJUDGED: no verdict from rounding (issue 54)
 
-__all__ = ["ALPHA", "CLEAN_TOLERANCE", "LABELS", "PRIMARY", "PROFILE_AIMS", "adjusted_verdict", "analogue_lines",
-           "analogue_profile", "beats_others", "category_claims", "category_lines", "claims_of", "correct", "decidable",
-           "holm", "paper_effects", "two_sided_p", "verdict"]
+__all__ = ["ALPHA", "CLEAN_TOLERANCE", "LABELS", "PRIMARY", "PROFILE_AIMS", "UNJUDGED", "adjusted_verdict",
+           "analogue_lines", "analogue_profile", "beats_others", "category_claims", "category_lines", "claims_of",
+           "correct", "decidable", "holm", "paper_effects", "two_sided_p", "verdict"]
 
 ALPHA = 0.05
 # method names as the paper writes them: the one label map, the methods' own titles (fullscale.training.methods)
@@ -46,22 +46,28 @@ PROFILE_AIMS = {"rank_correlation": 0.8, "relative": 0.4, "absolute": 5.0, "leas
 
 
 def two_sided_p(difference: dict | None, threshold: float) -> float | None:
-    """The paired t-test's two-sided p-value of mean difference = ``threshold`` (None below 2 seeds;
-    0 or 1 for a spread of exactly zero)."""
+    """The paired t-test's two-sided p-value of mean difference = ``threshold``: None below 2 seeds,
+    and None for a spread below the measurement's resolution, zero included (issue 54: equal
+    differences over two seeds, one test image each, gave p = 2e-14; ``noisymix_infra.stats``)."""
     if not difference or difference.get("sd") is None or difference.get("n", 0) < 2:
+        return None
+    if difference.get("below_resolution") or difference["sd"] == 0:
         return None
     from scipy.stats import t
 
     shift = difference["mean"] - threshold
-    if difference["sd"] == 0:
-        return 1.0 if shift == 0 else 0.0
     statistic = shift / (difference["sd"] / math.sqrt(difference["n"]))
     return float(2 * t.sf(abs(statistic), difference["n"] - 1))
 
 
 def holm(pvalues: dict[str, float]) -> dict[str, float]:
     """Holm's step-down adjusted p-values of a family: sorted ascending, the i-th (from 0) of m is
-    multiplied by m - i, made monotone by a running maximum, capped at 1 (Holm 1979)."""
+    multiplied by m - i, made monotone by a running maximum, capped at 1 (Holm 1979).  A p-value
+    that is not a number in [0, 1] is refused in one line (issue 54: a NaN sorted where the dict
+    order put it, so the family's verdicts depended on that order; p = -0.5 was taken)."""
+    for key, p in pvalues.items():
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"holm: p-value of {key!r} must be a number in [0, 1], got {p!r}")
     order = sorted(pvalues, key=lambda k: pvalues[k])
     m, running, adjusted = len(order), 0.0, {}
     for i, key in enumerate(order):
@@ -172,8 +178,11 @@ def category_claims(values: dict[str, dict[str, dict[int, float]]], labels: dict
     adjusted = holm({r["id"]: r["p"] for r in rows if r["p"] is not None})
     for r in rows:
         r["p_adjusted"] = adjusted.get(r["id"])
-        r["verdict_adjusted"] = (None if r["p_adjusted"] is None
-                                 else adjusted_verdict(r["difference"], 0.0, r["p_adjusted"]))
+        if r["difference"].get("below_resolution"):  # no p-value, no verdict from rounding (issue 54)
+            r["verdict_adjusted"] = UNJUDGED
+        else:
+            r["verdict_adjusted"] = (None if r["p_adjusted"] is None
+                                     else adjusted_verdict(r["difference"], 0.0, r["p_adjusted"]))
     return rows
 
 
@@ -349,9 +358,12 @@ CLEAN_TOLERANCE = 1.0  # points of clean accuracy a method may lose and still "k
 
 
 def verdict(diff: dict | None, threshold: float) -> str:
-    """Claimed: difference > threshold.  holds / within noise / fails, by the 95 % interval."""
+    """Claimed: difference > threshold.  holds / within noise / fails, by the 95 % interval;
+    ``UNJUDGED`` where the spread is below the measurement's resolution (issue 54)."""
     if diff is None or diff["half_width"] is None:
         return "not enough seeds"
+    if diff.get("below_resolution"):
+        return UNJUDGED
     lo, hi = diff["mean"] - diff["half_width"], diff["mean"] + diff["half_width"]
     return "holds" if lo > threshold else "fails" if hi < threshold else "within noise"
 

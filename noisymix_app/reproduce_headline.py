@@ -208,6 +208,10 @@ def answer(summary: dict) -> tuple[str, list[str]]:
     Holm's correction, **no** when the primary claim does not hold, **partly** otherwise."""
     claims = {c["id"]: c for c in summary.get("claims", []) if c.get("difference")}
     primary = claims.get("robust_noisymix")
+    if primary and primary["difference"].get("below_resolution"):  # issue 54: no verdict from rounding
+        return "no answer", ["The primary claim cannot be judged: NoisyMix minus Baseline is "
+                             f"{_interval(primary['difference'])} points, with a spread over seeds below the "
+                             "measurement's resolution (one test image): rounding, not a measured noise level."]
     if not primary or primary.get("verdict") not in VERDICT_WORDS:
         return "no answer", ["No claim has a 95 % interval to judge at this size (one seed, or no NoisyMix and "
                              "Baseline runs)."]
@@ -276,6 +280,9 @@ def headline(summary: dict) -> str:
     parts = [s for s in (_robustness_sentence(claims), _clean_sentence(claims), _calibration_sentence(summary, claims),
                          _stability_sentence(claims)) if s]
     if not parts:
+        if any((c.get("difference") or {}).get("below_resolution") for c in summary.get("claims", [])):
+            return ("**Verdict:** none: the claims' spreads over seeds are below the measurements' resolution "
+                    "(one test image), which is rounding, so nothing holds or fails here.")
         return ("**Verdict:** none at this size: no claim has a 95 % interval to judge (one seed, or no NoisyMix "
                 "and Baseline runs), so nothing holds or fails here.")
     scale = (f"{plan.get('dataset', '?')}, {plan.get('model', '?')} width {plan.get('width', '?')}, "

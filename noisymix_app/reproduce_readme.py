@@ -34,7 +34,11 @@ def update_readme(out: str | Path, root: Path = ROOT) -> None:
     """Copy ``out``'s summary to ``docs/reproduce-summary.*`` and into the README between the
     markers, and every figure the README shows from ``out/figures`` to ``docs/figures``, with its
     sha256 recorded in ``docs/reproduce-summary.json`` (``"figures"``), so that the README's figures
-    are the run's whose numbers it prints (issue 22; ``stale_figures`` checks it)."""
+    are the run's whose numbers it prints (issue 22; ``stale_figures`` checks it).
+
+    Everything is read and checked before the first write: a refusal writes nothing (issue 54: a run
+    without ``calibration_shift.png`` was refused only after ``docs/figures/robust_c.png`` had been
+    replaced, leaving the README's figures from two runs)."""
     out = Path(out)
     text = (out / "SUMMARY.md").read_text()
     readme = (root / "README.md").read_text()
@@ -43,13 +47,16 @@ def update_readme(out: str | Path, root: Path = ROOT) -> None:
         raise ValueError(f"README.md has no {BEGIN} ... {END} markers")
     record = read_json(out / "summary.json")
     record["figures"] = {}
+    figures = {}  # path in the repository -> the run's bytes, all read before any is written
     for path, name in readme_figures(readme):
         made = out / "figures" / name
         if not made.is_file():
             raise ValueError(f"the README shows {path}, but {made} was not written by this run")
+        figures[path] = made.read_bytes()
+        record["figures"][path] = hashlib.sha256(figures[path]).hexdigest()
+    for path, data in figures.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
-        write_bytes(root / path, made.read_bytes())
-        record["figures"][path] = _sha256(made)
+        write_bytes(root / path, data)
     write_text(root / "docs" / "reproduce-summary.md", text)
     write_json(root / "docs" / "reproduce-summary.json", record)
     write_text(root / "README.md", pattern.sub(lambda _: f"{BEGIN}\n{text}{END}", readme))

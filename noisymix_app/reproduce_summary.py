@@ -24,6 +24,7 @@ import json
 import re
 from pathlib import Path
 
+from fullscale.evaluation.resolution import summary_step
 from fullscale.vocabulary import CATEGORIES
 from noisymix_app.report_ablation import ablation_lines, read_ablation
 from noisymix_app.report_calibration import calibration_shift_lines, calibration_shift_summary
@@ -56,7 +57,7 @@ from noisymix_app.reproduce_readme import BEGIN, END, readme_figures, stale_figu
 from noisymix_figures.results import stale_evaluation
 from noisymix_infra.io import read_json, write_json, write_text
 from noisymix_infra.provenance import git_state, machine
-from noisymix_infra.stats import interval
+from noisymix_infra.stats import Seeds, interval
 from theory.results import checks_of, tally, tally_sentence
 
 __all__ = ["BEGIN", "CLEAN_TOLERANCE", "CODE_PATHS", "CROSS_MACHINE_MARGIN", "END", "LABELS", "claim_metric",
@@ -70,7 +71,7 @@ _verdict, _claims = verdict, claims_of  # their old names here (tests, notes)
 # corruptions, models and the reproduce job itself)
 CODE_PATHS = ("noisymix", "noisymix_app/plans.py", "noisymix_app/reproduce.py", "noisymix_app/reproduce_summary.py",
               "noisymix_app/reproduce_headline.py", "noisymix_app/reproduce_claims.py",
-              "noisymix_app/reproduce_margins.py", "noisymix_app/reproduce_readme.py",
+              "noisymix_app/reproduce_margins.py", "noisymix_infra/stats.py", "noisymix_app/reproduce_readme.py",
               "noisymix_app/reproduce_steps.py", "noisymix_app/reproduce_log.py",
               "noisymix_app/report_calibration.py", "noisymix_app/report_ablation.py",
               "noisymix_app/sweep", "fullscale/training",
@@ -127,7 +128,8 @@ def summarize(out: str | Path) -> dict:
     values: dict[str, dict[str, dict[int, float]]] = {}
     n_corruptions = set()
     for method in plan["methods"]:
-        values[method] = {name: {} for name, *_ in METRICS}
+        # each metric's per-seed values with the step of its grid (one test image; issue 54)
+        values[method] = {name: Seeds() for name, *_ in METRICS}
         for seed in plan["seeds"]:
             run = out / "runs" / f"{method}-seed{seed}" / "eval"
             for name, file, key in METRICS:
@@ -141,6 +143,9 @@ def summarize(out: str | Path) -> dict:
                     if stale_evaluation(run.parent, record):  # NaN, other weights, edited config (issue 41)
                         continue
                     values[method][name][seed] = value if name in NOT_PERCENT else 100 * value
+                    step = summary_step(record, key)
+                    if step is not None and name not in NOT_PERCENT:  # the coarsest of the seeds' grids
+                        values[method][name].step = max(values[method][name].step or 0.0, 100 * step)
                     if file is None and name == "corrupted":
                         n_corruptions.add(len(record["summary"].get("per_corruption", {})))
     table = {m: {name: interval(list(v.values())) for name, v in per.items() if v} for m, per in values.items()}

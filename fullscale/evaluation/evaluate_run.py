@@ -179,13 +179,15 @@ def evaluate_model(net: torch.nn.Module, config: dict, suite: str, run_dir: Path
 
 @contextlib.contextmanager
 def removed_if_refused(out: str | Path) -> Iterator[None]:
-    """Inside: a refusal (``ValueError``) removes ``out`` again when this call made it and it holds
+    """Inside: a refusal or failure removes ``out`` again when this call made it and it holds
     nothing but the lock (issue 48: a refused ``evaluate --model`` left a folder with only ``.lock``).
-    A folder that existed before, or one holding any result (a partial -C evaluation resumes), is kept."""
+    A folder that existed before, or one holding any result (a partial -C evaluation resumes), is kept.
+    Any exception, not only ``ValueError`` (issue 54: an image list naming files that are not there,
+    or a name too long for the file system, is an ``OSError`` and left ``.lock`` behind)."""
     made = not Path(out).exists()
     try:
         yield
-    except ValueError:
+    except BaseException:
         if made and Path(out).is_dir() and all(p.name == ".lock" for p in Path(out).rglob("*") if not p.is_dir()):
             shutil.rmtree(out, ignore_errors=True)
         raise

@@ -72,6 +72,11 @@ def read_image_list(path: str | Path | None) -> list[str]:
     if bad or not lines:
         raise ValueError(f"--image-list {printable(str(path))}: expected lines <wnid>/<file>, "
                          + (f"got {_excerpt(bad[0])!r}" if bad else "got none"))
+    # a file name no file system holds (NAME_MAX, 255 bytes) fails deep in the reading (issue 54): here
+    too_long = next((line for line in lines if len(line.split("/", 1)[1].encode()) > 255), None)
+    if too_long is not None:
+        raise ValueError(f"--image-list {printable(str(path))}: a file name longer than 255 bytes, "
+                         f"{_excerpt(too_long)!r}")
     if len(set(lines)) != len(lines):
         raise ValueError(f"--image-list {printable(str(path))}: lists an image twice")
     return lines

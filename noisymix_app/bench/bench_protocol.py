@@ -95,8 +95,10 @@ def _point(folder: Path, epochs: int, workers: int) -> dict:
         "clean_sd": {m: round(interval(list(clean[m].values()))["sd"], 2) for m in methods},
         "digits_c_sd": {m: round(interval(list(corrupted[m].values()))["sd"], 2) for m in methods},
         "paired_sd": {k: round(v["sd"], 2) for k, v in claims.items()},
-        "max_other_mdd80_at_n_seeds": round(max(v["mdd80"] for k, v in claims.items()
-                                                if k != "noisymix vs baseline, Digits-C"), 2),
+        # None where every other claim's spread is 0 (no MDD from a zero spread: noisymix_infra.stats, issue 54)
+        "max_other_mdd80_at_n_seeds": max((round(v["mdd80"], 2) for k, v in claims.items()
+                                           if k != "noisymix vs baseline, Digits-C" and v["mdd80"] is not None),
+                                          default=None),
         "seeds": len(clean.get("baseline", {})),
         "projection": projection,
     }
