@@ -72,12 +72,12 @@ def check_plan(plan: ReproducePlan, data_root: str | None = None) -> None:
         if other is not None:  # issue 54: evaluated only after training, then refused
             raise ValueError(f"plan field {field}: suite {other!r} is for models of {_suite_dataset(other)}, the plan "
                              f"trains on {plan.dataset}: use {plan.dataset}-{other[-1]}")
-    try:  # noisymix corrupt's own rule for the difficulty-matched set (issue 54)
-        check_matched(plan.corruption_params, plan.dataset, "c", 0)
-        check_matched(plan.perturbation_params, plan.dataset, "p", 0)
-    except ValueError as error:
-        raise ValueError(f"plan field corruption_params={plan.corruption_params} with dataset={plan.dataset}: "
-                         f"{error}") from None
+    for field, params, kind in (("corruption_params", plan.corruption_params, "c"),
+                                ("perturbation_params", plan.perturbation_params, "p")):
+        try:  # noisymix corrupt's own rule for the difficulty-matched sets (issue 54)
+            check_matched(params, plan.dataset, kind, 0)
+        except ValueError as error:
+            raise ValueError(f"plan field {field}={params} with dataset={plan.dataset}: {error}") from None
     for field, kind, names in (("corruptions", "c", plan.corruptions), ("perturbations", "p", plan.perturbations)):
         if names is None:
             continue

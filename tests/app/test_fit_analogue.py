@@ -83,7 +83,7 @@ def test_a_fit_refuses_a_folder_of_another_kind_and_the_users_own_file(tmp_path,
 
 
 def test_the_matched_set_is_refused_off_its_own_data_in_one_line(tmp_path, one_line_error):
-    for argv in (["--dataset", "digits16"], ["--dataset", "digits", "--kind", "p"],
+    for argv in (["--dataset", "digits16"], ["--dataset", "digits16", "--kind", "p"],
                  ["--dataset", "digits", "--size", "16"]):
         out = tmp_path / f"s{len(list(tmp_path.iterdir()))}"
         assert main(["corrupt", *argv, "--params", "digits-matched", "--out", str(out)]) == 2
