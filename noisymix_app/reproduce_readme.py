@@ -11,11 +11,13 @@ from pathlib import Path
 
 from noisymix_infra.io import read_json, write_bytes, write_json, write_text
 
-__all__ = ["BEGIN", "END", "FIGURE", "readme_figures", "stale_figures", "update_readme"]
+__all__ = ["BEGIN", "BLOCK", "END", "FIGURE", "readme_figures", "replace_block", "stale_figures", "update_readme"]
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN = "<!-- reproduce-summary:begin -->"
 END = "<!-- reproduce-summary:end -->"
+#: the README's short block a summary writes beside SUMMARY.md (issue 52: the answer, one table, one figure)
+BLOCK = "README-BLOCK.md"
 
 
 FIGURE = re.compile(r"\]\((docs/figures/([\w.-]+\.png))\)")
@@ -31,16 +33,15 @@ def _sha256(path: Path) -> str:
 
 
 def update_readme(out: str | Path, root: Path = ROOT) -> None:
-    """Copy ``out``'s summary to ``docs/reproduce-summary.*`` and into the README between the
-    markers, and every figure the README shows from ``out/figures`` to ``docs/figures``, with its
-    sha256 recorded in ``docs/reproduce-summary.json`` (``"figures"``), so that the README's figures
-    are the run's whose numbers it prints (issue 22; ``stale_figures`` checks it)."""
+    """Copy ``out``'s summary to ``docs/reproduce-summary.*``, its short block (``BLOCK``; SUMMARY.md for
+    a folder without one) into the README between the markers, and every figure the README shows from
+    ``out/figures`` to ``docs/figures``, with its sha256 recorded in ``docs/reproduce-summary.json``
+    (``"figures"``), so that the README's figures are the run's whose numbers it prints (issue 22;
+    ``stale_figures`` checks it)."""
     out = Path(out)
     text = (out / "SUMMARY.md").read_text()
-    readme = (root / "README.md").read_text()
-    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), flags=re.S)
-    if not pattern.search(readme):
-        raise ValueError(f"README.md has no {BEGIN} ... {END} markers")
+    block = (out / BLOCK).read_text() if (out / BLOCK).is_file() else text
+    readme = replace_block((root / "README.md").read_text(), block)
     record = read_json(out / "summary.json")
     record["figures"] = {}
     for path, name in readme_figures(readme):
@@ -52,7 +53,15 @@ def update_readme(out: str | Path, root: Path = ROOT) -> None:
         record["figures"][path] = _sha256(made)
     write_text(root / "docs" / "reproduce-summary.md", text)
     write_json(root / "docs" / "reproduce-summary.json", record)
-    write_text(root / "README.md", pattern.sub(lambda _: f"{BEGIN}\n{text}{END}", readme))
+    write_text(root / "README.md", readme)
+
+
+def replace_block(readme: str, block: str) -> str:
+    """The README with ``block`` between the markers (ValueError without them)."""
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), flags=re.S)
+    if not pattern.search(readme):
+        raise ValueError(f"README.md has no {BEGIN} ... {END} markers")
+    return pattern.sub(lambda _: f"{BEGIN}\n{block}{END}", readme)
 
 
 def stale_figures(root: Path = ROOT) -> list[str]:
