@@ -136,6 +136,39 @@ def test_the_analogue_section_reports_the_profile_and_the_fit():
     text = "\n".join(analogue_lines({"analogue": profile}))
     assert "difficulty-matched" in text and "rank correlation +0.91 (aim ≥ 0.8: met)" in text
     assert "| gaussian_noise | 45.0 | 48.9 | yes | −0.1 |" in text
+    # issue 51, item 4: the Baseline's profile is fitted, every method row not
+    assert "(fitted: the matched set's strengths were chosen to reproduce it)" in text
+    assert "not in this summary" in text  # a summary made before the method rows
+    profile["methods"] = {"noisymix": {"rank_correlation": 0.79, "fitted": False, "corruptions": 15},
+                          "augmix_jsd": {"rank_correlation": -0.1, "fitted": False, "corruptions": 15}}
+    text = "\n".join(analogue_lines({"analogue": profile}))
+    assert "NoisyMix − Baseline (not fitted) +0.79; AugMix − Baseline (not fitted) −0.10" in text
+
+
+def test_the_method_rows_of_the_profile_are_their_gains_against_the_papers(tmp_path):
+    """analogue_profile on runs: each method's per-corruption gain over Baseline, rank-correlated with
+    tab:results_cifar10_c's gain (here ours is the paper's gain halved: correlation 1)."""
+    import json
+
+    from fullscale.vocabulary import CORRUPTIONS
+    from noisymix_app.fit_analogue import paper_drops
+    from noisymix_app.reproduce_claims import _paper_gains
+
+    _, drops = paper_drops()
+    gains = _paper_gains("NoisyMix")
+    for method in ("baseline", "noisymix"):
+        for seed in (0, 1):
+            run = tmp_path / "runs" / f"{method}-seed{seed}" / "eval"
+            run.mkdir(parents=True)
+            per = {n: (95.0 - drops[n] + (gains[n] / 2 if method == "noisymix" else 0.0)) / 100 for n in CORRUPTIONS}
+            (run / "clean.json").write_text(json.dumps({"summary": {"accuracy": 0.95}}))
+            (run / "digits-c.json").write_text(json.dumps({"summary": {"per_corruption": per}}))
+    from noisymix_app.reproduce_claims import analogue_profile
+
+    profile = analogue_profile(tmp_path, {"seeds": [0, 1], "methods": ["baseline", "noisymix"]}, "digits-c")
+    assert profile["methods"]["noisymix"]["fitted"] is False
+    assert profile["methods"]["noisymix"]["rank_correlation"] == pytest.approx(1.0, abs=0.01)
+    assert profile["rank_correlation"] == pytest.approx(1.0, abs=0.01)
 
 
 def test_the_opening_never_quotes_the_groups():
