@@ -46,10 +46,10 @@ from noisymix_app.reproduce_headline import _interval, _signed
 from noisymix_infra.io import read_json
 from noisymix_infra.stats import mdd, paired
 
-__all__ = ["ALPHA", "CLEAN_TOLERANCE", "LABELS", "PRIMARY", "PROFILE_AIMS", "SHIFT_METRICS", "adjusted_verdict",
-           "analogue_lines", "analogue_profile", "beats_others", "category_claims", "category_lines", "claims_of",
-           "correct", "decidable", "descriptive_of", "holm", "level_of", "paper_effects", "shift_values", "stated",
-           "two_sided_p", "verdict"]
+__all__ = ["ABLATION_CODES", "ALPHA", "CLEAN_TOLERANCE", "LABELS", "PRIMARY", "PROFILE_AIMS", "SHIFT_METRICS",
+           "adjusted_verdict", "analogue_lines", "analogue_profile", "beats_others", "category_claims",
+           "category_lines", "claims_of", "correct", "decidable", "descriptive_of", "holm", "level_of",
+           "paper_effects", "shift_values", "stated", "two_sided_p", "verdict"]
 
 ALPHA = 0.05
 # method names as the paper writes them: the one label map, the methods' own titles (fullscale.training.methods)
@@ -146,7 +146,7 @@ def paper_effects(labels: dict[str, str]) -> dict[str, dict]:
     number minus Baseline's, or the other method's error minus NoisyMix's), with
     ``"direction_only": True`` where the paper makes the claim only in another setting (then only the
     claim's direction is tested, and the effect is not held against the run's MDD)."""
-    from noisymix_figures.paper import paper_values
+    from noisymix_figures.paper import paper_number, paper_values
 
     values = paper_values()
     cifar = _paper_rows(values["tab:results_cifar10"])  # ResNet-18 (its caption); WRN is tab:results_cifar100
@@ -183,6 +183,13 @@ def paper_effects(labels: dict[str, str]) -> dict[str, dict]:
         if row is not None and nm_flips is not None and method != "noisymix":
             add(f"stable_noisymix_vs_{method}", row[-1] - nm_flips[-1],
                 "CIFAR-10-P mFR, ResNet-18, tab:results_cifar_p")
+    # tab:ablation (WRN-28x2, CIFAR-100-C; its only setting): full NoisyMix (AFNJ) minus the row without one
+    # component, for the ablation plan's rows
+    ablation = dict(values["tab:ablation"]["rows"])
+    for method, code in ABLATION_CODES.items():
+        if code in ablation and "AFNJ" in ablation:
+            add(f"noisymix_beats_{method}", paper_number(ablation["AFNJ"][1]) - paper_number(ablation[code][1]),
+                "CIFAR-100-C, WRN-28x2, tab:ablation")
     nm_r = _row(calib, labels["noisymix"])
     for method, label in labels.items():
         row = _row(calib, label)
@@ -419,6 +426,8 @@ CLEAN_TOLERANCE = 1.0  # points of clean accuracy a method may lose and still "k
 SHIFT_METRICS = {"after": "rms_calibration_error_shift_scaled", "before": "rms_calibration_error_shift",
                  "floor": "rms_calibration_floor_shift"}
 SHIFT_SEVERITIES = ("1", "2", "3", "4", "5")
+#: the ablation plan's rows by tab:ablation's switches (AugMix, Feature mixing, Noise, JSD)
+ABLATION_CODES = {"augmix_noise_jsd": "A-NJ", "augmix_manifold_jsd": "AF-J", "augmix_nfm": "AFN-"}
 
 
 def verdict(diff: dict | None, threshold: float) -> str:

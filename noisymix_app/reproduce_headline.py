@@ -127,7 +127,11 @@ def answer(summary: dict) -> tuple[str, list[str]]:
     grouped by the verdict the report states, firm ones as findings and fragile ones named as such.
     **yes** when the primary claim holds and every other NoisyMix claim holds after Holm's correction,
     **no** when the primary claim does not hold, **partly** otherwise."""
+    from noisymix_app.report_ablation import ablation_answer, is_ablation
+
     claims = _claims(summary)
+    if is_ablation(summary) and claims:  # the ablation plan: no Baseline, its own question (issue 52, goal 6)
+        return "ablation", ablation_answer(summary)
     primary = claims.get("robust_noisymix")
     if not primary or _stated(primary) not in VERDICT_WORDS:
         return "no answer", ["No claim has a 95 % interval to judge at this size (one seed, or no NoisyMix and "
@@ -167,6 +171,8 @@ def answer(summary: dict) -> tuple[str, list[str]]:
 def opening(summary: dict) -> str:
     """The report's answer in one paragraph: the one-word answer, then ``answer``'s sentences."""
     word, sentences = answer(summary)
+    if word == "ablation":
+        return " ".join(sentences)
     return (f"**Does NoisyMix do what the paper says, at this scale? {word.capitalize()}.** " + " ".join(sentences))
 
 

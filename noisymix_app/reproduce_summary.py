@@ -189,7 +189,7 @@ def summarize(out: str | Path) -> dict:
             # why NoisyMix is under-confident: the ablation plan's rows, run apart (issue 46, item 4)
             "ablation": _ablation(log.get("plan_name", "")),
             "analogue": analogue_profile(out, plan, suite),
-            "published_rows": read_published(),
+            "published_rows": _published(log.get("plan_name", "")),
             "theory": _theory(out / "theory" / "theory.json"), "toy": _toy(out / "toy" / "toy.json"),
             "paper_calibration": paper_calibration(), "margins": margins}
 
@@ -245,8 +245,13 @@ def rederive(record: dict, *, margins: dict[str, float] | None = None) -> dict:
     plan = record["plan"]
     out = {**record, "table": _table(values), **derive(values, plan, margins), "margins": margins}
     out["ablation"] = _ablation(record.get("plan_name", "")) if "ablation" in record else None
-    out["published_rows"] = read_published()
+    out["published_rows"] = _published(record.get("plan_name", ""))
     return out
+
+
+def _published(plan_name: str) -> dict | None:
+    """The published rows' verdicts beside the main job's (issue 51, item 4); not the ablation's."""
+    return read_published() if str(plan_name).split(" ")[0] in ("laptop", "gpu") else None
 
 
 def _theory(path: Path) -> dict | None:
@@ -511,13 +516,14 @@ def write_summary(out: str | Path, plan_name: str | None = None) -> dict:
     return summary
 
 
-def rerender(path: str, root: Path = ROOT) -> dict:
-    """Re-derive a kept summary (``rederive``) and write it back as the README's copy: docs/reproduce-summary.*
-    and the README's block, its figures as recorded (the same run's files, unchanged).  No run is redone."""
+def rerender(path: str, root: Path = ROOT, kept: str = "reproduce") -> dict:
+    """Re-derive a kept summary (``rederive``) and write it back as docs/KEPT-summary.* (and, for the main
+    job's, the README's block, its figures as recorded: the same run's files, unchanged).  No run is redone."""
     record = rederive(_summary_at(path))
-    write_json(root / "docs" / "reproduce-summary.json", record)
-    write_text(root / "docs" / "reproduce-summary.md", render(record))
-    write_text(root / "README.md", replace_block((root / "README.md").read_text(), render_readme(record)))
+    write_json(root / "docs" / f"{kept}-summary.json", record)
+    write_text(root / "docs" / f"{kept}-summary.md", render(record))
+    if kept == "reproduce":
+        write_text(root / "README.md", replace_block((root / "README.md").read_text(), render_readme(record)))
     return record
 
 
@@ -553,6 +559,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rerender", metavar="SUMMARY_JSON",
                         help="re-derive a kept summary.json (or COMMIT:PATH) with the current report code and write "
                              "it as docs/reproduce-summary.* and the README's block, without rerunning anything")
+    parser.add_argument("--kept", choices=("reproduce", "ablation"), default="reproduce",
+                        help="with --rerender: which kept summary it is, docs/KEPT-summary.* (only the main job's, "
+                             "reproduce, goes into the README)")
     parser.add_argument("--update-readme", action="store_true",
                         help="copy the summary to docs/reproduce-summary.* and into README.md")
     args = parser.parse_args(argv)
@@ -563,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.out and not args.rerender:
             return 0
     if args.rerender:
-        rerender(args.rerender)
+        rerender(args.rerender, kept=args.kept)
         print(json.dumps({"rerendered": args.rerender}))
         return 0
     if not args.out:

@@ -125,3 +125,33 @@ def test_a_verdict_that_cannot_be_judged_is_named_not_dropped():
     _, sentences = answer(record)
     assert "NoisyMix flips less than AugMix (cannot be judged)" in " ".join(sentences)
     render(record)  # renders
+
+
+def test_the_ablation_summary_says_what_it_can_decide_before_any_verdict():
+    """Issue 52, goal 6: docs/ablation-summary.md opened "No answer ... (one seed)" with 3 seeds; it opens
+    with each row's MDD at its Holm level against tab:ablation's effect, and what deciding a row would take."""
+    from noisymix_app.reproduce_headline import opening
+
+    record = json.loads((ROOT / "docs" / "ablation-summary.json").read_text())
+    text = opening(record)
+    assert text.startswith("**Are all of NoisyMix's components needed, at this scale (tab:ablation)?**")
+    assert "No answer" not in text and "one seed" not in text
+    assert text.index("can decide") < text.index("after Holm's correction")
+    # tab:ablation, CIFAR-100-C: AFNJ 71.9 against A-NJ 66.7 (the feature mixing), AF-J 69.3, AFN- 68.6
+    assert "without the feature mixing (its mixed soft labels): MDD 4.5 against the paper's +5.2" in text
+    assert "to decide it: 9 seeds" in text and "min per run as recorded" in text
+    kept = (ROOT / "docs" / "ablation-summary.md").read_text()
+    assert kept.startswith(text)
+    from noisymix_app.reproduce_summary import render
+
+    assert render(record) == kept  # the kept Markdown is the rendering of the kept JSON
+
+
+def test_seeds_to_decide_is_the_first_n_whose_mdd_reaches_the_effect():
+    from noisymix_app.report_ablation import seeds_to_decide
+    from noisymix_infra.stats import mdd
+
+    claim = {"difference": {"sd": 2.0}, "paper_effect": {"effect": 2.6}, "threshold": 0.0, "level": 0.05 / 3}
+    n = seeds_to_decide(claim)
+    assert mdd(2.0, n, alpha=0.05 / 3) <= 2.6 < mdd(2.0, n - 1, alpha=0.05 / 3)
+    assert seeds_to_decide({**claim, "paper_effect": None}) is None
