@@ -147,7 +147,7 @@ def answer(summary: dict) -> tuple[str, list[str]]:
     if others:
         groups = []
         for v in VERDICT_WORDS:
-            firm = [c for c in others if _stated(c) == v and c.get("firm") is not False]
+            firm = [c for c in others if _stated(c) == v and c.get("firm") is True]
             if firm:
                 groups.append(f"**{v}**: " + "; ".join(_short(c) for c in firm))
         rest = [c for c in others if _stated(c) not in VERDICT_WORDS]
@@ -161,6 +161,10 @@ def answer(summary: dict) -> tuple[str, list[str]]:
             sentences.append("Fragile (the verdict changes if the paired mean moves by its metric's cross-machine "
                              "margin, so another CPU may say otherwise): "
                              + "; ".join(f"{_short(c)} (**{_stated(c)}** here)" for c in fragile) + ".")
+        unmarked = [c for c in others if c.get("firm") is None and _stated(c) in VERDICT_WORDS]
+        if unmarked:
+            sentences.append("Not marked (no cross-machine margin measured on their metric): "
+                             + "; ".join(f"{_short(c)} (**{_stated(c)}** here)" for c in unmarked) + ".")
         undecided = [c for c in others if cannot_decide(c)]
         if undecided:
             sentences.append("This run is too small to decide " + "; ".join(_short(c) for c in undecided)
