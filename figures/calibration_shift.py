@@ -20,7 +20,11 @@ from fullscale.metrics import pool_reliability
 from noisymix_figures.methods import method_label, method_order
 from noisymix_infra.io import write_bytes
 
-__all__ = ["SETS", "STAGES", "calibration_shift", "pooled_diagrams", "reliability_figure"]
+__all__ = ["MIN_COUNT", "SETS", "STAGES", "calibration_shift", "pooled_diagrams", "reliability_figure"]
+
+#: a bin with fewer images than this is drawn hollow and faded: its accuracy is a handful of images
+#: (issue 52: bins of 1-2 images were drawn at full height)
+MIN_COUNT = 30
 
 #: the two sets of each panel: (key in the record, legend label, colour)
 SETS = (("clean", "clean test images", "tab:blue"), ("severity_5", "corrupted, severity 5 (all corruptions)",
@@ -49,7 +53,9 @@ def pooled_diagrams(runs: list) -> dict | None:
 def reliability_figure(diagrams: dict[str, dict], title: str = "Reliability under shift") -> Figure:
     """One column per method of ``diagrams`` (method -> ``pooled_diagrams``): accuracy per confidence
     bin for the clean images and severity 5 side by side, the diagonal, and the images per bin below,
-    as evaluated (top) and after scaling (bottom)."""
+    as evaluated (top) and after scaling (bottom).  Issue 52: a bin of fewer than ``MIN_COUNT`` images
+    is drawn hollow and faded; the counts are on a log scale, so the clean set's few thousand images show
+    beside the corrupted sets' tens of thousands, and each set's total is in its panel's legend."""
     if not diagrams:
         raise ValueError("no reliability diagrams to draw")
     methods = sorted(diagrams, key=method_order)
@@ -66,15 +72,25 @@ def reliability_figure(diagrams: dict[str, dict], title: str = "Reliability unde
                 bins = data[key][stage]
                 left = [e + k * width / 2 for e in edges[:-1]]
                 accuracy = [0.0 if a is None else a for a in bins["accuracy"]]
-                top.bar(left, accuracy, width=width / 2, align="edge", color=color, alpha=0.75, label=label)
-                bottom.bar(left, bins["count"], width=width / 2, align="edge", color=color, alpha=0.75)
+                bars = top.bar(left, accuracy, width=width / 2, align="edge", color=color, alpha=0.75, label=label)
+                for bar, count in zip(bars, bins["count"], strict=True):
+                    if count < MIN_COUNT:  # hollow and faded: too few images to read an accuracy from
+                        bar.set(facecolor="none", edgecolor=color, alpha=0.35, linestyle="--")
+                bottom.bar(left, bins["count"], width=width / 2, align="edge", color=color, alpha=0.75,
+                           label=f"{label.split(',')[0]}: {sum(bins['count']):,} images")
             top.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence (max softmax probability)",
                     ylabel="accuracy in the bin")
             top.set_title(f"{method_label(method)}: {stage_title}\n({data.get('seeds', 1)} seed(s) pooled)",
                           fontsize=9)
-            bottom.set(xlim=(0, 1), xlabel="confidence", ylabel="images")
+            bottom.set(xlim=(0, 1), xlabel="confidence", ylabel="images (log)", yscale="log")
+            bottom.axhline(MIN_COUNT, color="gray", lw=0.6, ls=":")
+            bottom.legend(fontsize=6, frameon=False, loc="upper left")
+    from matplotlib.patches import Patch
+
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)
+    handles.append(Patch(facecolor="none", edgecolor="gray", linestyle="--"))
+    labels.append(f"hollow: a bin of fewer than {MIN_COUNT} images (dotted line below)")
+    fig.legend(handles, labels, loc="outside lower center", ncol=4, frameon=False)
     fig.suptitle(title)
     return fig
 

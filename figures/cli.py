@@ -24,9 +24,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", required=True, help="folder with run directories, theory.json, toy.json")
     parser.add_argument("--out", required=True, help="where tables/, the PNGs and REPORT.md go")
     parser.add_argument("--no-examples", action="store_true", help="skip the corruption example figure")
+    parser.add_argument("--no-paper-only", action="store_true",
+                        help="leave out the figures that would draw the paper's values only (no run of ours in "
+                             "them: the per-category figures of settings not run, ImageNet-C vs -R); `noisymix "
+                             "reproduce` passes it, so its report shows what it ran (issue 52)")
 
 
-def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = True) -> Path:
+def paper_only(groups: dict) -> set[str]:
+    """The figure titles of ``make_figures`` that would draw only the paper's values from ``groups``: a
+    per-category figure without runs of its (data set, model) and ImageNet-C vs -R without ImageNet runs
+    evaluated on both (issue 52: four such replots filled the main job's report)."""
+    left = set()
+    for label, (_, dataset, model, _) in plots.CATEGORY_FIGURES.items():
+        suite = f"{dataset}-c"
+        if not any((d, m) == (dataset, model) and any(suite in r.evals for r in runs)
+                   for (d, m, _), runs in groups.items()):
+            left.add(f"Accuracy per corruption category ({label})")
+    if not plots.imagenet_points(groups):
+        left.add(ROBUST_C_VS_R)
+    return left
+
+
+ROBUST_C_VS_R = "ImageNet-C vs ImageNet-R (fig:robustCvsR)"
+
+
+def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = True,
+                 paper_only_figures: bool = True) -> Path:
     out = Path(out)
     # a report folder of its own, refused in one line when it is a run, a -C/-P set, a sweep or a reproduce
     # folder (issue 32), or the results folder itself (issue 41), before anything is read or written;
@@ -55,7 +78,7 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
         **{f"Accuracy per corruption category ({label})":
            (lambda label=label: plots.category_figure(groups, label, out / f"{portable(label)}.png"))
            for label in plots.CATEGORY_FIGURES},
-        "ImageNet-C vs ImageNet-R (fig:robustCvsR)": lambda: plots.robust_c_vs_r(groups, out / "robust_c_vs_r.png"),
+        ROBUST_C_VS_R: lambda: plots.robust_c_vs_r(groups, out / "robust_c_vs_r.png"),
         "Accuracy and calibration per corruption severity (ours; issue 31)":
             lambda: plots.calibration_by_severity(groups, out / "calibration_by_severity.png"),
         "Reliability under shift: clean vs severity 5, before and after the clean-fitted temperature (issue 46)":
@@ -75,6 +98,11 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
     if examples:
         jobs["Digits-C: the 15 corruptions on a test digit (fig:cimages)"] = lambda: plots.corruption_examples(
             out / "corruption_examples.png", shown=plots.examples_set(results))
+    left_out = {} if paper_only_figures else {
+        title: "the paper's values only, no run of ours in it: `noisymix figures --results DIR --out DIR` draws it"
+        for title in paper_only(groups) if title in jobs}
+    for title in left_out:
+        del jobs[title]
     figures = {}
     for title in progress(list(jobs), desc="figures", unit="figure"):
         try:
@@ -88,11 +116,12 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
     for table in tables:
         write_text(out / "tables" / f"{portable(table.name)}.md", table.markdown())
         write_text(out / "tables" / f"{portable(table.name)}.tex", table.latex())
-    write_text(out / "REPORT.md", write_report_text(results, tables, figures, out, provenance()))
+    write_text(out / "REPORT.md", write_report_text(results, tables, figures, out, provenance(), left_out=left_out))
     return out / "REPORT.md"
 
 
 def run(args: argparse.Namespace) -> int:
-    report = make_figures(args.results, args.out, examples=not args.no_examples)
+    report = make_figures(args.results, args.out, examples=not args.no_examples,
+                          paper_only_figures=not args.no_paper_only)
     print(f"wrote {report}")
     return 0

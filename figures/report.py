@@ -163,7 +163,7 @@ def _provenance_line(record: dict[str, Any]) -> str:
 
 
 def write_report_text(results: Results, tables: list[Table], figures: dict[str, Path | None], out: Path,
-                      provenance: dict[str, Any] | None = None) -> str:
+                      provenance: dict[str, Any] | None = None, left_out: dict[str, str] | None = None) -> str:
     lines = ["# NoisyMix, regenerated", "",
              f"Results folder: `{results.root}`. Tables (Markdown and LaTeX) are in `tables/`, figures in this "
              "folder. Missing runs are shown as —.", ""]
@@ -176,6 +176,9 @@ def write_report_text(results: Results, tables: list[Table], figures: dict[str, 
         lines.append(f"### {title}" if path else f"### {title} — not drawn (no data)")
         if path:
             lines += ["", f"![{title}]({path.relative_to(out)})", ""]
+    if left_out:
+        lines += ["Left out of this report (" + "; ".join(sorted(set(left_out.values()))) + "): "
+                  + "; ".join(sorted(left_out)) + ".", ""]
     lines += ["## Tables", ""]
     for table in tables:
         tex = f"tables/{portable(table.name)}.tex"

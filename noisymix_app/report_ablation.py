@@ -16,9 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from noisymix_infra.io import read_json
-from noisymix_infra.stats import paired
+from noisymix_infra.stats import mdd, paired
 
-__all__ = ["ABLATION_SUMMARY", "COMPONENT_OF", "ablation_calibration", "ablation_lines", "read_ablation"]
+__all__ = ["ABLATION_SUMMARY", "COMPONENT_OF", "ablation_answer", "ablation_calibration", "ablation_lines",
+           "is_ablation", "read_ablation", "seeds_to_decide"]
 
 ROOT = Path(__file__).resolve().parents[1]
 ABLATION_SUMMARY = ROOT / "docs" / "ablation-summary.json"
@@ -29,6 +30,81 @@ COMPONENT_OF = {"augmix_noise_jsd": "the feature mixing (its mixed soft labels)"
 MEASURES = (("confidence_gap", "signed gap, clean"), ("confidence_gap_corrupted", "signed gap, corrupted"),
             ("rms_calibration_error", "RMS error, clean"),
             ("rms_calibration_error_corrupted", "RMS error, corrupted"))
+
+
+#: the most seeds ``seeds_to_decide`` looks at
+MAX_SEEDS = 200
+
+
+def is_ablation(summary: dict) -> bool:
+    """A summary of the ablation plan: NoisyMix against its rows, no Baseline."""
+    methods = (summary.get("plan") or {}).get("methods") or []
+    return "baseline" not in methods and any(m in COMPONENT_OF for m in methods)
+
+
+def seeds_to_decide(claim: dict) -> int | None:
+    """The fewest seeds whose MDD, at the claim's level and its measured spread, reaches the paper's
+    effect (None: no effect or no spread; more than ``MAX_SEEDS``: None)."""
+    d, effect = claim.get("difference") or {}, claim.get("paper_effect")
+    if not effect or d.get("sd") is None or claim.get("level") is None:
+        return None
+    size = abs(effect["effect"] - claim["threshold"])
+    return next((n for n in range(2, MAX_SEEDS + 1) if mdd(d["sd"], n, alpha=claim["level"]) <= size), None)
+
+
+def ablation_answer(summary: dict) -> list[str]:
+    """The ablation summary's opening (issue 52, goal 6): first which rows this scale can decide (each
+    row's MDD at its Holm level against tab:ablation's effect) and what it would take to decide the
+    others (seeds, and minutes from the recorded step times), then the verdicts after Holm."""
+    from noisymix_app.reproduce_claims import stated
+
+    plan = summary.get("plan") or {}
+    methods, seeds = plan.get("methods") or [], plan.get("seeds") or []
+    runs = len(methods) * len(seeds)
+    per_run = (summary.get("seconds") or 0) / runs if runs else 0  # the steps' recorded seconds per run
+    claims = [c for c in summary.get("claims", []) if c["id"].removeprefix("noisymix_beats_") in COMPONENT_OF
+              and c.get("difference")]
+    if not claims:
+        return ["No ablation row was measured."]
+    can, cannot = [], []
+    for c in claims:
+        row = COMPONENT_OF[c["id"].removeprefix("noisymix_beats_")]
+        effect = c.get("paper_effect")
+        if effect is None or c.get("mdd") is None:
+            cannot.append(f"without {row} (no MDD or no paper effect)")
+            continue
+        words = f"without {row}: MDD {c['mdd']:.1f} against the paper's {effect['effect']:+.1f}"
+        if c.get("decidable"):
+            can.append(words)
+        else:
+            n = seeds_to_decide(c)
+            need = ("more than " + str(MAX_SEEDS) + " seeds" if n is None else
+                    f"{n} seeds, about {n * len(methods) * per_run / 60:.0f} min of steps for the plan's "
+                    f"{len(methods)} rows ({per_run / 60:.1f} min per run as recorded)" if per_run else f"{n} seeds")
+            cannot.append(words + f" (to decide it: {need})")
+    level = claims[0].get("level")
+    head = (f"**Are all of NoisyMix's components needed, at this scale (tab:ablation)?** Before any verdict, what "
+            f"{len(seeds)} seeds can decide (each row's MDD at its test level"
+            + ("" if level is None else f", {level:.3g} (5 % / {len(claims)}, Holm's first step)")
+            + ", against the paper's effect, CIFAR-100-C, WRN-28x2): ")
+    parts = []
+    if can:
+        parts.append("it can decide " + "; ".join(can))
+    if cannot:
+        parts.append("it cannot decide " + "; ".join(cannot))
+    sentences = [head + "; ".join(parts) + "."]
+    verdicts = {}
+    for c in claims:
+        d, effect = c["difference"], c.get("paper_effect")
+        words = f"without {COMPONENT_OF[c['id'].removeprefix('noisymix_beats_')]} ({_cell(d)}".replace("-", "−")
+        if c.get("decidable") and effect and d.get("half_width") is not None \
+                and effect["effect"] > d["mean"] + d["half_width"]:
+            words += f"; the paper's {effect['effect']:+.1f} lies above the interval: a smaller effect here"
+        verdicts.setdefault(stated(c), []).append(words + ")")
+    sentences.append("NoisyMix against each row (corrupted accuracy, full NoisyMix minus the row, points), after "
+                     "Holm's correction: " + ". ".join(f"**{v}**: " + "; ".join(rows) for v, rows in verdicts.items())
+                     + ".")
+    return sentences
 
 
 def _seed_values(summary: dict, method: str, metric: str) -> dict[int, float] | None:

@@ -1,7 +1,14 @@
-"""How far a reproduce verdict would move on another CPU (issues 32 and 40): each metric's cross-machine
-margin (the largest shift of a paired mean measured between two CPUs running the same plan and seeds,
-``docs/cross-machine-margins.json``), whether a claim's verdict is *firm* or *fragile* against it, and
-where the steps that made the numbers ran.  Read by ``noisymix_app.reproduce_summary``."""
+"""How far a reproduce verdict would move on another CPU (issues 32, 40 and 52): each metric's
+cross-machine margin (the largest shift of a paired mean measured between two CPUs running the same plan
+and seeds, ``docs/cross-machine-margins.json``), whether the verdict the report states is *firm* or
+*fragile* against it (``firmness``), and where the steps that made the numbers ran.  Read by
+``noisymix_app.reproduce_summary``.
+
+The margins are recomputed from the committed summaries by one command (``MARGINS_COMMAND``; the
+claims of each summary re-derived by the current code from its per-seed values, so a claim added since
+is measured too): the published-rows pair (Intel Xeon at 3612aa7 against AMD EPYC at 69bd1e0, issue 32)
+and the difficulty-matched pair (the README's AMD EPYC run, 47aa50d's docs/reproduce-summary.json,
+against a fresh clone of 5f9bece on an Intel Xeon, docs/runs/intel-xeon-5f9bece-summary.json; issue 52)."""
 
 from __future__ import annotations
 
@@ -10,11 +17,16 @@ from pathlib import Path
 
 from noisymix_infra.io import read_json
 
-__all__ = ["ACCURACY_METRICS", "CROSS_MACHINE_MARGIN", "MARGINS", "METRIC_WORDS", "claim_metric",
-           "cross_machine_margins", "fragile_note", "made_on", "margins_of", "ran_on", "read_margins", "robustness"]
+__all__ = ["ACCURACY_METRICS", "CROSS_MACHINE_MARGIN", "MARGINS", "MARGINS_COMMAND", "MARGIN_SOURCES",
+           "METRIC_WORDS", "claim_metric", "cross_machine_margins", "firmness", "fragile_note", "made_on",
+           "margins_of", "ran_on", "read_margins", "robustness"]
 
 ROOT = Path(__file__).resolve().parents[1]
 MARGINS = ROOT / "docs" / "cross-machine-margins.json"
+#: the summaries the margins are measured on: two pairs of the laptop plan on two CPUs each
+MARGIN_SOURCES = ("c2f72cf:docs/reproduce-summary.json", "843c98a:docs/reproduce-summary.json",
+                  "47aa50d:docs/reproduce-summary.json", "docs/runs/intel-xeon-5f9bece-summary.json")
+MARGINS_COMMAND = "python -m noisymix_app.reproduce_summary --margins " + " ".join(MARGIN_SOURCES)
 
 
 #: points: the largest measured shift of a paired mean between two CPUs running the same code, plan and
@@ -71,7 +83,9 @@ def cross_machine_margins(summaries: list[dict]) -> dict:
             pairs.append([(s.get("git") or {}).get("commit"), (s.get("machine") or {}).get("cpu_model")]
                          for s in (a, b))
             theirs = {c["id"]: c for c in b["claims"] if c.get("difference")}
-            for claim in a["claims"]:
+            # the descriptive differences count too: each is a paired mean of a metric
+            theirs.update({c["id"]: c for c in b.get("descriptive") or [] if c.get("difference")})
+            for claim in [*a["claims"], *(a.get("descriptive") or [])]:
                 other = theirs.get(claim["id"])
                 metric = claim_metric(claim)
                 if not claim.get("difference") or other is None or metric is None:
@@ -79,6 +93,35 @@ def cross_machine_margins(summaries: list[dict]) -> dict:
                 shift = abs(claim["difference"]["mean"] - other["difference"]["mean"])
                 margins[metric] = round(max(margins.get(metric, 0.0), shift), 3)
     return {"margins": dict(sorted(margins.items())), "pairs": [list(p) for p in pairs]}
+
+
+def firmness(claims: list[dict], margins: dict[str, float]) -> None:
+    """Mark each claim (in place) ``firm`` True / False / None against the verdict the report states
+    (after Holm for a secondary claim; issue 52, goal 3): *fragile* when moving its paired mean by its
+    metric's cross-machine margin, up or down, with the family's other p-values as measured, changes that
+    verdict; None without a p-value (one seed, or a verdict that cannot be judged) or without a margin.
+    The verdict is monotone in the shift, so the two ends decide."""
+    from noisymix_app.reproduce_claims import adjusted_verdict, holm, stated, two_sided_p
+
+    family = {c["id"]: c["p"] for c in claims if c.get("role") == "secondary" and c.get("p") is not None}
+    for claim in claims:
+        metric = claim_metric(claim)
+        margin = None if metric is None else margins.get(metric)
+        claim["margin"] = margin
+        if claim.get("p") is None or margin is None or stated(claim) not in ("holds", "within noise", "fails"):
+            claim["firm"] = None
+            continue
+        moved = set()
+        for delta in (-margin, margin):
+            d = {**claim["difference"], "mean": claim["difference"]["mean"] + delta}
+            p = two_sided_p(d, claim["threshold"])
+            if p is None:  # the merge's "cannot be judged" (a spread below the quantisation step)
+                moved.add("cannot be judged")
+                continue
+            if claim.get("role") == "secondary":
+                p = holm({**family, claim["id"]: p})[claim["id"]]
+            moved.add("within noise" if claim.get("within_floor") else adjusted_verdict(d, claim["threshold"], p))
+        claim["firm"] = moved == {stated(claim)}
 
 
 def robustness(claim: dict, margin: float | None = None,
@@ -89,7 +132,10 @@ def robustness(claim: dict, margin: float | None = None,
     low end clears the boundary; *fails*: how far its high end stays below it; *within noise*: how far the
     interval reaches beyond the boundary on its nearer side, so it is firm only when a shift of the mean by
     ``margin`` could reach neither side (neither *holds* nor *fails*). Firm when that distance exceeds
-    ``margin``. None: no interval to judge (one seed), or no margin measured on the metric."""
+    ``margin``. None: no interval to judge (one seed), or no margin measured on the metric.  A claim
+    marked by ``firmness`` (the stated verdict, after Holm) answers with that mark."""
+    if "firm" in claim and margin is None:
+        return claim["firm"]
     d = claim.get("difference")
     if not d or d.get("half_width") is None:
         return None
@@ -129,19 +175,20 @@ def margins_of(summary: dict) -> dict[str, float]:
 def fragile_note(summary: dict) -> str:
     """What holds of the marks, and nothing more: measured on two CPUs, so "firm" is no promise for a third."""
     margins = margins_of(summary)
-    return ("Verdicts marked (fragile) have a 95 % interval within their metric's cross-machine margin of their "
-            "boundary (*within noise*: could reach either side by moving that much) and may change on another CPU; "
-            "each margin is the largest shift of a paired mean measured on that metric between two CPUs running the "
-            "same plan and seeds ("
+    return ("A verdict marked fragile changes (after Holm's correction, the verdict stated) when its paired mean "
+            "moves by its metric's cross-machine margin, so it may differ on another CPU; each margin is the largest "
+            "shift of a paired mean measured on that metric between two CPUs running the same plan and seeds ("
             + ", ".join(f"{METRIC_WORDS.get(k, k)} {v:g} points" for k, v in margins.items())
-            + "; docs/cross-machine-margins.json, and for accuracy issue 32's 1.45); a metric without a measured "
-            "margin is marked neither.")
+            + f"; docs/cross-machine-margins.json, remade by `{MARGINS_COMMAND}`, and for accuracy at least issue "
+            "32's 1.45); measured on two pairs of CPUs only, so a firm verdict is no promise for a third; a metric "
+            "without a measured margin is marked neither.")
 
 
 METRIC_WORDS = {"corrupted": "corrupted accuracy", "clean": "clean accuracy",
                  "rms_calibration_error": "RMS calibration error (clean)",
                  "rms_calibration_error_corrupted": "RMS calibration error (corrupted)",
                  "rms_calibration_error_scaled": "RMS calibration error after scaling",
+                 "rms_calibration_error_shift_scaled": "RMS calibration error under shift after scaling",
                  "flip_probability": "flip probability"}
 
 

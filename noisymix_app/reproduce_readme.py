@@ -11,14 +11,24 @@ from pathlib import Path
 
 from noisymix_infra.io import read_json, write_bytes, write_json, write_text
 
-__all__ = ["BEGIN", "END", "FIGURE", "readme_figures", "stale_figures", "update_readme"]
+__all__ = ["BEGIN", "BLOCK", "END", "FIGURE", "readme_figures", "replace_block", "stale_figures", "update_readme"]
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN = "<!-- reproduce-summary:begin -->"
 END = "<!-- reproduce-summary:end -->"
+#: the README's short block a summary writes beside SUMMARY.md (issue 52: the answer, one table, one figure)
+BLOCK = "README-BLOCK.md"
 
 
 FIGURE = re.compile(r"\]\((docs/figures/([\w.-]+\.png))\)")
+
+
+def _main_block(readme: str) -> str:
+    """The part of the README between the main job's markers (the whole text where it has none): the
+    figures of other generated blocks (the analogue's, ``noisymix_app.analogue_methods``) are not the
+    main job's."""
+    found = re.search(re.escape(BEGIN) + r"(.*?)" + re.escape(END), readme, flags=re.S)
+    return found.group(1) if found else readme
 
 
 def readme_figures(readme: str) -> list[tuple[str, str]]:
@@ -31,24 +41,23 @@ def _sha256(path: Path) -> str:
 
 
 def update_readme(out: str | Path, root: Path = ROOT) -> None:
-    """Copy ``out``'s summary to ``docs/reproduce-summary.*`` and into the README between the
-    markers, and every figure the README shows from ``out/figures`` to ``docs/figures``, with its
-    sha256 recorded in ``docs/reproduce-summary.json`` (``"figures"``), so that the README's figures
-    are the run's whose numbers it prints (issue 22; ``stale_figures`` checks it).
+    """Copy ``out``'s summary to ``docs/reproduce-summary.*``, its short block (``BLOCK``; SUMMARY.md for
+    a folder without one) into the README between the markers, and every figure the README shows from
+    ``out/figures`` to ``docs/figures``, with its sha256 recorded in ``docs/reproduce-summary.json``
+    (``"figures"``), so that the README's figures are the run's whose numbers it prints (issue 22;
+    ``stale_figures`` checks it).
 
     Everything is read and checked before the first write: a refusal writes nothing (issue 54: a run
     without ``calibration_shift.png`` was refused only after ``docs/figures/robust_c.png`` had been
     replaced, leaving the README's figures from two runs)."""
     out = Path(out)
     text = (out / "SUMMARY.md").read_text()
-    readme = (root / "README.md").read_text()
-    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), flags=re.S)
-    if not pattern.search(readme):
-        raise ValueError(f"README.md has no {BEGIN} ... {END} markers")
+    block = (out / BLOCK).read_text() if (out / BLOCK).is_file() else text
+    readme = replace_block((root / "README.md").read_text(), block)
     record = read_json(out / "summary.json")
     record["figures"] = {}
     figures = {}  # path in the repository -> the run's bytes, all read before any is written
-    for path, name in readme_figures(readme):
+    for path, name in readme_figures(_main_block(readme)):
         made = out / "figures" / name
         if not made.is_file():
             raise ValueError(f"the README shows {path}, but {made} was not written by this run")
@@ -59,7 +68,15 @@ def update_readme(out: str | Path, root: Path = ROOT) -> None:
         write_bytes(root / path, data)
     write_text(root / "docs" / "reproduce-summary.md", text)
     write_json(root / "docs" / "reproduce-summary.json", record)
-    write_text(root / "README.md", pattern.sub(lambda _: f"{BEGIN}\n{text}{END}", readme))
+    write_text(root / "README.md", readme)
+
+
+def replace_block(readme: str, block: str) -> str:
+    """The README with ``block`` between the markers (ValueError without them)."""
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), flags=re.S)
+    if not pattern.search(readme):
+        raise ValueError(f"README.md has no {BEGIN} ... {END} markers")
+    return pattern.sub(lambda _: f"{BEGIN}\n{block}{END}", readme)
 
 
 def stale_figures(root: Path = ROOT) -> list[str]:
@@ -67,5 +84,5 @@ def stale_figures(root: Path = ROOT) -> list[str]:
     summary (missing from its record, or another file now): empty when all come from its run."""
     recorded = read_json(root / "docs" / "reproduce-summary.json").get("figures", {})
     readme = (root / "README.md").read_text()
-    return [path for path, _ in readme_figures(readme)
+    return [path for path, _ in readme_figures(_main_block(readme))
             if path not in recorded or not (root / path).is_file() or _sha256(root / path) != recorded[path]]

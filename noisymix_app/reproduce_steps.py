@@ -103,7 +103,8 @@ def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> tuple[list[
                                          *(() if plan.perturbation_params == "cifar"
                                            else ("--params", plan.perturbation_params))),
                            perturbed / "labels.npy"))
-    figures = _Step("figures", ("figures", "--results", str(out), "--out", str(out / "figures")),
+    # the paper-only replots stay with `noisymix figures`: the report shows what the job ran (issue 52)
+    figures = _Step("figures", ("figures", "--results", str(out), "--out", str(out / "figures"), "--no-paper-only"),
                     out / "figures" / "REPORT.md")
     return steps, figures
 

@@ -2,19 +2,26 @@
 
 Every number the README shows for the small-scale run comes from here, never by hand:
 ``python -m noisymix_app.reproduce_summary --out results --update-readme`` (or
-``noisymix reproduce --out results --update-readme``) writes the summary, copies it to
-``docs/reproduce-summary.md`` / ``.json`` and replaces the README between the markers
-``<!-- reproduce-summary:begin -->`` and ``<!-- reproduce-summary:end -->``.  The summary names
-the git commit it was made from; ``tests/test_readme.py`` fails when the README and the committed
+``noisymix reproduce --out results --update-readme``) writes the summary (``SUMMARY.md``, and its short
+block ``README-BLOCK.md``), copies it to ``docs/reproduce-summary.md`` / ``.json`` and replaces the README
+between the markers ``<!-- reproduce-summary:begin -->`` and ``<!-- reproduce-summary:end -->`` with the
+block: the answer in one paragraph, the claims table and one figure, at most ``README_WORDS`` words
+(issue 52).  ``--rerender SUMMARY_JSON`` re-derives a kept summary from its per-seed values with the
+current report code (``rederive``) and writes the same files without rerunning anything.  The summary
+names the git commit it was made from; ``tests/test_readme.py`` fails when the README and the committed
 summary disagree, or when the code that made the numbers changed after that commit.
 
-Statistics.  Per method: mean over seeds and a 95 % t-interval (mean ± t_{0.975, n-1} s/√n).
-Per claim of the paper (Sec. 4: NoisyMix and the other methods raise robustness over the
-Baseline while keeping clean accuracy, NoisyMix the most robust) the paired difference over
-seeds (same seed, same data order) with its 95 % t-interval: the claim **holds** when the
-interval lies on the claimed side, is **within noise** when it covers the boundary, **fails**
-when it lies on the other side.  The power: the minimum difference a paired t-test at 5 % detects
-with 80 % power given the observed spread of the differences, (t_{0.975} + t_{0.80}) s_d / √n.
+Statistics (``noisymix_app.reproduce_claims``).  Per method: mean over seeds and a 95 % t-interval
+(mean ± t_{0.975, n-1} s/√n).  Per claim of the paper, each once (Sec. 4, tab:results_cifar10,
+tab:results_cifar_p, App. tab:results_imagenet_r_calibration), the paired difference over seeds (same
+seed, same data order) with its 95 % t-interval and its two-sided paired-t p-value; NoisyMix more robust
+than Baseline is the primary claim, tested alone at 5 %, the others one family adjusted by Holm's
+step-down procedure.  The verdict stated everywhere is the adjusted one: **holds** / **fails** when the
+adjusted p is below 5 % (by the side of the mean), else **within noise**.  Each claim's MDD (the
+difference detected with 80 % power at the observed spread) is taken at its test level (5 %, or
+5 % / m for the m secondary claims), and set against the paper's effect in the matching setting; each
+verdict is *firm* or *fragile* against its metric's cross-machine margin
+(``noisymix_app.reproduce_margins.firmness``).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from fullscale.evaluation.resolution import summary_step
 from fullscale.vocabulary import CATEGORIES
 from noisymix_app.report_ablation import ablation_lines, read_ablation
 from noisymix_app.report_calibration import calibration_shift_lines, calibration_shift_summary
+from noisymix_app.report_published import published_lines, read_published
 from noisymix_app.reproduce_claims import (
     CLEAN_TOLERANCE,
     LABELS,
@@ -36,16 +44,21 @@ from noisymix_app.reproduce_claims import (
     claims_of,
     correct,
     decidable,
+    descriptive_of,
     paper_effects,
+    shift_values,
+    stated,
     verdict,
 )
 from noisymix_app.reproduce_headline import paper_calibration
 from noisymix_app.reproduce_margins import (
     CROSS_MACHINE_MARGIN,
     MARGINS,
+    MARGINS_COMMAND,
     METRIC_WORDS,
     claim_metric,
     cross_machine_margins,
+    firmness,
     fragile_note,
     made_on,
     margins_of,
@@ -53,17 +66,38 @@ from noisymix_app.reproduce_margins import (
     read_margins,
     robustness,
 )
-from noisymix_app.reproduce_readme import BEGIN, END, readme_figures, stale_figures, update_readme
+from noisymix_app.reproduce_readme import BEGIN, BLOCK, END, readme_figures, replace_block, stale_figures, update_readme
 from noisymix_figures.results import stale_evaluation
 from noisymix_infra.io import read_json, write_json, write_text
 from noisymix_infra.provenance import git_state, machine
 from noisymix_infra.stats import Seeds, interval
 from theory.results import checks_of, tally, tally_sentence
 
-__all__ = ["BEGIN", "CLEAN_TOLERANCE", "CODE_PATHS", "CROSS_MACHINE_MARGIN", "END", "LABELS", "claim_metric",
-           "cross_machine_margins", "main",
-           "paper_calibration", "read_margins", "readme_figures", "render", "robustness", "stale_figures", "summarize",
-           "update_readme", "write_summary"]
+__all__ = [
+    "BEGIN",
+    "CLEAN_TOLERANCE",
+    "CODE_PATHS",
+    "CROSS_MACHINE_MARGIN",
+    "END",
+    "LABELS",
+    "README_WORDS",
+    "claim_metric",
+    "cross_machine_margins",
+    "derive",
+    "main",
+    "paper_calibration",
+    "read_margins",
+    "readme_figures",
+    "rederive",
+    "render",
+    "render_readme",
+    "robustness",
+    "stale_figures",
+    "summarize",
+    "update_readme",
+    "values_of",
+    "write_summary",
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 _verdict, _claims = verdict, claims_of  # their old names here (tests, notes)
@@ -74,6 +108,7 @@ CODE_PATHS = ("noisymix", "noisymix_app/plans.py", "noisymix_app/reproduce.py", 
               "noisymix_app/reproduce_margins.py", "noisymix_infra/stats.py", "noisymix_app/reproduce_readme.py",
               "noisymix_app/reproduce_steps.py", "noisymix_app/reproduce_log.py",
               "noisymix_app/report_calibration.py", "noisymix_app/report_ablation.py",
+              "noisymix_app/report_published.py",
               "noisymix_app/sweep", "fullscale/training",
               "fullscale/evaluation", "fullscale/metrics.py", "fullscale/vocabulary.py", "fullscale/augment",
               "fullscale/corruptions", "fullscale/models",
@@ -148,30 +183,87 @@ def summarize(out: str | Path) -> dict:
                         values[method][name].step = max(values[method][name].step or 0.0, 100 * step)
                     if file is None and name == "corrupted":
                         n_corruptions.add(len(record["summary"].get("per_corruption", {})))
-    table = {m: {name: interval(list(v.values())) for name, v in per.items() if v} for m, per in values.items()}
-    claims = claims_of(values, plan["methods"])
-    correct(claims)  # the primary claim, and Holm's correction over the secondary ones (issue 46)
-    effects = paper_effects(LABELS)
-    for claim in claims:
-        claim["paper_effect"] = effects.get(claim["id"])
-        claim["decidable"] = decidable(claim, claim["paper_effect"])
+    shift = calibration_shift_summary(out)
+    for method, per in shift_values(shift).items():  # calibration under shift, severities 1-5 (issue 52)
+        values.setdefault(method, {}).update(per)
+    table = _table(values)
+    margins = read_margins()
     return {"plan": plan, "plan_name": log.get("plan_name", "custom"), "corrupted_suite": suite,
             "corruptions": sorted(n_corruptions),
             # both the sum of the steps' recorded times (total_seconds), never the
             # last invocation's: a resume that recomputed nothing rewrote 1132 s to 2.47 (issue 32)
             "git": _git(), "seconds": round(sum(e.get("seconds", 0) for e in log.get("steps", [])), 1),
             "wall_seconds": total_seconds(log),
-            "table": table, "claims": claims,
+            "table": table, **derive(values, plan, margins),
             "ran_on": ran_on(log),
             "machine": {**machine(), "workers": log.get("workers", plan.get("workers", 0))},
-            "categories": category_claims(values, LABELS),
-            "calibration_under_shift": calibration_shift_summary(out),
+            "calibration_under_shift": shift,
             # why NoisyMix is under-confident: the ablation plan's rows, run apart (issue 46, item 4)
-            "ablation": (read_ablation() if str(log.get("plan_name", "")).split(" ")[0]
-                         in ("laptop", "laptop-published-rows", "gpu") else None),
+            "ablation": _ablation(log.get("plan_name", "")),
             "analogue": analogue_profile(out, plan, suite),
+            "published_rows": _published(log.get("plan_name", "")),
             "theory": _theory(out / "theory" / "theory.json"), "toy": _toy(out / "toy" / "toy.json"),
-            "paper_calibration": paper_calibration(), "margins": read_margins()}
+            "paper_calibration": paper_calibration(), "margins": margins}
+
+
+def _ablation(plan_name: str) -> dict | None:
+    return read_ablation() if str(plan_name).split(" ")[0] in ("laptop", "laptop-published-rows", "gpu") else None
+
+
+def _table(values: dict[str, dict[str, dict[int, float]]]) -> dict:
+    """Per method and metric, the interval over seeds with the seeds its values belong to (so that a
+    summary read back pairs them by seed: ``values_of``)."""
+    return {m: {name: {**interval(list(v.values())), "seeds": list(v)} for name, v in per.items() if v}
+            for m, per in values.items()}
+
+
+def derive(values: dict[str, dict[str, dict[int, float]]], plan: dict, margins: dict[str, float]) -> dict:
+    """Everything a summary derives from the per-seed values: the claims (one Holm family, each with its
+    MDD at its level, the paper's effect and whether the run can decide it, firm or fragile against the
+    cross-machine margins), the descriptive checks and the per-group breakdown."""
+    claims = claims_of(values, plan["methods"])
+    correct(claims)  # the primary claim, and Holm's correction over the secondary ones (issues 46, 52)
+    effects = paper_effects(LABELS)
+    for claim in claims:
+        claim["paper_effect"] = effects.get(claim["id"])
+        claim["decidable"] = decidable(claim, claim["paper_effect"])
+    firmness(claims, margins)
+    return {"claims": claims, "descriptive": descriptive_of(values), "categories": category_claims(values, LABELS)}
+
+
+def values_of(record: dict) -> dict[str, dict[str, dict[int, float]]]:
+    """The per-seed values of a summary read back: each table cell's values by its seeds (a summary
+    made before the cells named them: by the plan's seeds where every seed is there), with the
+    calibration-under-shift metrics from its per-severity record."""
+    seeds = list((record.get("plan") or {}).get("seeds") or [])
+    values: dict[str, dict[str, dict[int, float]]] = {}
+    for method, row in (record.get("table") or {}).items():
+        for metric, cell in row.items():
+            keys = cell.get("seeds") or (seeds if len(cell.get("values") or []) == len(seeds) else None)
+            if keys and len(keys) == len(cell.get("values") or []):
+                values.setdefault(method, {})[metric] = dict(zip(keys, cell["values"], strict=True))
+    for method, per in shift_values(record.get("calibration_under_shift")).items():
+        values.setdefault(method, {}).update(per)
+    return values
+
+
+def rederive(record: dict, *, margins: dict[str, float] | None = None) -> dict:
+    """A summary read back, re-derived by the current code from its per-seed values (the claims, the
+    descriptive checks, the table's derived metrics, the margins, the ablation and the published rows
+    as kept in docs/): the same runs, today's statistics.  Used to re-render the README's copy without
+    rerunning the job, and to measure the cross-machine margins on today's claims."""
+    values = values_of(record)
+    margins = read_margins() if margins is None else margins
+    plan = record["plan"]
+    out = {**record, "table": _table(values), **derive(values, plan, margins), "margins": margins}
+    out["ablation"] = _ablation(record.get("plan_name", "")) if "ablation" in record else None
+    out["published_rows"] = _published(record.get("plan_name", ""))
+    return out
+
+
+def _published(plan_name: str) -> dict | None:
+    """The published rows' verdicts beside the main job's (issue 51, item 4); not the ablation's."""
+    return read_published() if str(plan_name).split(" ")[0] in ("laptop", "gpu") else None
 
 
 def _theory(path: Path) -> dict | None:
@@ -271,27 +363,39 @@ def _description(summary: dict) -> str:
 
 
 def _claim_line(c: dict, margins: dict[str, float]) -> str:
+    """One claim in detail: the paired difference and its interval, p before and after Holm, the MDD at
+    the claim's level beside the paper's effect, and the stated verdict with its mark (issue 52)."""
+    from noisymix_app.reproduce_headline import cannot_decide
+
     d = c["difference"]
     if d is None:
         return f"- {c['statement']}: no paired runs"
     interval = "" if d["half_width"] is None else (
         f" [{d['mean'] - d['half_width']:+.1f}, {d['mean'] + d['half_width']:+.1f}]")
-    mdd = "" if d.get("mdd80") is None else f"; MDD {d['mdd80']:.1f}"
-    firm = robustness(c, margins=margins)
-    tag = "" if firm is None else (" (firm)" if firm else " (fragile)")
-    if firm is None and d["half_width"] is not None and claim_metric(c) is not None:
-        tag = " (no cross-machine margin measured)"
-    line = f"- {c['statement']}: {d['mean']:+.1f}{interval}{mdd}"
+    line = f"- {c['statement']}: {d['mean']:+.1f}{interval}"
+    if c.get("p") is not None:
+        line += (f"; p {_p(c['p'])}" if c.get("role") == "primary"
+                 else f"; p {_p(c['p'])}, after Holm {_p(c['p_adjusted'])}")
+    size = c.get("mdd", d.get("mdd80"))
+    if size is not None:
+        level = c.get("level")
+        line += f"; MDD {size:.1f}" + ("" if level is None else f" at level {level:.3g}")
     effect = c.get("paper_effect")
-    if effect is not None and d.get("mdd80") is not None:
-        undecided = (c.get("verdict_adjusted") or c["verdict"]) == "within noise" and c.get("decidable") is False
-        line += (f" against the paper's {effect['effect']:+.1f} ({effect['source']})"
-                 + (": this run cannot decide it (its MDD exceeds the paper's effect)" if undecided else ""))
-    line += f" — **{c['verdict']}**{tag}"
+    if effect is not None:
+        line += (f"; the paper's {effect['effect']:+.1f} ({effect['source']}"
+                 + (": another setting, the direction is tested" if effect.get("direction_only") else "") + ")")
+    if c.get("unscaled"):
+        u = c["unscaled"]
+        line += f"; unscaled (the paper's metric) {u['mean']:+.1f}"
+        if u.get("half_width") is not None:
+            line += f" [{u['mean'] - u['half_width']:+.1f}, {u['mean'] + u['half_width']:+.1f}]"
+    firm = c.get("firm")
+    mark = ("" if firm is None else f", {'firm' if firm else 'fragile'} (margin {c['margin']:g})")
+    line += f" — **{stated(c)}**{mark}"
+    if cannot_decide(c):
+        line += "; too small to decide (its MDD exceeds the paper's effect)"
     if c.get("role") == "primary":
-        line += " (the primary claim" + ("" if c.get("p") is None else f", p {_p(c['p'])}") + ")"
-    elif c.get("p_adjusted") is not None:
-        line += f"; after Holm: p {_p(c['p'])} → {_p(c['p_adjusted'])}, **{c['verdict_adjusted']}**"
+        line += " (the primary claim)"
     return line
 
 
@@ -333,27 +437,52 @@ def _toy_lines(toy: dict) -> list[str]:
     return lines
 
 
-def render(summary: dict) -> str:
-    """``SUMMARY.md``: the findings as Markdown (what the README includes between its markers): the
-    verdict in plain words first (``reproduce_headline.headline``), the terms, then the numbers."""
-    from noisymix_app.reproduce_claims import analogue_lines, category_lines
-    from noisymix_app.reproduce_headline import aims_sentence, calibration_section, headline, opening, terms
+#: the README's block at most this many words (issue 52, goal 4: a summary a reader finishes)
+README_WORDS = 600
 
-    plan, git = summary["plan"], summary["git"]
-    seeds = len(plan["seeds"])
-    n_c = ",".join(str(n) for n in summary["corruptions"]) or "?"
+
+def _generated(summary: dict) -> str:
+    git, plan = summary["git"], summary["plan"]
     dirty = "" if not git.get("dirty") else " (working tree had uncommitted changes)"
+    n_c = ",".join(str(n) for n in summary["corruptions"]) or "?"
+    return (f"Generated by `noisymix reproduce --plan {summary.get('plan_name', '?')}` "
+            f"({_description(summary)}) from commit `{(git.get('commit') or 'unknown')[:12]}`{dirty}"
+            + _duration(summary) + ": "
+            f"{', '.join(LABELS.get(m, m) for m in plan['methods'])} on {plan['dataset']}, "
+            f"{plan['model']} width {plan['width']}, {plan['epochs']} epochs"
+            + "".join(f", {o.replace('=', ' ')}" for o in plan.get("train_overrides") or ())
+            + f", {len(plan['seeds'])} seed(s); the corrupted set has {n_c} corruption(s) × 5 severities.")
+
+
+def render_readme(summary: dict) -> str:
+    """The README's block (issue 52, goal 4; at most ``README_WORDS`` words): the answer in one paragraph,
+    one table of the claims, one figure, and where the rest is."""
+    from noisymix_app.reproduce_headline import claims_table, opening
+
+    plan = summary["plan"]
+    lines = [opening(summary), "", *claims_table(summary), "",
+             f"Our runs: {plan['dataset']}, {plan['model']} width {plan['width']}, {plan['epochs']} epochs, "
+             f"{len(plan['seeds'])} seeds, commit `{((summary.get('git') or {}).get('commit') or 'unknown')[:12]}`; "
+             "differences in points, paired over seeds; the paper's effect from its matching table. Firm / "
+             "fragile, MDD and Holm's correction are defined, and every other table (per method, per corruption "
+             "group, calibration, the analogue's profile, the published rows, the ablation, theory, toy) is, in "
+             "[docs/reproduce-summary.md](docs/reproduce-summary.md) (a run's own: `results/REPORT.md`).", "",
+             "![Robust accuracy on corrupted sets: the paper's CIFAR-10-C values beside our digits runs]"
+             "(docs/figures/robust_c.png)"]
+    return "\n".join(lines) + "\n"
+
+
+def render(summary: dict) -> str:
+    """``SUMMARY.md``, kept as docs/reproduce-summary.md: the answer and the claims table first (as the
+    README shows them), the terms, then every claim in detail and the descriptive sections."""
+    from noisymix_app.reproduce_claims import analogue_lines, category_lines
+    from noisymix_app.reproduce_headline import aims_sentence, calibration_section, claims_table, opening, terms
+
+    plan = summary["plan"]
     margins = margins_of(summary)
-    lines = [opening(summary), "", headline(summary), "",
+    lines = [opening(summary), "", *claims_table(summary), "",
              terms({METRIC_WORDS.get(k, k): v for k, v in margins.items()}), "",
-             f"Generated by `noisymix reproduce --plan {summary.get('plan_name', '?')}` "
-             f"({_description(summary)}) from commit `{(git.get('commit') or 'unknown')[:12]}`{dirty}"
-             + _duration(summary) + ": "
-             f"{', '.join(LABELS.get(m, m) for m in plan['methods'])} on {plan['dataset']}, "
-             f"{plan['model']} width {plan['width']}, {plan['epochs']} epochs"
-             + "".join(f", {o.replace('=', ' ')}" for o in plan.get("train_overrides") or ())
-             + f", {seeds} seed(s); the corrupted set has {n_c} corruption(s) × 5 severities. "
-             "Our numbers: mean ± 95 % t-interval over seeds (%).", "",
+             _generated(summary) + " Our numbers: mean ± 95 % t-interval over seeds (%).", "",
              "| method | clean | corrupted | RMS calibration error, clean test images | "
              "RMS calibration error, corrupted sets |" + (" mean flip probability, perturbed sequences |"
                                                           if _has(summary, "flip_probability") else ""),
@@ -363,8 +492,8 @@ def render(summary: dict) -> str:
         lines.append(f"| {LABELS.get(m, m)} | {_fmt(row.get('clean'))} | {_fmt(row.get('corrupted'))} | "
                      f"{_fmt(row.get('rms_calibration_error'))} | {_fmt(row.get('rms_calibration_error_corrupted'))} |"
                      + (f" {_fmt(row.get('flip_probability'))} |" if _has(summary, "flip_probability") else ""))
-    lines += ["", "Claims of the paper at this scale (paired difference over seeds in points, 95 % t-interval, "
-              "MDD; the verdict words and marks as defined above):", ""]
+    lines += ["", "Each claim in detail (paired difference over seeds in points, 95 % t-interval; the verdict stated "
+              "is after Holm's correction):", ""]
     lines += [_claim_line(c, margins) for c in summary["claims"]]
     for section in (category_lines(summary), analogue_lines(summary)):
         if section:
@@ -372,18 +501,13 @@ def render(summary: dict) -> str:
     aims = aims_sentence(summary)
     if aims:
         lines += ["", aims]
-    calibration = calibration_section(summary)
-    if calibration:
-        lines += ["", *calibration]
-    shift = calibration_shift_lines(summary.get("calibration_under_shift"))
-    if shift:
-        lines += ["", *shift]
-    ablation = ablation_lines(summary.get("ablation"))
-    if ablation:
-        lines += ["", *ablation]
+    for section in (calibration_section(summary), calibration_shift_lines(summary.get("calibration_under_shift")),
+                    published_lines(summary, summary.get("published_rows")), ablation_lines(summary.get("ablation"))):
+        if section:
+            lines += ["", *section]
     if summary.get("ran_on") or summary.get("machine"):
         lines += ["", made_on(summary)]
-    elif any(robustness(c, margins=margins) is not None for c in summary["claims"]):
+    elif any(c.get("firm") is not None for c in summary["claims"]):
         lines += ["", fragile_note(summary)]
     if summary.get("theory"):
         t = summary["theory"]
@@ -400,7 +524,19 @@ def write_summary(out: str | Path, plan_name: str | None = None) -> dict:
     summary["plan_name"] = plan_name or summary["plan_name"]  # the name reproduce.json recorded
     write_json(out / "summary.json", summary)
     write_text(out / "SUMMARY.md", render(summary))
+    write_text(out / BLOCK, render_readme(summary))
     return summary
+
+
+def rerender(path: str, root: Path = ROOT, kept: str = "reproduce") -> dict:
+    """Re-derive a kept summary (``rederive``) and write it back as docs/KEPT-summary.* (and, for the main
+    job's, the README's block, its figures as recorded: the same run's files, unchanged).  No run is redone."""
+    record = rederive(_summary_at(path))
+    write_json(root / "docs" / f"{kept}-summary.json", record)
+    write_text(root / "docs" / f"{kept}-summary.md", render(record))
+    if kept == "reproduce":
+        write_text(root / "README.md", replace_block((root / "README.md").read_text(), render_readme(record)))
+    return record
 
 
 def _summary_at(where: str) -> dict:
@@ -415,6 +551,14 @@ def _summary_at(where: str) -> dict:
     return json.loads(shown.stdout)
 
 
+def margins_from(sources: list[str] | tuple[str, ...]) -> dict:
+    """The cross-machine margins of ``sources`` (summary.json files or COMMIT:PATH), each re-derived by the
+    current code with no margins (firmness aside), with the command that remakes them."""
+    summaries = [rederive(_summary_at(path), margins={}) for path in sources]
+    return {**cross_machine_margins(summaries), "how": "python -m noisymix_app.reproduce_summary --margins "
+            + " ".join(sources)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m noisymix_app.reproduce_summary",
                                      description=__doc__.split("\n")[0])
@@ -422,17 +566,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--margins", nargs="+", metavar="SUMMARY_JSON",
                         help="write docs/cross-machine-margins.json from these summary.json files or COMMIT:PATH "
                              "of committed ones (the same plan on different CPUs): each metric's largest shift of "
-                             "a paired mean")
+                             "a paired mean, every summary's claims re-derived by the current code "
+                             f"(the committed margins: `{MARGINS_COMMAND}`)")
+    parser.add_argument("--rerender", metavar="SUMMARY_JSON",
+                        help="re-derive a kept summary.json (or COMMIT:PATH) with the current report code and write "
+                             "it as docs/reproduce-summary.* and the README's block, without rerunning anything")
+    parser.add_argument("--kept", choices=("reproduce", "ablation"), default="reproduce",
+                        help="with --rerender: which kept summary it is, docs/KEPT-summary.* (only the main job's, "
+                             "reproduce, goes into the README)")
     parser.add_argument("--update-readme", action="store_true",
                         help="copy the summary to docs/reproduce-summary.* and into README.md")
     args = parser.parse_args(argv)
     if args.margins:
-        record = cross_machine_margins([_summary_at(path) for path in args.margins])
-        write_json(MARGINS, {**record, "how": "python -m noisymix_app.reproduce_summary --margins "
-                                                + " ".join(args.margins)})
+        record = margins_from(args.margins)
+        write_json(MARGINS, record)
         print(json.dumps(record))
-        if not args.out:
+        if not args.out and not args.rerender:
             return 0
+    if args.rerender:
+        rerender(args.rerender, kept=args.kept)
+        print(json.dumps({"rerendered": args.rerender}))
+        return 0
     if not args.out:
         parser.error("--out is required (or --margins alone)")
     write_summary(args.out)

@@ -96,16 +96,20 @@ def _summary_block() -> str:
 
 
 def test_the_readme_shows_the_committed_reproduce_summary():
-    """Issue 10, item 9: the small-scale numbers are a copy of the file `noisymix reproduce` wrote."""
+    """Issue 10, item 9: the small-scale numbers are a copy of the files `noisymix reproduce` wrote; issue
+    52: the README shows the short block (the answer, the claims table, one figure) of the summary whose
+    whole rendering is docs/reproduce-summary.md."""
     committed = (ROOT / "docs" / "reproduce-summary.md").read_text().strip()
-    assert _summary_block() == committed, (
-        "README's small-scale section differs from docs/reproduce-summary.md: run "
-        "`noisymix reproduce --out results --update-readme` (or `python -m noisymix_app.reproduce_summary "
-        "--out results --update-readme`)")
     record = json.loads((ROOT / "docs" / "reproduce-summary.json").read_text())
-    # the Markdown is the rendering of the JSON committed beside it (an independent re-render)
-    from noisymix_app.reproduce_summary import render
-    assert render(record).strip() == committed
+    # the Markdown and the README's block are renderings of the JSON committed beside them
+    from noisymix_app.reproduce_summary import render, render_readme
+    assert render(record).strip() == committed, (
+        "docs/reproduce-summary.md is not the rendering of docs/reproduce-summary.json: run "
+        "`noisymix reproduce --out results --update-readme` (or `python -m noisymix_app.reproduce_summary "
+        "--rerender docs/reproduce-summary.json` after a change of the report code alone)")
+    assert _summary_block() == render_readme(record).strip(), (
+        "README's small-scale section differs from the rendering of docs/reproduce-summary.json: run "
+        "`noisymix reproduce --out results --update-readme`")
 
 
 def test_the_reproduce_summary_is_not_stale():
@@ -140,6 +144,11 @@ def test_update_readme_replaces_only_the_marked_block(tmp_path):
     (tmp_path / "README.md").write_text(f"intro\n{BEGIN}\nold numbers\n{END}\nrest\n")
     update_readme(out, root=tmp_path)
     assert (tmp_path / "README.md").read_text() == f"intro\n{BEGIN}\n| a | 1.0 ± 0.1 |\n{END}\nrest\n"
+    assert (tmp_path / "docs" / "reproduce-summary.md").read_text() == "| a | 1.0 ± 0.1 |\n"
+    # with the short block beside it (issue 52) the README takes the block, docs/ the whole summary
+    (out / "README-BLOCK.md").write_text("the answer\n")
+    update_readme(out, root=tmp_path)
+    assert (tmp_path / "README.md").read_text() == f"intro\n{BEGIN}\nthe answer\n{END}\nrest\n"
     assert (tmp_path / "docs" / "reproduce-summary.md").read_text() == "| a | 1.0 ± 0.1 |\n"
     (tmp_path / "README.md").write_text("no markers\n")
     with pytest.raises(ValueError, match="markers"):

@@ -71,7 +71,8 @@ def test_the_figure_draws_the_bins_the_diagonal_and_the_counts():
     # the legend is the figure's, outside every axes: it covers no bar
     assert len(fig.legends) == 1
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert texts == ["perfect calibration", "clean test images", "corrupted, severity 5 (all corruptions)"]
+    assert texts[:3] == ["perfect calibration", "clean test images", "corrupted, severity 5 (all corruptions)"]
+    assert texts[3].startswith("hollow: a bin of fewer than")
     fig.canvas.draw()
     box = fig.legends[0].get_window_extent()
     assert all(not box.overlaps(ax.get_window_extent()) for ax in axes)
@@ -86,3 +87,31 @@ def test_the_figure_file_is_written_only_when_a_run_has_the_bins(tmp_path):
     assert calibration_shift(old, tmp_path / "none.png") is None and not (tmp_path / "none.png").exists()
     with pytest.raises(ValueError, match="no reliability"):
         reliability_figure({})
+
+
+def test_small_bins_are_hollow_and_the_counts_of_both_sets_are_visible():
+    """Issue 52: bins of 1-2 images were drawn at full height and the clean counts (4,050) vanished beside
+    the corrupted ones (60,750): a bin under MIN_COUNT is hollow and faded, the counts are on a log scale
+    with each set's total in the legend."""
+    from matplotlib.colors import to_rgba
+
+    from noisymix_figures.calibration_shift import MIN_COUNT
+
+    edges = [i / 4 for i in range(5)]
+
+    def bins(counts):
+        return {"accuracy": [0.5, 0.6, 0.7, 0.8], "confidence": [0.1, 0.4, 0.6, 0.9], "count": counts}
+
+    data = {"edges": edges, "seeds": 1,
+            "clean": {"as_evaluated": bins([2, 50, 400, 3598]), "temperature_scaled": bins([1, 60, 389, 3600])},
+            "severity_5": {"as_evaluated": bins([6000, 20000, 30000, 4750]),
+                           "temperature_scaled": bins([7000, 20000, 30000, 3750])}}
+    fig = reliability_figure({"baseline": data})
+    top, counts = fig.axes[0], fig.axes[1]
+    clean_bars = [p for p in top.patches if isinstance(p, Rectangle)][:4]
+    assert to_rgba(clean_bars[0].get_facecolor())[3] == 0  # 2 images: hollow
+    assert clean_bars[0].get_alpha() < 0.5 and 2 < MIN_COUNT
+    assert all(to_rgba(b.get_facecolor())[3] > 0 for b in clean_bars[1:])  # 50 and more: filled
+    assert counts.get_yscale() == "log"
+    legend = [t.get_text() for t in counts.get_legend().get_texts()]
+    assert legend == ["clean test images: 4,050 images", "corrupted: 60,750 images"]

@@ -127,6 +127,22 @@ def test_category_figures_share_one_axis_and_keep_their_legends_outside(groups):
                 assert mcolors.to_rgb(patch.get_facecolor()) == mcolors.to_rgb(method_color(text.get_text()))
 
 
+def test_the_category_figure_draws_the_resnet18_table_with_nfm(groups):
+    """Issue 52: `categories` drew the paper's WRN rows and left NFM out; its paper CIFAR-10-C panel is the
+    ResNet-18 table our claims are held against, with the main job's four methods."""
+    from noisymix_figures.paper import paper_values
+
+    fig = plots.category_bars_figure(groups)
+    cifar = next(ax for ax in fig.axes if ax.get_title().startswith("paper CIFAR-10-C"))
+    assert "ResNet-18" in cifar.get_title() and "WRN" not in cifar.get_title()
+    names = [t.get_text() for t in cifar.get_legend().get_texts()]
+    assert names == ["Baseline", "NFM", "AugMix", "NoisyMix"]
+    rows = dict(paper_values()["tab:results_cifar10_c"]["rows"])
+    noise = float(np.mean(rows["NFM"][:3]))  # the noise group: gaussian, shot, impulse
+    nfm_bars = cifar.containers[1]
+    assert nfm_bars[0].get_height() == pytest.approx(noise)
+
+
 def test_calibration_figure_has_a_title_that_names_its_error_bars(groups):
     fig, _ = plots.calibration_figure(groups)
     assert "error bars" in fig.get_suptitle() and "95 %" in fig.get_suptitle()
@@ -251,7 +267,8 @@ def test_one_account_per_label_heads_its_tables_and_its_line(tmp_path):
     assert "--plan ablation" not in ablation and "4 of 10 rows filled by these results" in ablation, ablation
     assert "only its small-scale analogue is filled: 4 row(s)" in line["tab:ablation"]
     # the figures that are analogues of a label are credited to it
-    assert "`categories.png`" in line["fig:imagenet_type"] and "`categories.png`" in line["fig:cifar10_wrs_type"]
+    assert "`categories.png`" in line["fig:imagenet_type"]
+    assert "`categories.png`" not in line["fig:cifar10_wrs_type"]  # its CIFAR panel is the ResNet-18's (issue 52)
     assert "`calibration_by_severity.png`" in line["tab:results_imagenet_r_calibration"]
 
 
