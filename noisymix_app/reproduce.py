@@ -262,8 +262,7 @@ def resolve_plan(name: str, overrides: Sequence[str]) -> tuple[ReproducePlan, st
 def run(args: argparse.Namespace) -> int:
     chosen = args.plan or default_plan_name()  # none named: the GPU plan on a CUDA machine, else the laptop's
     plan, name = resolve_plan(chosen, args.overrides)  # a bad key or value: one line, nothing written
-    check_plan(plan, args.data_root)  # a field a step would refuse: now, not 6-14 s in (issue 48)
-    if args.update_readme:
+    if args.update_readme:  # first: a plan that never writes the README is told so, whatever else it lacks
         if name != chosen:
             raise ValueError(f"--update-readme puts the {chosen} plan's summary into the README; "
                              "run it without --set")
@@ -273,6 +272,7 @@ def run(args: argparse.Namespace) -> int:
                    else "not the main job, whose summary the README shows")
             raise ValueError(f"--update-readme puts the plan's summary into the README; only the {README_PLAN} plan "
                              f"writes it, and the {chosen} plan is {why}: run it without --update-readme")
+    check_plan(plan, args.data_root)  # a field a step would refuse: now, not 6-14 s in (issue 48)
     # one job per folder: a second `reproduce` on it is one line at once, not "failed: None" later
     _claim(Path(args.out))  # before the lock writes into it: not a run's or a -C set's folder
     with directory_lock(args.out, "reproducing"):

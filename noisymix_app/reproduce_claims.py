@@ -125,7 +125,8 @@ def correct(claims: list[dict]) -> None:
     for claim in claims:
         d = claim.get("difference") or {}
         claim["level"] = level_of(claim, m)
-        claim["mdd"] = (None if d.get("sd") is None or d.get("n", 0) < 2
+        # no MDD from a spread below the measurement's resolution (issue 54): it would read as certainty
+        claim["mdd"] = (None if d.get("sd") is None or d.get("n", 0) < 2 or d.get("below_resolution")
                         else mdd(d["sd"], d["n"], alpha=claim["level"]))
         if claim["p"] is None:
             claim["p_adjusted"], claim["verdict_adjusted"] = None, claim.get("verdict")

@@ -24,11 +24,10 @@ FIGURE = re.compile(r"\]\((docs/figures/([\w.-]+\.png))\)")
 
 
 def _main_block(readme: str) -> str:
-    """The part of the README between the main job's markers (the whole text where it has none): the
-    figures of other generated blocks (the analogue's, ``noisymix_app.analogue_methods``) are not the
-    main job's."""
-    found = re.search(re.escape(BEGIN) + r"(.*?)" + re.escape(END), readme, flags=re.S)
-    return found.group(1) if found else readme
+    """The README without the blocks other commands generate (the analogue's, between
+    ``<!-- analogue-methods:begin -->`` and its end marker, ``noisymix_app.analogue_methods``): their
+    figures are not the main job's."""
+    return re.sub(r"<!-- analogue-methods:begin -->.*?<!-- analogue-methods:end -->", "", readme, flags=re.S)
 
 
 def readme_figures(readme: str) -> list[tuple[str, str]]:

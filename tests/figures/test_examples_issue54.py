@@ -42,7 +42,8 @@ def test_the_published_rows_are_drawn_for_runs_that_evaluated_them(tmp_path, mon
 
     monkeypatch.setattr(corruptions, "corrupt", spy)
     assert plots.corruption_examples(tmp_path / "published.png", shown=shown).read_bytes()[:4] == b"\x89PNG"
-    assert len(drawn) == 30 and {(p, k) for _, p, k in drawn} == {("cifar", 1.0)}  # the published rows
+    # 15 corruptions x the five severities (issue 52), all at the published rows
+    assert len(drawn) == 75 and {(p, k) for _, p, k in drawn} == {("cifar", 1.0)}
     drawn.clear()
     plots.corruption_examples(tmp_path / "matched.png")  # no set named: the package's fit
     assert {(n, k) for n, _, k in drawn} == {(n, k) for n, k in matched_fit()["strengths"].items()}
