@@ -1,3 +1,4 @@
 """The application around the method: the ``noisymix`` front door (``noisymix_app.cli``), the main job
-(``noisymix_app.reproduce``) and its README summary (``noisymix_app.reproduce_summary``).  It sits on top: it
-imports ``theory``, ``toy``, ``fullscale``, ``figures`` and ``benchmarks``; nothing imports it."""
+with its README summary (the package ``noisymix_app.reproduce``), the digits analogue's fits and test
+(``noisymix_app.analogue``), the sweeps (``noisymix_app.sweep``) and the benchmarks (``noisymix_app.bench``).
+It sits on top: it imports ``theory``, ``toy``, ``fullscale``, ``figures`` and ``benchmarks``; nothing imports it."""

@@ -10,7 +10,7 @@ predicting one class gives sd 0 too: a t-interval of width 0, p = 0 and an MDD o
 read from a spread the measurement cannot resolve.  ``paired`` therefore marks a difference whose
 sd is below its grid's step (``Seeds.step``; or exactly 0 where no step is known)
 ``below_resolution``, and then claims no MDD (None): the readers of a difference
-(``noisymix_app.reproduce_claims``) give it no verdict and no p-value.  Why one step: seeds whose differences
+(``noisymix_app.reproduce.claims``) give it no verdict and no p-value.  Why one step: seeds whose differences
 fall on at most two adjacent grid points (they differ by no more than one image) always have an
 sd below it (at most step * sqrt(n / (4 (n - 1))), 0.71 step for two seeds), so such a spread is
 rounding, not a measured noise level for the t-test to divide by.

@@ -242,7 +242,7 @@ def test_a_symlinked_marker_is_not_trusted(tmp_path, one_line_error):
 
 
 def test_update_readme_is_refused_outside_a_git_checkout(tmp_path, one_line_error, monkeypatch):
-    from noisymix_app.reproduce import check_git_checkout
+    from noisymix_app.reproduce.command import check_git_checkout
     from noisymix_infra import provenance
 
     with pytest.raises(ValueError, match="not a git checkout"):
@@ -425,8 +425,8 @@ def test_corrupt_a_flag_and_the_same_key_by_set_is_refused(tmp_path, one_line_er
 def test_the_reproduce_summary_leaves_out_a_nan_metric_and_other_weights(tmp_path):
     import dataclasses
 
-    from noisymix_app.plans import PLANS
-    from noisymix_app.reproduce_summary import summarize
+    from noisymix_app.reproduce.plans import PLANS
+    from noisymix_app.reproduce.summary import summarize
 
     out = tmp_path / "out"
     plan = dataclasses.replace(PLANS["laptop"], methods=("baseline", "noisymix"), seeds=(0, 1, 2))

@@ -483,9 +483,9 @@ def test_check_plan_takes_every_named_plan_and_the_library_door_checks_too(tmp_p
 
     import torch
 
-    from noisymix_app.plan_check import check_plan
-    from noisymix_app.plans import PLANS
-    from noisymix_app.reproduce import reproduce
+    from noisymix_app.reproduce.command import reproduce
+    from noisymix_app.reproduce.plan_check import check_plan
+    from noisymix_app.reproduce.plans import PLANS
 
     for name, plan in PLANS.items():
         if name == "gpu" and not torch.cuda.is_available():  # issue 53: it captures its steps as CUDA graphs
@@ -501,8 +501,8 @@ def test_check_plan_takes_every_named_plan_and_the_library_door_checks_too(tmp_p
 def test_a_seeds_setting_of_one_number_is_one_seed_of_that_number():
     """``seeds=100000`` is the plan of the one seed 100000 (the dialect's tuple of one, as
     ``seeds=0,1`` is two seeds), within the trainer's range: the run is ``baseline-seed100000``."""
-    from noisymix_app.plan_check import check_plan
-    from noisymix_app.reproduce import resolve_plan
+    from noisymix_app.reproduce.command import resolve_plan
+    from noisymix_app.reproduce.plan_check import check_plan
 
     plan, name = resolve_plan("quick", ["seeds=100000"])
     assert plan.seeds == (100000,) and name == "quick --set seeds=100000"
@@ -512,7 +512,7 @@ def test_a_seeds_setting_of_one_number_is_one_seed_of_that_number():
 def test_update_readme_refuses_the_smoke_plan(tmp_path, one_line_error):
     """Probed: ``--plan quick --update-readme --fresh`` ran and replaced the README's summary and
     figures with a smoke run's meaningless numbers (``--fresh`` itself changes nothing there)."""
-    from noisymix_app.reproduce_summary import ROOT
+    from noisymix_app.reproduce.summary import ROOT
 
     readme = (ROOT / "README.md").read_bytes()
     out = tmp_path / "out"

@@ -20,8 +20,8 @@ from fullscale.evaluation.resolution import summary_step
 from fullscale.metrics import corruption_summary
 from fullscale.vocabulary import CORRUPTIONS as VOCABULARY_CORRUPTIONS
 from noisymix_app.cli import main
-from noisymix_app.plans import PLANS
-from noisymix_app.reproduce_claims import UNJUDGED, claims_of, correct, holm, two_sided_p, verdict
+from noisymix_app.reproduce.claims import UNJUDGED, claims_of, correct, holm, two_sided_p, verdict
+from noisymix_app.reproduce.plans import PLANS
 from noisymix_infra.io import save_torch
 from noisymix_infra.stats import Seeds, interval, paired
 
@@ -80,7 +80,7 @@ def test_every_model_predicting_one_class_gives_no_verdict(tmp_path):
     """The issue's first case: every model predicts one class (45 of the 450 digits are of it), so every
     paired difference is 0 with sd 0. It was "+0.0 [+0.0, +0.0]; MDD 0.0 — holds; after Holm p < 0.001"
     and "the headline claim's MDD is 0.0 (aim met)"."""
-    from noisymix_app.reproduce_summary import render, summarize
+    from noisymix_app.reproduce.summary import render, summarize
 
     one_class = (45, {name: [45] * 5 for name in CORRUPTIONS})
     _reproduce_folder(tmp_path, {m: {0: one_class, 1: one_class} for m in ("baseline", "noisymix")})
@@ -105,7 +105,7 @@ def test_two_seeds_won_by_exactly_one_test_image_give_no_verdict(tmp_path):
     """The issue's second case: NoisyMix gets exactly one more image right than Baseline in each seed,
     clean and corrupted: the differences are equal up to float rounding (sd ~1e-17), so the primary
     claim "held" with p = 2e-14."""
-    from noisymix_app.reproduce_summary import summarize
+    from noisymix_app.reproduce.summary import summarize
 
     def counts(base_clean, base_c, plus):
         corrupted = {name: [base_c + s for s in range(5)] for name in CORRUPTIONS}
@@ -126,7 +126,7 @@ def test_two_seeds_won_by_exactly_one_test_image_give_no_verdict(tmp_path):
 
 def test_a_spread_of_several_images_is_still_judged(tmp_path):
     """The guard is no blanket: seeds differing by many images get the t-test's verdict."""
-    from noisymix_app.reproduce_summary import summarize
+    from noisymix_app.reproduce.summary import summarize
 
     def counts(clean, c):
         return (clean, {name: [c] * 5 for name in CORRUPTIONS})
@@ -282,7 +282,7 @@ def test_fit_analogue_refuses_a_seed_out_of_range_before_its_folder(tmp_path, on
 @pytest.mark.parametrize("plan", ["ablation", "digits16", "laptop-published-rows",
                                   pytest.param("gpu", id="the-cuda-plan")])
 def test_only_the_main_jobs_plan_updates_the_readme(tmp_path, one_line_error, plan):
-    from noisymix_app.reproduce_summary import ROOT
+    from noisymix_app.reproduce.summary import ROOT
 
     readme = (ROOT / "README.md").read_bytes()
     out = tmp_path / "out"
@@ -294,7 +294,7 @@ def test_only_the_main_jobs_plan_updates_the_readme(tmp_path, one_line_error, pl
 # --- nothing written by a command that refuses ------------------------------------------------------
 
 def test_update_readme_writes_nothing_when_it_refuses(tmp_path):
-    from noisymix_app.reproduce_summary import BEGIN, END, update_readme
+    from noisymix_app.reproduce.summary import BEGIN, END, update_readme
 
     out = tmp_path / "results"
     (out / "figures").mkdir(parents=True)
@@ -390,8 +390,8 @@ def test_the_figures_verdict_gives_none_from_a_zero_spread():
 
 
 def test_the_ablation_and_shift_sections_give_no_verdict_from_a_zero_spread():
-    from noisymix_app.report_ablation import _cell
-    from noisymix_app.report_calibration import _verdict_sentence
+    from noisymix_app.reproduce.report_ablation import _cell
+    from noisymix_app.reproduce.report_calibration import _verdict_sentence
 
     flat = paired({0: 3.0, 1: 4.0}, {0: 1.0, 1: 2.0})  # +2 at both seeds: sd 0
     assert _cell(flat) == "+2.0 (no spread: cannot be judged)"

@@ -88,7 +88,7 @@ def test_every_path_the_readme_names_exists():
 
 
 def _summary_block() -> str:
-    from noisymix_app.reproduce_summary import BEGIN, END
+    from noisymix_app.reproduce.summary import BEGIN, END
 
     text = _readme()
     assert text.count(BEGIN) == 1 and text.count(END) == 1, "README needs one pair of reproduce-summary markers"
@@ -102,10 +102,10 @@ def test_the_readme_shows_the_committed_reproduce_summary():
     committed = (ROOT / "docs" / "reproduce-summary.md").read_text().strip()
     record = json.loads((ROOT / "docs" / "reproduce-summary.json").read_text())
     # the Markdown and the README's block are renderings of the JSON committed beside them
-    from noisymix_app.reproduce_summary import render, render_readme
+    from noisymix_app.reproduce.summary import render, render_readme
     assert render(record).strip() == committed, (
         "docs/reproduce-summary.md is not the rendering of docs/reproduce-summary.json: run "
-        "`noisymix reproduce --out results --update-readme` (or `python -m noisymix_app.reproduce_summary "
+        "`noisymix reproduce --out results --update-readme` (or `python -m noisymix_app.reproduce.summary "
         "--rerender docs/reproduce-summary.json` after a change of the report code alone)")
     assert _summary_block() == render_readme(record).strip(), (
         "README's small-scale section differs from the rendering of docs/reproduce-summary.json: run "
@@ -117,7 +117,7 @@ def test_the_reproduce_summary_is_not_stale():
     import shutil
     import subprocess
 
-    from noisymix_app.reproduce_summary import CODE_PATHS
+    from noisymix_app.reproduce.summary import CODE_PATHS
 
     record = json.loads((ROOT / "docs" / "reproduce-summary.json").read_text())
     commit = record["git"]["commit"]
@@ -135,7 +135,7 @@ def test_the_reproduce_summary_is_not_stale():
 
 
 def test_update_readme_replaces_only_the_marked_block(tmp_path):
-    from noisymix_app.reproduce_summary import BEGIN, END, update_readme
+    from noisymix_app.reproduce.summary import BEGIN, END, update_readme
 
     out = tmp_path / "results"
     out.mkdir()
@@ -158,7 +158,7 @@ def test_update_readme_replaces_only_the_marked_block(tmp_path):
 def test_the_readme_figures_come_from_the_run_of_its_summary():
     """Issue 22: each figure the README shows is the file ``--update-readme`` copied from the run
     whose summary the README prints (its sha256 is recorded beside that summary)."""
-    from noisymix_app.reproduce_summary import readme_figures, stale_figures
+    from noisymix_app.reproduce.summary import readme_figures, stale_figures
 
     assert readme_figures(_readme()), "the README shows no figure of the main job"
     assert stale_figures(ROOT) == [], (
@@ -169,7 +169,7 @@ def test_the_readme_figures_come_from_the_run_of_its_summary():
 def test_a_stale_figure_is_caught(tmp_path):
     """The check above can fail: a run's figures are copied with their hashes; replacing one
     afterwards (a figure of another run) or showing one the run did not write is reported."""
-    from noisymix_app.reproduce_summary import BEGIN, END, stale_figures, update_readme
+    from noisymix_app.reproduce.summary import BEGIN, END, stale_figures, update_readme
 
     out = tmp_path / "results"
     (out / "figures").mkdir(parents=True)

@@ -12,7 +12,7 @@ noise corruptions, where the paper's NoisyMix gains most, could not show anythin
 the five severities keep their published spacing.
 
 The strengths are data (``digits_matched.json`` beside this file), written by ``noisymix
-fit-analogue --freeze`` (``noisymix_app.fit_analogue``: Baseline models of seeds the main job
+fit-analogue --freeze`` (``noisymix_app.analogue.fit_c``: Baseline models of seeds the main job
 never evaluates, corruption draws of another seed than the set's, a bisection per corruption on
 the Baseline's mean drop over the five severities); the file holds the fit's every evaluation, its
 targets and residuals, and the command that made it.  ``params="digits-matched"`` in

@@ -10,7 +10,7 @@ moves each perturbation's damage field ``k`` times as far per frame
 (``fullscale.corruptions.perturbations.STRENGTHENED``).
 
 The strengths are data (``digits_p_matched.json`` beside this file), written by ``noisymix
-fit-analogue --kind p --freeze`` (``noisymix_app.fit_analogue_p``: Baseline models of seeds the
+fit-analogue --kind p --freeze`` (``noisymix_app.analogue.fit_p``: Baseline models of seeds the
 main job never evaluates, perturbation draws of another seed than the set's, test images the set
 does not perturb, a bisection per perturbation on the Baseline's flip probability); the file holds
 every evaluation of the fit, its targets and residuals, and the command that made it.

@@ -160,7 +160,7 @@ def _puzzlemix_public_presets() -> dict[str, Preset]:
 
 
 # A first run on a CPU in about a minute (README, "First run"): scikit-learn's bundled digits
-# (no data to download) at the main job's recipe (noisymix_app/plans.py, laptop): PreActResNet-18 at width 16
+# (no data to download) at the main job's recipe (noisymix_app/reproduce/plans.py, laptop): PreActResNet-18 at width 16
 # with a stride-2 stem.
 _DIGITS_RECIPE = {"width": 16, "stem_stride": 2, "batch_size": 32, "epochs": 10}
 

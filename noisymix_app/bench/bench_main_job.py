@@ -79,7 +79,7 @@ def _round(claim: dict, key: str) -> float | None:
 
 def run(args: argparse.Namespace) -> dict:
     plans = ["quick", "quick"] if args.quick else [p.strip() for p in args.plans.split(",")]
-    from noisymix_app.plans import PLANS
+    from noisymix_app.reproduce.plans import PLANS
 
     if len(plans) != 2 or any(p not in PLANS for p in plans):
         raise ValueError(f"--plans must name two plans of {', '.join(PLANS)} as REFERENCE,NEW; got {args.plans!r}")

@@ -71,7 +71,7 @@ def _timings(folder: Path) -> dict[str, dict[str, list[float]]]:
 
 
 def _point(folder: Path, epochs: int, workers: int) -> dict:
-    from noisymix_app.plans import PLANS
+    from noisymix_app.reproduce.plans import PLANS
 
     suite = PLANS["laptop"].corrupted_suite
     clean, corrupted = _values(folder, "clean", "accuracy"), _values(folder, suite, "mean_accuracy")
@@ -126,7 +126,7 @@ def _suffix(overrides: list[str]) -> str:
 def run(args: argparse.Namespace) -> dict:
     grid = _grid(args.grid)  # before any work: a typo costs no corrupted set
     apply_overrides(TrainConfig(), args.overrides)  # the same: a bad --set is one line, now
-    from noisymix_app.plans import PLANS
+    from noisymix_app.reproduce.plans import PLANS
 
     laptop = PLANS["laptop"]  # the data and corrupted suite of the main job's plan
     work = Path(args.workdir).resolve()

@@ -150,11 +150,11 @@ def _log_tail(out: Path, spec: RunSpec, stored: dict) -> list[str]:
 
 
 def device_problems(plan: Plan, *, members: int = 1) -> list[str]:
-    """What each run's start would refuse of this machine's device (``plan_check.check_device``), one
+    """What each run's start would refuse of this machine's device (``reproduce.plan_check.check_device``), one
     line per distinct problem: issue 54, ``--set runtime.cuda_graph=true`` on a CPU planned without a
     word (also with ``--dry-run``) and every run failed.  Local sweeps only: a SLURM job runs on its
     node's devices, not the submitting machine's."""
-    from noisymix_app.plan_check import check_device
+    from noisymix_app.reproduce.plan_check import check_device
 
     problems: list[str] = []
     for spec in plan.runs:

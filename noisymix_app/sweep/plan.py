@@ -168,7 +168,7 @@ def _check_names(table: str, suite_roots: dict[str, str], sources: dict[str, str
     """Refuse a ``--suite-root`` of a suite the table does not evaluate and a ``--source`` of a row
     it does not have: silently ignored, they made a sweep report "0/0 runs done" (issue 23)."""
     if table == ANALOGUE:
-        from noisymix_app.plans import PLANS
+        from noisymix_app.reproduce.plans import PLANS
 
         laptop = PLANS["laptop"]
         suites, rows = {laptop.corrupted_suite, *([laptop.perturbed_suite] if laptop.perturbed_suite else [])}, set()
@@ -203,7 +203,7 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
     seeds, overrides, suite_roots = tuple(seeds), tuple(overrides), dict(suite_roots or {})
     _check_names(table, suite_roots, dict(sources or {}))
     if table == ANALOGUE:
-        from noisymix_app.plans import PLANS
+        from noisymix_app.reproduce.plans import PLANS
 
         laptop = PLANS["laptop"]
         return plan_from_reproduce(laptop, suite_roots.get(laptop.corrupted_suite), seeds=seeds,
@@ -256,7 +256,7 @@ def build_plan(table: str, seeds: Iterable[int], *, overrides: Iterable[str] = (
 def plan_from_reproduce(plan: Any, corrupted: str | Path | None, *, seeds: Iterable[int] | None = None,
                         extra_overrides: Iterable[str] = (), data_root: str | None = None,
                         perturbed: str | Path | None = None) -> Plan:
-    """The training runs of a ``noisymix_app.reproduce.ReproducePlan``: method x seed, named
+    """The training runs of a ``noisymix_app.reproduce.plans.ReproducePlan``: method x seed, named
     ``<method>-seed<N>`` as ``noisymix reproduce`` always named them; its corrupted suite reads
     ``corrupted`` (None: that suite is left out, with a note), its perturbed suite ``perturbed``
     for the plan's ``perturbed_methods`` only."""

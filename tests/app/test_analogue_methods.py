@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fullscale.vocabulary import CORRUPTIONS, P_COLUMNS
-from noisymix_app.analogue_methods import (
+from noisymix_app.analogue.methods import (
     analogue_summary,
     bootstrap_interval,
     finding,
@@ -24,7 +24,7 @@ from noisymix_app.analogue_methods import (
     slope_through_origin,
     spearman,
 )
-from noisymix_app.plans import EIGHT_METHODS, PLANS
+from noisymix_app.reproduce.plans import EIGHT_METHODS, PLANS
 
 values = st.lists(st.integers(-5, 5).map(float), min_size=3, max_size=12)
 
@@ -132,7 +132,7 @@ def _write_fixture_runs(root, runs: dict) -> None:
     """Evaluation files in the results schema (docs/results-schema.md) for ``runs`` (fractions on disk)."""
     import json
 
-    from noisymix_app.plans import PLANS
+    from noisymix_app.reproduce.plans import PLANS
 
     seeds = len(next(iter(runs.values()))["clean"])
     plan = {**PLANS["analogue-methods"].__dict__, "seeds": list(range(seeds))}
@@ -153,7 +153,7 @@ def _write_fixture_runs(root, runs: dict) -> None:
 
 
 def test_the_command_reads_real_result_files_and_the_docs_copy_is_all_or_nothing(tmp_path):
-    from noisymix_app.analogue_methods import README_BEGIN, README_END, update_docs
+    from noisymix_app.analogue.methods import README_BEGIN, README_END, update_docs
     from noisymix_app.cli import main
 
     runs = _runs_like_the_paper(1.0, 0.3)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from noisymix_app.reproduce_claims import SHIFT_METRICS, shift_values
-from noisymix_app.reproduce_margins import MARGIN_SOURCES, MARGINS_COMMAND
-from noisymix_app.reproduce_summary import margins_from, rederive, render, values_of
+from noisymix_app.reproduce.claims import SHIFT_METRICS, shift_values
+from noisymix_app.reproduce.margins import MARGIN_SOURCES, MARGINS_COMMAND
+from noisymix_app.reproduce.summary import margins_from, rederive, render, values_of
 
 ROOT = Path(__file__).resolve().parents[2]
 INTEL = ROOT / "docs" / "runs" / "intel-xeon-5f9bece-summary.json"
@@ -106,7 +106,7 @@ def test_the_published_rows_are_shown_beside_the_matched_ones():
            "**within noise** |" in section
     assert "−7.6 [−9.1, −6.0] **fails** |" in section
     if _has_history("ae9d296"):
-        from noisymix_app.report_published import extract
+        from noisymix_app.reproduce.report_published import extract
 
         assert extract("ae9d296") == kept
 
@@ -114,8 +114,8 @@ def test_the_published_rows_are_shown_beside_the_matched_ones():
 def test_a_verdict_that_cannot_be_judged_is_named_not_dropped():
     """The concurrent change (issue 54) gives a paired spread below the quantisation step the verdict
     "cannot be judged" with no p: the report names it as it is, marks it neither firm nor fragile."""
-    from noisymix_app.reproduce_headline import answer
-    from noisymix_app.reproduce_margins import firmness, read_margins
+    from noisymix_app.reproduce.headline import answer
+    from noisymix_app.reproduce.margins import firmness, read_margins
 
     record = rederive(_committed())
     flip = next(c for c in record["claims"] if c["id"] == "stable_noisymix_vs_augmix_jsd")
@@ -130,7 +130,7 @@ def test_a_verdict_that_cannot_be_judged_is_named_not_dropped():
 def test_the_ablation_summary_says_what_it_can_decide_before_any_verdict():
     """Issue 52, goal 6: docs/ablation-summary.md opened "No answer ... (one seed)" with 3 seeds; it opens
     with each row's MDD at its Holm level against tab:ablation's effect, and what deciding a row would take."""
-    from noisymix_app.reproduce_headline import opening
+    from noisymix_app.reproduce.headline import opening
 
     record = json.loads((ROOT / "docs" / "ablation-summary.json").read_text())
     text = opening(record)
@@ -142,13 +142,13 @@ def test_the_ablation_summary_says_what_it_can_decide_before_any_verdict():
     assert "to decide it: 9 seeds" in text and "min per run as recorded" in text
     kept = (ROOT / "docs" / "ablation-summary.md").read_text()
     assert kept.startswith(text)
-    from noisymix_app.reproduce_summary import render
+    from noisymix_app.reproduce.summary import render
 
     assert render(record) == kept  # the kept Markdown is the rendering of the kept JSON
 
 
 def test_seeds_to_decide_is_the_first_n_whose_mdd_reaches_the_effect():
-    from noisymix_app.report_ablation import seeds_to_decide
+    from noisymix_app.reproduce.report_ablation import seeds_to_decide
     from noisymix_infra.stats import mdd
 
     claim = {"difference": {"sd": 2.0}, "paper_effect": {"effect": 2.6}, "threshold": 0.0, "level": 0.05 / 3}

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from fullscale.corruptions.matched import MATCHED_FILE
-from noisymix_app import fit_analogue
+from noisymix_app.analogue import fit_c as fit_analogue
+from noisymix_app.analogue.fit_c import FitOptions, choose, freeze
 from noisymix_app.cli import main
-from noisymix_app.fit_analogue import FitOptions, choose, freeze
 
 
 def test_a_tiny_fit_runs_end_to_end_and_keeps_the_nearest_point(tmp_path):

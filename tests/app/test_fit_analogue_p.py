@@ -9,10 +9,10 @@ import pytest
 
 from fullscale.corruptions.matched_p import MATCHED_P_FILE, read_matched_p
 from fullscale.vocabulary import P_COLUMNS
+from noisymix_app.analogue.fit_c import choose
+from noisymix_app.analogue.fit_p import FIT_IMAGES, SET_IMAGES_MAX, FitPOptions, merge_p, paper_flips, within_tolerance
 from noisymix_app.cli import main
-from noisymix_app.fit_analogue import choose
-from noisymix_app.fit_analogue_p import FIT_IMAGES, SET_IMAGES_MAX, FitPOptions, merge_p, paper_flips, within_tolerance
-from noisymix_app.plans import PLANS
+from noisymix_app.reproduce.plans import PLANS
 
 
 def test_a_tiny_p_fit_runs_end_to_end_and_keeps_the_nearest_point(tmp_path):
@@ -65,7 +65,7 @@ def test_merge_keeps_the_other_perturbations():
 
 @pytest.mark.skipif(not MATCHED_P_FILE.is_file(), reason="no frozen Digits-P fit")
 def test_the_committed_p_fit_is_its_own_choice_and_meets_the_aims():
-    from noisymix_app.analogue_methods import spearman
+    from noisymix_app.analogue.methods import spearman
 
     fit = read_matched_p(MATCHED_P_FILE)
     assert FitPOptions(**fit["options"]) == FitPOptions()

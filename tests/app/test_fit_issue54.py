@@ -1,6 +1,6 @@
 """Issue 54, root causes 2 and 3: the fit's records say what made them, and ``--freeze`` guards the package
 file.  One tiny fit (one model of 1 epoch, gaussian_noise at k = 1 only) is made per module through the
-command line; the freezes go to a package file of the test's own (``fit_analogue.MATCHED_FILE``)."""
+command line; the freezes go to a package file of the test's own (``noisymix_app.analogue.fit_c.MATCHED_FILE``)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ import pytest
 from fullscale.corruptions import matched
 from fullscale.corruptions.matched import MATCHED_FILE, read_fit_file
 from fullscale.vocabulary import CORRUPTIONS
-from noisymix_app import fit_analogue, fit_freeze
+from noisymix_app.analogue import fit_c as fit_analogue
+from noisymix_app.analogue import freeze as fit_freeze
+from noisymix_app.analogue.fit_c import MADE, fit_summary, freeze, missed
+from noisymix_app.analogue.freeze import check_package_writable, freeze_guarded
 from noisymix_app.cli import main
-from noisymix_app.fit_analogue import MADE, fit_summary, freeze, missed
-from noisymix_app.fit_freeze import check_package_writable, freeze_guarded
-from noisymix_app.reproduce_claims import analogue_lines
+from noisymix_app.reproduce.claims import analogue_lines
 
 TINY = ["--set", "seeds=100", "--set", "steps=0", "--set", "epochs=1", "--set", "corruptions=gaussian_noise"]
 

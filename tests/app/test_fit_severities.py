@@ -8,7 +8,7 @@ import json
 import pytest
 
 from fullscale.corruptions.matched import matched_strength
-from noisymix_app.fit_severities import SEVERITIES_FILE, clipped, markdown, severity_flags
+from noisymix_app.analogue.severities import SEVERITIES_FILE, clipped, markdown, severity_flags
 
 
 def test_pixelate_clips_at_its_bound_and_noise_does_not():

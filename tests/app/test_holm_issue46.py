@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from noisymix_app.reproduce_claims import PRIMARY, adjusted_verdict, correct, holm, two_sided_p
+from noisymix_app.reproduce.claims import PRIMARY, adjusted_verdict, correct, holm, two_sided_p
 from noisymix_infra.stats import paired
 
 

@@ -1,4 +1,4 @@
-"""Issue 46, item 3: the report's "Calibration under shift" section (``noisymix_app.report_calibration``)
+"""Issue 46, item 3: the report's "Calibration under shift" section (``noisymix_app.reproduce.report_calibration``)
 from a reproduce folder's -C records: intervals over seeds, the floor beside, the paired verdict, and
 results made before it (which say the section needs a rerun)."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from noisymix_app.report_calibration import calibration_shift_lines, calibration_shift_summary, report
+from noisymix_app.reproduce.report_calibration import calibration_shift_lines, calibration_shift_summary, report
 from noisymix_infra.io import write_json
 
 SEEDS = (0, 1, 2, 3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from noisymix_app.reproduce_claims import (
+from noisymix_app.reproduce.claims import (
     analogue_lines,
     category_claims,
     category_lines,
@@ -14,8 +14,8 @@ from noisymix_app.reproduce_claims import (
     holm,
     paper_effects,
 )
-from noisymix_app.reproduce_headline import answer, opening
-from noisymix_app.reproduce_summary import LABELS, _verdict
+from noisymix_app.reproduce.headline import answer, opening
+from noisymix_app.reproduce.summary import LABELS, _verdict
 from noisymix_infra.stats import paired
 
 
@@ -151,8 +151,8 @@ def test_the_method_rows_of_the_profile_are_their_gains_against_the_papers(tmp_p
     import json
 
     from fullscale.vocabulary import CORRUPTIONS
-    from noisymix_app.fit_analogue import paper_drops
-    from noisymix_app.reproduce_claims import _paper_gains
+    from noisymix_app.analogue.fit_c import paper_drops
+    from noisymix_app.reproduce.claims import _paper_gains
 
     _, drops = paper_drops()
     gains = _paper_gains("NoisyMix")
@@ -163,7 +163,7 @@ def test_the_method_rows_of_the_profile_are_their_gains_against_the_papers(tmp_p
             per = {n: (95.0 - drops[n] + (gains[n] / 2 if method == "noisymix" else 0.0)) / 100 for n in CORRUPTIONS}
             (run / "clean.json").write_text(json.dumps({"summary": {"accuracy": 0.95}}))
             (run / "digits-c.json").write_text(json.dumps({"summary": {"per_corruption": per}}))
-    from noisymix_app.reproduce_claims import analogue_profile
+    from noisymix_app.reproduce.claims import analogue_profile
 
     profile = analogue_profile(tmp_path, {"seeds": [0, 1], "methods": ["baseline", "noisymix"]}, "digits-c")
     assert profile["methods"]["noisymix"]["fitted"] is False

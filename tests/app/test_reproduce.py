@@ -8,7 +8,7 @@ import json
 import pytest
 
 from noisymix_app.cli import main
-from noisymix_app.reproduce import PLANS, reproduce
+from noisymix_app.reproduce.command import PLANS, reproduce
 
 
 def test_quick_plan_runs_every_command_and_resumes(tmp_path, monkeypatch):
@@ -148,7 +148,7 @@ def test_each_run_gets_its_line_with_percent_elapsed_and_what_is_left(tmp_path):
     """Issue 22, item 4: a run's line when it finishes, accuracies in %, elapsed and an estimate."""
     import time
 
-    from noisymix_app.reproduce import _progress_line
+    from noisymix_app.reproduce.command import _progress_line
     from noisymix_infra.io import write_json
 
     evals = tmp_path / "runs" / "nfm-seed0" / "eval"
@@ -167,8 +167,8 @@ def test_each_run_gets_its_line_with_percent_elapsed_and_what_is_left(tmp_path):
 def test_a_second_reproduce_on_one_folder_and_a_failing_step_are_one_line(tmp_path, monkeypatch, capsys):
     """Issue 23: a failing step was a RuntimeError traceback; a second concurrent `reproduce` on
     the folder reported "failed: None"."""
-    from noisymix_app import reproduce as job
     from noisymix_app.cli import main
+    from noisymix_app.reproduce import command as job
     from noisymix_infra.io import directory_lock
 
     out = tmp_path / "out"
@@ -185,7 +185,7 @@ def test_a_second_reproduce_on_one_folder_and_a_failing_step_are_one_line(tmp_pa
 
 
 def test_reproduce_refuses_a_run_folder_and_keeps_its_own_older_folders(tmp_path, capsys):
-    from noisymix_app.reproduce import _claim
+    from noisymix_app.reproduce.command import _claim
     from noisymix_infra.folder_kind import folder_kind
 
     run = tmp_path / "run"
@@ -208,7 +208,7 @@ def test_set_overrides_plan_fields_and_names_the_plan_so(tmp_path):
     """``reproduce --set``: the plan's fields in the one ``--set`` dialect.  ``members=2`` with one
     worker trains each method's two seeds as one stacked model (the GPU layout), and the log and
     summary name the plan with its overrides."""
-    from noisymix_app.reproduce import resolve_plan
+    from noisymix_app.reproduce.command import resolve_plan
 
     plan, name = resolve_plan("quick", ["seeds=0,1", "members=2"])
     assert (plan.seeds, plan.members, plan.workers) == ((0, 1), 2, 1)
@@ -243,9 +243,9 @@ def test_with_no_plan_named_a_cuda_machine_runs_the_gpu_plan_and_a_cpu_the_lapto
     the log name the plan that ran."""
     import torch
 
-    from noisymix_app import reproduce as job
     from noisymix_app.cli import main
-    from noisymix_app.plans import PLANS
+    from noisymix_app.reproduce import command as job
+    from noisymix_app.reproduce.plans import PLANS
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
     ran = []

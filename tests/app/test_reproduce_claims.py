@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from noisymix_app.reproduce_summary import _claims, _lookup
+from noisymix_app.reproduce.summary import _claims, _lookup
 
 
 def _values(shift_clean: float, rms_base: list[float], rms_noisymix: list[float]) -> dict:

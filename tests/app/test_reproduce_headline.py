@@ -11,10 +11,10 @@ import json
 import re
 from pathlib import Path
 
-from noisymix_app.reproduce_claims import correct, stated
-from noisymix_app.reproduce_headline import calibration_section, claims_table, gap_words, opening
-from noisymix_app.reproduce_margins import firmness, read_margins
-from noisymix_app.reproduce_summary import README_WORDS, _verdict, paper_calibration, render, render_readme
+from noisymix_app.reproduce.claims import correct, stated
+from noisymix_app.reproduce.headline import calibration_section, claims_table, gap_words, opening
+from noisymix_app.reproduce.margins import firmness, read_margins
+from noisymix_app.reproduce.summary import README_WORDS, _verdict, paper_calibration, render, render_readme
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = json.loads((ROOT / "figures" / "paper_values.json").read_text())
@@ -159,7 +159,7 @@ def test_the_opening_the_table_and_the_detail_agree_on_every_claim():
 def test_the_committed_summary_is_consistent_and_the_readme_block_short():
     """The README's own numbers: the committed summary read back agrees with itself, and its block is at
     most 600 words (issue 52: it was about 3,700)."""
-    from noisymix_app.reproduce_summary import BEGIN, END
+    from noisymix_app.reproduce.summary import BEGIN, END
 
     record = json.loads((ROOT / "docs" / "reproduce-summary.json").read_text())
     _check_consistent(record)

@@ -13,10 +13,10 @@ import pytest
 
 from fullscale.corruptions import matched
 from fullscale.corruptions.matched import MATCHED_FILE
+from noisymix_app.analogue.fit_c import fit_summary
 from noisymix_app.cli import main
-from noisymix_app.fit_analogue import fit_summary
-from noisymix_app.plans import PLANS
-from noisymix_app.reproduce_steps import _command_step, _steps
+from noisymix_app.reproduce.plans import PLANS
+from noisymix_app.reproduce.steps import _command_step, _steps
 
 PLAN = dataclasses.replace(PLANS["laptop"], corruptions=("contrast",))
 

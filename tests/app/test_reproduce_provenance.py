@@ -8,7 +8,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from noisymix_app.reproduce import PLANS, reproduce
+from noisymix_app.reproduce.command import PLANS, reproduce
 
 
 def _helpers():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from noisymix_app.reproduce import PLANS
-from noisymix_app.reproduce_summary import render, write_summary
+from noisymix_app.reproduce.plans import PLANS
+from noisymix_app.reproduce.summary import render, write_summary
 
 T975_DF2 = 4.302652729911275  # Student t, 97.5 % quantile, 2 degrees of freedom (printed tables: 4.303)
 T80_DF2 = 1.0606601717798212  # Student t, 80 % quantile, 2 degrees of freedom (printed tables: 1.061)
@@ -120,7 +120,7 @@ def test_the_summary_records_the_machine_that_made_it():
 
 def test_the_duration_is_the_sum_of_the_steps_recorded_times_and_says_so():
     """Issue 32: a resumed invocation's own seconds are not the job's; workers overlap the steps."""
-    from noisymix_app.reproduce_summary import _duration
+    from noisymix_app.reproduce.summary import _duration
 
     assert _duration({"seconds": 1416.0, "wall_seconds": 2.47, "machine": {"workers": 2}}) == (
         " (its steps took 23.6 min, the sum of each step's recorded time; 2 worker processes ran them side by "

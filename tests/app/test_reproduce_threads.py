@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from noisymix_app.plans import PLANS
-from noisymix_app.reproduce import reproduce, run_workers
+from noisymix_app.reproduce.command import reproduce, run_workers
+from noisymix_app.reproduce.plans import PLANS
 
 
 def _fake_command(argv):  # every command step but the figures (not what is tested here)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from noisymix_app.reproduce_summary import (
+from noisymix_app.reproduce.summary import (
     CROSS_MACHINE_MARGIN,
     _verdict,
     claim_metric,
@@ -66,8 +66,8 @@ def _summary(claims, **extra):
 
 def _family(*claims):
     """Claims marked as the summary marks them: Holm's correction, then firm/fragile on the stated verdict."""
-    from noisymix_app.reproduce_claims import correct
-    from noisymix_app.reproduce_margins import firmness
+    from noisymix_app.reproduce.claims import correct
+    from noisymix_app.reproduce.margins import firmness
 
     correct(list(claims))
     firmness(list(claims), read_margins())
@@ -108,7 +108,7 @@ def test_each_claim_line_carries_its_stated_verdict_and_mark():
 def test_firm_means_no_shift_by_the_margin_changes_the_stated_verdict():
     """The Intel run's flip: "NoisyMix flips less than Baseline" held after Holm on AMD (p 0.007) and not
     on Intel (0.071); a verdict whose adjusted p sits near 5 % is fragile, one far from it firm."""
-    from noisymix_app.reproduce_claims import stated
+    from noisymix_app.reproduce.claims import stated
 
     near = _family(_paired("robust_noisymix", 10.0, 3.0), _paired("noisymix_beats_nfm", 0.9, 1.0),
                    _paired("robust_nfm", 8.0, 3.0))

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from noisymix_app.cli import main
-from noisymix_app.reproduce import PLANS
+from noisymix_app.reproduce.plans import PLANS
 from noisymix_app.sweep.command import status_text
 from noisymix_app.sweep.local import run_local
 from noisymix_app.sweep.plan import build_plan, config_identity, plan_from_reproduce

@@ -90,7 +90,7 @@ def test_a_resume_neither_retrains_nor_counts_a_stale_transfer_run(tmp_path, mon
 def test_reproduce_passes_its_threads_to_each_run(tmp_path, monkeypatch, given, expected):
     """`noisymix reproduce --threads N` holds every training run to N (the serial runner decides
     threads per run, so the count must reach it; 0: per run, from the free cores)."""
-    import noisymix_app.reproduce as reproduce_module
+    import noisymix_app.reproduce.command as reproduce_module
     from noisymix_app.cli import main
 
     seen = {}

@@ -13,7 +13,7 @@ from fullscale.corruptions.matched import MATCHED_FILE, matched_fit, matched_str
 from fullscale.corruptions.registry import CORRUPTIONS, SPECS, corrupt, strengthened
 from fullscale.corruptions.writer import chunk_generator
 from fullscale.data import load_dataset
-from noisymix_app.fit_analogue import FIT_SEEDS, MIN_DROP, FitOptions, choose, paper_drops, targets
+from noisymix_app.analogue.fit_c import FIT_SEEDS, MIN_DROP, FitOptions, choose, paper_drops, targets
 
 #: the published CIFAR rows whose pixel change is not monotone in severity on the digits either: frost's
 #: severity 3 row (image weight 0.9, frost 0.4) changes more than its severity 4 (0.85, 0.4) on a black

@@ -67,7 +67,7 @@ def test_digits_analogues_of_the_per_corruption_and_p_tables():
 ])
 def test_one_vocabulary_with_the_summary(ours, base, sign, verdict):
     """The report's check of the paper's sign uses the summary's paired interval and its words."""
-    from noisymix_app.reproduce_summary import _verdict
+    from noisymix_app.reproduce.summary import _verdict
     from noisymix_infra.stats import paired
 
     seeds = list(range(len(ours)))

@@ -40,8 +40,8 @@ def test_the_report_leaves_them_out_and_noisymix_figures_keeps_them(tmp_path):
 
 
 def test_the_main_job_asks_for_the_lean_report():
-    from noisymix_app.plans import PLANS
-    from noisymix_app.reproduce_steps import _steps
+    from noisymix_app.reproduce.plans import PLANS
+    from noisymix_app.reproduce.steps import _steps
 
     _, figures = _steps(PLANS["laptop"], __import__("pathlib").Path("out"), None)
     assert "--no-paper-only" in figures.argv

@@ -63,7 +63,7 @@ def test_counts_from_before_the_kinds_read_as_they_did():
 
 
 def test_the_summary_and_the_figures_report_print_the_same_sentence(tmp_path):
-    from noisymix_app.reproduce_summary import _theory
+    from noisymix_app.reproduce.summary import _theory
     from noisymix_figures.report import theory_section
     from noisymix_figures.results import Results
     from noisymix_infra.io import write_json

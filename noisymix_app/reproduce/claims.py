@@ -42,7 +42,7 @@ from pathlib import Path
 
 from fullscale.training.methods import METHODS
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
-from noisymix_app.reproduce_headline import _interval, _signed
+from noisymix_app.reproduce.headline import _interval, _signed
 from noisymix_infra.io import read_json
 from noisymix_infra.stats import UNJUDGED, mdd, paired  # UNJUDGED: no verdict from rounding (issue 54)
 
@@ -279,7 +279,7 @@ def analogue_profile(out: Path, plan: dict, corrupted_suite: str) -> dict | None
     Baseline against the paper's (``methods``: rank correlation).  The Baseline's profile is what the
     difficulty-matched set was fitted to, the methods' are not (issue 51, item 4: the report says which).
     None without Baseline runs."""
-    from noisymix_app.fit_analogue import paper_drops
+    from noisymix_app.analogue.fit_c import paper_drops
 
     drops: dict[str, list[float]] = {name: [] for name in CORRUPTIONS}
     base_acc: dict[int, dict[str, float]] = {}
@@ -334,13 +334,13 @@ def analogue_profile(out: Path, plan: dict, corrupted_suite: str) -> dict | None
 
 
 def _fit_described(plan: dict, measured_on: str | None) -> dict | None:
-    """The frozen fit as the report describes it (``noisymix_app.fit_analogue.fit_summary``: its seeds,
+    """The frozen fit as the report describes it (``noisymix_app.analogue.fit_c.fit_summary``: its seeds,
     recipe, command and, only where the set the drops were measured on holds its strengths, its residuals;
     issue 54), for a plan on the difficulty-matched set; None otherwise."""
     if plan.get("corruption_params") != "digits-matched":
         return None
     from fullscale.corruptions.matched import matched_fit
-    from noisymix_app.fit_analogue import fit_summary
+    from noisymix_app.analogue.fit_c import fit_summary
 
     return fit_summary(matched_fit(), measured_on)
 
@@ -389,7 +389,7 @@ def analogue_lines(summary: dict) -> list[str]:
         return []
     aims, met, rows = profile["aims"], profile["met"], profile["per_corruption"]
     if profile["params"] == "digits-matched":
-        from noisymix_app.fit_analogue import MIN_DROP
+        from noisymix_app.analogue.fit_c import MIN_DROP
 
         # a summary written before issue 54 records no "fit": the words it was rendered with then
         who, how = (_made_by(profile["fit"]) if "fit" in profile

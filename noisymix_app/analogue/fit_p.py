@@ -5,7 +5,7 @@ At the published CIFAR-10-P sequences the digits' Baseline hardly flips under th
 perturbations that carry the paper's stability result moved nothing.  This fit finds, per
 perturbation of ``tab:results_cifar_p``, the strength ``k``
 (``fullscale.corruptions.perturbations.STRENGTHENED``) at which the Baseline's flip probability
-equals the paper's Baseline's on CIFAR-10-P, as the Digits-C fit (``noisymix_app.fit_analogue``)
+equals the paper's Baseline's on CIFAR-10-P, as the Digits-C fit (``noisymix_app.analogue.fit_c``)
 does for the corruptions' drops.
 
 What keeps it honest, as for Digits-C:
@@ -41,8 +41,8 @@ from fullscale.evaluation.inference import cpu_inference_model, logits_of
 from fullscale.metrics import flip_probability, is_noise_sequence
 from fullscale.run_model import load_run_model
 from fullscale.vocabulary import P_COLUMNS
-from noisymix_app.fit_analogue import FIT_SEEDS, _train, choose
-from noisymix_app.plans import PLANS
+from noisymix_app.analogue.fit_c import FIT_SEEDS, _train, choose
+from noisymix_app.reproduce.plans import PLANS
 from noisymix_infra.progress import progress
 
 __all__ = ["DRAW_SEED", "FIT_IMAGES", "SET_IMAGES_MAX", "FitPOptions", "fit_p", "paper_flips", "within_tolerance"]
@@ -158,7 +158,7 @@ def fit_p(options: FitPOptions, out: Path) -> dict:
                         "trace": [list(p) for p in trace]}
     laptop = PLANS["laptop"]
     return {
-        "what": "strengths of the difficulty-matched Digits-P (noisymix_app.fit_analogue_p): each perturbation of "
+        "what": "strengths of the difficulty-matched Digits-P (noisymix_app.analogue.fit_p): each perturbation of "
                 "tab:results_cifar_p at the strength whose Baseline flip probability (%, mean over the fit's "
                 "models) is nearest the paper's Baseline's on CIFAR-10-P",
         "options": dataclasses.asdict(options),

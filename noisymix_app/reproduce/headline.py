@@ -3,9 +3,9 @@ answer in one paragraph (``opening``), the one table of the claims (``claims_tab
 section (``calibration_section``), the protocol's aims against what was measured (``aims_sentence``)
 and the terms defined once (``terms``).
 
-Everything here is generated from ``summary.json`` (``noisymix_app.reproduce_summary.summarize``):
+Everything here is generated from ``summary.json`` (``noisymix_app.reproduce.summary.summarize``):
 a claim that flips there flips here.  Every sentence and cell states one verdict per claim, the one
-after Holm's correction (``reproduce_claims.stated``), so the opening and the detail cannot disagree
+after Holm's correction (``claims.stated``), so the opening and the detail cannot disagree
 (issue 52: the opening called "more robust than AugMix" undecided while the detail said it holds).
 One vocabulary for verdicts in every file: *holds* (the adjusted test rejects on the claimed side),
 *within noise* (it does not: the two cannot be told apart at this scale) and *fails* (it rejects on
@@ -24,7 +24,7 @@ __all__ = ["NOISYMIX_CLAIMS", "PAPER_CALIBRATION_CLAIM", "PROTOCOL_AIMS", "VERDI
            "paper_cell", "terms", "verdict_cell"]
 
 #: the paper's transcribed values (figures/paper_values.json)
-PAPER_VALUES = Path(__file__).resolve().parents[1] / "figures" / "paper_values.json"
+PAPER_VALUES = Path(__file__).resolve().parents[2] / "figures" / "paper_values.json"
 #: the paper's calibration claim, quoted (App., "Calibration Results for ImageNet-R"), and its table
 PAPER_CALIBRATION_CLAIM = ("NoisyMix considerably improves the calibration of the ImageNet model, as compared to "
                            "standard training or training with other data augmentation methods.")
@@ -94,7 +94,7 @@ def _mean(summary: dict, method: str, metric: str) -> float | None:
 
 
 def _stated(claim: dict) -> str | None:
-    """The verdict the report states (after Holm for a secondary claim; ``reproduce_claims.stated``)."""
+    """The verdict the report states (after Holm for a secondary claim; ``claims.stated``)."""
     return claim.get("verdict_adjusted") or claim.get("verdict")
 
 
@@ -127,7 +127,7 @@ def answer(summary: dict) -> tuple[str, list[str]]:
     grouped by the verdict the report states, firm ones as findings and fragile ones named as such.
     **yes** when the primary claim holds and every other NoisyMix claim holds after Holm's correction,
     **no** when the primary claim does not hold, **partly** otherwise."""
-    from noisymix_app.report_ablation import ablation_answer, is_ablation
+    from noisymix_app.reproduce.report_ablation import ablation_answer, is_ablation
 
     claims = _claims(summary)
     if is_ablation(summary) and claims:  # the ablation plan: no Baseline, its own question (issue 52, goal 6)
@@ -291,7 +291,7 @@ def calibration_section(summary: dict) -> list[str]:
     temperature scaling, and under shift after the clean-fitted temperature, severities 1-5, the unscaled
     error beside it); the claim NoisyMix against each other method, and the clean-image comparison as
     description only (issue 52, goal 2)."""
-    from noisymix_app.reproduce_claims import SHIFT_METRICS
+    from noisymix_app.reproduce.claims import SHIFT_METRICS
 
     table = summary.get("table") or {}
     methods = [m for m in (summary.get("plan") or {}).get("methods", []) if m in table]

@@ -30,10 +30,10 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from noisymix_app.plan_check import check_plan
-from noisymix_app.plans import PLANS, ReproducePlan, default_plan_name
-from noisymix_app.reproduce_log import _log_run, _progress_line, _write_index
-from noisymix_app.reproduce_steps import (
+from noisymix_app.reproduce.log import _log_run, _progress_line, _write_index
+from noisymix_app.reproduce.plan_check import check_plan
+from noisymix_app.reproduce.plans import PLANS, ReproducePlan, default_plan_name
+from noisymix_app.reproduce.steps import (
     _clear_run,
     _command_step,
     _corrupted,
@@ -46,7 +46,7 @@ from noisymix_app.reproduce_steps import (
 from noisymix_infra.config import add_set_argument, apply_overrides
 from noisymix_infra.io import directory_lock, read_json, write_json
 
-__all__ = ["PLANS", "ReproducePlan", "add_arguments", "check_git_checkout", "reproduce",  # plans: noisymix_app.plans
+__all__ = ["PLANS", "ReproducePlan", "add_arguments", "check_git_checkout", "reproduce",  # plans: reproduce.plans
            "resolve_plan", "run", "run_workers"]
 
 
@@ -165,16 +165,16 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     if ran or rerun:
         rerun.append(out / "runs")
     _command_step(figures, finished, rerun, command, log, log_path, started)
-    from noisymix_app.reproduce_summary import total_seconds  # the summary's module: no import loop
+    from noisymix_app.reproduce.summary import total_seconds  # the summary's module: no import loop
     log["seconds"] = total_seconds(log)
     # this invocation's own wall time, apart: a resume that recomputed nothing takes seconds
     log["invocation_seconds"] = round(time.perf_counter() - started, 2)
     write_json(log_path, log)
-    from noisymix_app.reproduce_summary import write_summary
+    from noisymix_app.reproduce.summary import write_summary
 
     write_summary(out, name)
     if name.split()[0] == "analogue-methods":  # the analogue's test of the eight methods (issue 51)
-        from noisymix_app.analogue_methods import write_report
+        from noisymix_app.analogue.methods import write_report
 
         write_report(out)
     _write_index(out, plan, log, _corrupted(plan, out))
@@ -284,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
                   f"(the step's log: `noisymix sweep status {args.out}`)", file=sys.stderr)
             return 1
         if args.update_readme:
-            from noisymix_app.reproduce_summary import update_readme
+            from noisymix_app.reproduce.summary import update_readme
 
             update_readme(args.out)
     print(json.dumps({"out": str(args.out), "seconds": log["seconds"],

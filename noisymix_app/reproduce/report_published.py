@@ -3,7 +3,7 @@ difficulty-matched ones, from the published-rows run's summary kept in ``docs/pu
 
 That run is the main job's last summary before the matched set became its corrupted set: commit
 ``ae9d296`` (``git show ae9d296:docs/reproduce-summary.json``, the laptop plan on the published rows, 9
-seeds); ``python -m noisymix_app.report_published --commit ae9d296`` extracts it and names the commit in
+seeds); ``python -m noisymix_app.reproduce.report_published --commit ae9d296`` extracts it and names the commit in
 the file.  Three comparisons are set side by side: NoisyMix - Baseline and NoisyMix - AugMix on the
 corrupted set, and calibration under corruption against Baseline (that run measured only the unscaled
 RMS error on the corrupted sets, so that is the metric there; the matched run's claim is after the
@@ -21,7 +21,7 @@ from noisymix_infra.io import read_json, write_json
 
 __all__ = ["COMMIT", "PUBLISHED", "extract", "published_lines", "read_published"]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "docs" / "published-rows-summary.json"
 #: the commit whose docs/reproduce-summary.json is the last published-rows run (the next change to it,
 #: f35b0a5, is the first on the difficulty-matched Digits-C)
@@ -45,7 +45,7 @@ def extract(commit: str = COMMIT, root: Path = ROOT) -> dict:
     record = json.loads(shown.stdout)
     keep = {k: record[k] for k in ("plan", "plan_name", "git", "table", "claims", "machine") if k in record}
     return {"source": {"commit": full.stdout.strip(), "path": "docs/reproduce-summary.json",
-                       "command": f"python -m noisymix_app.report_published --commit {commit}"}, **keep}
+                       "command": f"python -m noisymix_app.reproduce.report_published --commit {commit}"}, **keep}
 
 
 def read_published(path: Path = PUBLISHED) -> dict | None:
@@ -53,7 +53,7 @@ def read_published(path: Path = PUBLISHED) -> dict | None:
 
 
 def _interval(d: dict | None) -> str:
-    from noisymix_app.reproduce_headline import _interval as interval
+    from noisymix_app.reproduce.headline import _interval as interval
 
     return "—" if not d else interval(d)
 
@@ -62,7 +62,7 @@ def published_lines(summary: dict, published: dict | None) -> list[str]:
     """The section: why the matched set is primary, and the three comparisons on both sets."""
     if not published:
         return []
-    from noisymix_app.reproduce_claims import stated
+    from noisymix_app.reproduce.claims import stated
 
     ours = {c["id"]: c for c in summary.get("claims", [])}
     theirs = {c["id"]: c for c in published.get("claims", [])}
@@ -84,7 +84,8 @@ def published_lines(summary: dict, published: dict | None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m noisymix_app.report_published", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m noisymix_app.reproduce.report_published",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--commit", default=COMMIT, help="the commit of the published-rows run's summary")
     args = parser.parse_args(argv)
     write_json(PUBLISHED, extract(args.commit))

@@ -1,7 +1,7 @@
 """Why NoisyMix is under-confident (issue 46, item 4): the ablation plan's rows, each NoisyMix without
 one component, against full NoisyMix on clean and shifted calibration.
 
-The rows (``noisymix_app.plans.PLANS["ablation"]``, tab:ablation's): *AugMix + noise + JSD* drops the
+The rows (``noisymix_app.reproduce.plans.PLANS["ablation"]``, tab:ablation's): *AugMix + noise + JSD* drops the
 feature mixing and so its mixed soft labels; *AugMix + Manifold Mixup + JSD* drops the noise; *AugMix +
 NFM (no JSD)* drops the Jensen-Shannon term (gamma = 12).  For each, the paired difference over seeds
 (the row minus NoisyMix, points, 95 % t-interval) of the signed confidence gap (mean confidence minus
@@ -21,7 +21,7 @@ from noisymix_infra.stats import mdd, paired
 __all__ = ["ABLATION_SUMMARY", "COMPONENT_OF", "ablation_answer", "ablation_calibration", "ablation_lines",
            "is_ablation", "read_ablation", "seeds_to_decide"]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ABLATION_SUMMARY = ROOT / "docs" / "ablation-summary.json"
 #: the component each ablation row lacks
 COMPONENT_OF = {"augmix_noise_jsd": "the feature mixing (its mixed soft labels)",
@@ -56,7 +56,7 @@ def ablation_answer(summary: dict) -> list[str]:
     """The ablation summary's opening (issue 52, goal 6): first which rows this scale can decide (each
     row's MDD at its Holm level against tab:ablation's effect) and what it would take to decide the
     others (seeds, and minutes from the recorded step times), then the verdicts after Holm."""
-    from noisymix_app.reproduce_claims import stated
+    from noisymix_app.reproduce.claims import stated
 
     plan = summary.get("plan") or {}
     methods, seeds = plan.get("methods") or [], plan.get("seeds") or []

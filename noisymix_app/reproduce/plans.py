@@ -1,5 +1,6 @@
 """The plans of ``noisymix reproduce``: what the main job runs, as data (``ReproducePlan``) —
-read by ``noisymix_app.reproduce`` (which runs a plan) and ``noisymix_app.sweep.plan`` (which turns one into runs)."""
+read by ``noisymix_app.reproduce.command`` (which runs a plan) and ``noisymix_app.sweep.plan`` (which turns one
+into runs)."""
 
 from __future__ import annotations
 
@@ -145,7 +146,7 @@ PLANS: dict[str, ReproducePlan] = {
     # laptop recipe and each method's own table strengths (fullscale.training.methods), on the
     # difficulty-matched Digits-C and Digits-P.  The analogue was fitted to the Baseline only; whether
     # the other seven methods behave on it as on CIFAR-10-C / CIFAR-10-P is the finding
-    # (noisymix_app.analogue_methods), never a target to tune the analogue, the recipe or the strengths
+    # (noisymix_app.analogue.methods), never a target to tune the analogue, the recipe or the strengths
     # to.  Five seeds (the paper's count; the intervals are seed-bootstrap ones).  Every method is
     # evaluated on Digits-P; no claim of the main job is tested here.
     "analogue-methods": replace(

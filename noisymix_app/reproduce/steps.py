@@ -1,6 +1,6 @@
 """The main job's steps (``noisymix reproduce``): the command steps before the runs (verify, toy, the -C
 and -P sets) and the one after (figures), the plan's training runs as a sweep, where each step's output
-lies, and clearing what a rerun must redo.  Run by ``noisymix_app.reproduce``."""
+lies, and clearing what a rerun must redo.  Run by ``noisymix_app.reproduce.command``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from noisymix_app.plans import ReproducePlan
-from noisymix_app.reproduce_log import _log_step, _threads_used
+from noisymix_app.reproduce.log import _log_step, _threads_used
+from noisymix_app.reproduce.plans import ReproducePlan
 from noisymix_infra.io import write_json
 
 

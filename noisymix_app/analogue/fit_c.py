@@ -25,7 +25,7 @@ writes it to ``fullscale/corruptions/digits_matched.json``, the file the suite r
 Issue 54: the record says what made it - the command as typed (``typed_command``), the options, the
 recipe, each model's training config and weights by sha256, ``provenance`` - per entry too (``made``),
 so a freeze of some corruptions merged into the frozen record keeps each entry's own; ``--freeze`` is
-guarded (``noisymix_app.fit_freeze``): the package folder is checked writable and a partial fit's
+guarded (``noisymix_app.analogue.freeze``): the package folder is checked writable and a partial fit's
 frozen record readable before the fit runs, a fit whose residuals miss their tolerance
 (``residual_tolerance``: the report's 40 % or 5 points) is refused unless ``--force-freeze``, and the
 read-merge-write holds a lock on the package file.
@@ -48,8 +48,8 @@ from fullscale.data import load_dataset
 from fullscale.evaluation.inference import cpu_inference_model, logits_of
 from fullscale.run_model import load_run_model
 from fullscale.vocabulary import P_COLUMNS
-from noisymix_app.fit_freeze import check_package_writable, freeze_guarded
-from noisymix_app.plans import PLANS
+from noisymix_app.analogue.freeze import check_package_writable, freeze_guarded
+from noisymix_app.reproduce.plans import PLANS
 from noisymix_infra.config import add_set_argument, apply_overrides
 from noisymix_infra.folder_kind import check_claim, claim_folder
 from noisymix_infra.io import directory_lock, read_json, write_json
@@ -203,8 +203,8 @@ def _provenance() -> dict:
 
 def residual_tolerance(target: float) -> float:
     """How far a fitted drop may miss its target: the report's own aim for the analogue's drops
-    (``noisymix_app.reproduce_claims.PROFILE_AIMS``: within 40 % of it or 5 points)."""
-    from noisymix_app.reproduce_claims import PROFILE_AIMS
+    (``noisymix_app.reproduce.claims.PROFILE_AIMS``: within 40 % of it or 5 points)."""
+    from noisymix_app.reproduce.claims import PROFILE_AIMS
 
     return max(PROFILE_AIMS["relative"] * target, PROFILE_AIMS["absolute"])
 
@@ -276,7 +276,7 @@ def fit(options: FitOptions, out: Path, command: str | None = None) -> dict:
         entry["command"] = command
         entry["made"] = own
     return {
-        "what": "strengths of the difficulty-matched Digits-C (noisymix_app.fit_analogue): each corruption's "
+        "what": "strengths of the difficulty-matched Digits-C (noisymix_app.analogue.fit_c): each corruption's "
                 "CIFAR rows at the strength whose Baseline drop (clean minus the mean over 5 severities, points, "
                 "mean over the fit's models) is nearest the target",
         **own,
@@ -332,8 +332,9 @@ def _merged(result: dict, package_file: Path) -> dict:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", choices=("c", "p", "severities"), default="c",
                         help="c: the Digits-C corruption strengths (default); p: the Digits-P perturbation "
-                             "strengths (noisymix_app.fit_analogue_p; issue 51); severities: the matched Digits-C's "
-                             "Baseline accuracy per severity beside the published rows' (noisymix_app.fit_severities)")
+                             "strengths (noisymix_app.analogue.fit_p; issue 51); severities: the matched Digits-C's "
+                             "Baseline accuracy per severity beside the published rows' "
+                             "(noisymix_app.analogue.severities)")
     parser.add_argument("--out", required=True, help="working folder: the fit's models and digits_matched.json")
     parser.add_argument("--freeze", action="store_true",
                         help=f"also write the fit to {MATCHED_FILE.name} in the package (the suite's strengths); "
@@ -436,10 +437,10 @@ def fit_summary(record: dict, set_folder: str | Path | None = None) -> dict:
 
 def _run_p(args: argparse.Namespace) -> int:
     """``--kind p``: the Digits-P strengths, into the same kind of folder (its Baseline models are shared),
-    frozen through the same guard as Digits-C's (``noisymix_app.fit_freeze``): the package file checked
+    frozen through the same guard as Digits-C's (``noisymix_app.analogue.freeze``): the package file checked
     writable before the fit, a fit outside its tolerance refused unless ``--force-freeze``, the file locked."""
     from fullscale.corruptions.matched_p import MATCHED_P_FILE, matched_p_fit, read_matched_p
-    from noisymix_app.fit_analogue_p import FitPOptions, fit_p, merge_p
+    from noisymix_app.analogue.fit_p import FitPOptions, fit_p, merge_p
 
     options = apply_overrides(FitPOptions(), args.overrides)
     out = Path(args.out)
@@ -474,7 +475,7 @@ def _run_p(args: argparse.Namespace) -> int:
 
 def _run_severities(args: argparse.Namespace) -> int:
     """``--kind severities``: the per-severity profile of the fit's own Baseline models (issue 51, goal 3)."""
-    from noisymix_app.fit_severities import SEVERITIES_FILE, severity_profile
+    from noisymix_app.analogue.severities import SEVERITIES_FILE, severity_profile
 
     if args.overrides:
         raise ValueError("--kind severities takes no --set: it measures the fit's own models and draws")

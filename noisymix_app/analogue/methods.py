@@ -1,10 +1,10 @@
 """The analogue tested on what it was not fitted to (issue 51): the paper's eight CIFAR-10-C methods on
 the difficulty-matched Digits-C and Digits-P.
 
-The difficulty-matched sets were fitted to the Baseline only (``noisymix_app.fit_analogue``,
-``noisymix_app.fit_analogue_p``): its per-corruption drops and per-perturbation flip rates match the
+The difficulty-matched sets were fitted to the Baseline only (``noisymix_app.analogue.fit_c``,
+``noisymix_app.analogue.fit_p``): its per-corruption drops and per-perturbation flip rates match the
 paper's by construction.  What the analogue is for is the *other* methods, so this module asks, of the
-``analogue-methods`` plan's runs (``noisymix_app.plans``: the eight rows of ``tab:results_cifar10``,
+``analogue-methods`` plan's runs (``noisymix_app.reproduce.plans``: the eight rows of ``tab:results_cifar10``,
 five seeds, the laptop recipe), whether they behave there as in the paper:
 
 * the eight methods' order: our mean corrupted accuracy against the paper's CIFAR-10-C column
@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from fullscale.vocabulary import CORRUPTIONS, METHOD_ROWS, P_COLUMNS
-from noisymix_app.plans import EIGHT_METHODS
+from noisymix_app.reproduce.plans import EIGHT_METHODS
 
 __all__ = ["BOOTSTRAP", "analogue_summary", "bootstrap_interval", "finding", "kendall_tau_b", "load_runs",
            "paper_columns", "render_markdown", "slope_through_origin", "spearman"]
@@ -463,7 +463,7 @@ def write_report(results: Path, *, draws: int = BOOTSTRAP) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     text = render_markdown(summary, plan_line=plan_line)
     text += "\n![ours against the paper's](figures/analogue_methods.png)\n"
-    from noisymix_app.fit_severities import SEVERITIES_FILE, markdown
+    from noisymix_app.analogue.severities import SEVERITIES_FILE, markdown
 
     if SEVERITIES_FILE.is_file():  # issue 51, goal 3: what one strength per corruption does to each severity
         from noisymix_infra.io import read_json
@@ -508,7 +508,7 @@ def update_docs(results: Path, root: Path | None = None) -> None:
 
     from noisymix_infra.io import read_json, write_bytes, write_json, write_text
 
-    root = Path(root) if root else Path(__file__).resolve().parents[1]
+    root = Path(root) if root else Path(__file__).resolve().parents[2]
     source = Path(results) / "analogue"
     files = [source / n for n in ("analogue.json", "analogue.md", "analogue_methods.png")]
     missing = [str(f) for f in files if not f.is_file()]

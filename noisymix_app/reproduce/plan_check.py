@@ -23,7 +23,7 @@ that data set only).
 
 from __future__ import annotations
 
-from noisymix_app.plans import ReproducePlan
+from noisymix_app.reproduce.plans import ReproducePlan
 
 __all__ = ["check_device", "check_plan"]
 

@@ -3,7 +3,7 @@
 clean images, applied unchanged to every corrupted set; ``fullscale.evaluation.shift_calibration``)
 the per-method numbers over seeds and the Markdown lines.
 
-``calibration_shift_summary(out)`` reads the runs as ``noisymix_app.reproduce_summary.summarize`` does
+``calibration_shift_summary(out)`` reads the runs as ``noisymix_app.reproduce.summary.summarize`` does
 and returns what goes into ``summary.json``; ``calibration_shift_lines(data)`` renders it.  Numbers in
 points (RMS calibration error x 100); per severity 0 (the clean test images) to 5 the mean over seeds
 and its 95 % t-interval, before and after scaling, beside the estimator's noise floor (the error a

@@ -1,7 +1,7 @@
 """``noisymix fit-analogue --kind severities --out DIR [--freeze]``: the difficulty-matched Digits-C per
 severity, beside the published rows' profile on the digits (issue 51, goal 3).
 
-One strength per corruption matches only the mean drop over the five severities (``fit_analogue``),
+One strength per corruption matches only the mean drop over the five severities (``fit_c``),
 so a severity can land at chance or at a clip of its rule while the mean is right.  This measures, on
 the fit's own Baseline models (seeds 100+, trained by ``fit-analogue``) and corruption draws of the
 fit's seed, the Baseline's accuracy at each severity of each corruption, at the matched strength and
@@ -32,7 +32,7 @@ from fullscale.corruptions.writer import chunk_generator
 from fullscale.data import load_dataset
 from fullscale.evaluation.inference import cpu_inference_model, logits_of
 from fullscale.run_model import load_run_model
-from noisymix_app.fit_analogue import DRAW_SEED, FIT_SEEDS
+from noisymix_app.analogue.fit_c import DRAW_SEED, FIT_SEEDS
 
 __all__ = ["BACKWARDS_MARGIN", "CHANCE_FLOOR", "SEVERITIES_FILE", "clipped", "severity_flags", "severity_profile"]
 
@@ -40,7 +40,7 @@ CHANCE_FLOOR = 15.0
 #: how far severity 5 must lie above severity 1 to call a row backwards: two standard errors of a
 #: difference of two accuracies near 94 % on 150 digits, averaged over 3 models (about 1 point each)
 BACKWARDS_MARGIN = 2.0
-SEVERITIES_FILE = Path(__file__).resolve().parents[1] / "fullscale" / "corruptions" / "digits_matched_severities.json"
+SEVERITIES_FILE = Path(__file__).resolve().parents[2] / "fullscale" / "corruptions" / "digits_matched_severities.json"
 
 
 def clipped(name: str, severity: int, strength: float) -> bool:
@@ -97,7 +97,7 @@ def severity_profile(out: Path, *, images: int = 150, seeds: tuple[int, ...] = F
             entry[table] = {"accuracy": accuracies, "clip": clips, "flags": severity_flags(accuracies, clips)}
         record[name] = entry
     return {"what": "the Baseline's accuracy per severity on the difficulty-matched Digits-C and at the published "
-                    "rows (noisymix_app.fit_severities): the fit's models, mean over models, %",
+                    "rows (noisymix_app.analogue.severities): the fit's models, mean over models, %",
             "command": "noisymix fit-analogue --kind severities --out fit --freeze",
             "seeds": list(seeds), "draw_seed": draw_seed, "images": images, "clean_accuracy": round(clean, 2),
             "chance_floor": CHANCE_FLOOR, "corruptions": record, "seconds": round(time.time() - started, 1)}

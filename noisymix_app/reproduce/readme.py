@@ -13,7 +13,7 @@ from noisymix_infra.io import read_json, write_bytes, write_json, write_text
 
 __all__ = ["BEGIN", "BLOCK", "END", "FIGURE", "readme_figures", "replace_block", "stale_figures", "update_readme"]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BEGIN = "<!-- reproduce-summary:begin -->"
 END = "<!-- reproduce-summary:end -->"
 #: the README's short block a summary writes beside SUMMARY.md (issue 52: the answer, one table, one figure)
@@ -25,7 +25,7 @@ FIGURE = re.compile(r"\]\((docs/figures/([\w.-]+\.png))\)")
 
 def _main_block(readme: str) -> str:
     """The README without the blocks other commands generate (the analogue's, between
-    ``<!-- analogue-methods:begin -->`` and its end marker, ``noisymix_app.analogue_methods``): their
+    ``<!-- analogue-methods:begin -->`` and its end marker, ``noisymix_app.analogue.methods``): their
     figures are not the main job's."""
     return re.sub(r"<!-- analogue-methods:begin -->.*?<!-- analogue-methods:end -->", "", readme, flags=re.S)
 

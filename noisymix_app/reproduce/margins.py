@@ -2,7 +2,7 @@
 cross-machine margin (the largest shift of a paired mean measured between two CPUs running the same plan
 and seeds, ``docs/cross-machine-margins.json``), whether the verdict the report states is *firm* or
 *fragile* against it (``firmness``), and where the steps that made the numbers ran.  Read by
-``noisymix_app.reproduce_summary``.
+``noisymix_app.reproduce.summary``.
 
 The margins are recomputed from the committed summaries by one command (``MARGINS_COMMAND``; the
 claims of each summary re-derived by the current code from its per-seed values, so a claim added since
@@ -21,12 +21,12 @@ __all__ = ["ACCURACY_METRICS", "CROSS_MACHINE_MARGIN", "MARGINS", "MARGINS_COMMA
            "METRIC_WORDS", "claim_metric", "cross_machine_margins", "firmness", "fragile_note", "made_on",
            "margins_of", "ran_on", "read_margins", "robustness"]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MARGINS = ROOT / "docs" / "cross-machine-margins.json"
 #: the summaries the margins are measured on: two pairs of the laptop plan on two CPUs each
 MARGIN_SOURCES = ("c2f72cf:docs/reproduce-summary.json", "843c98a:docs/reproduce-summary.json",
                   "47aa50d:docs/reproduce-summary.json", "docs/runs/intel-xeon-5f9bece-summary.json")
-MARGINS_COMMAND = "python -m noisymix_app.reproduce_summary --margins " + " ".join(MARGIN_SOURCES)
+MARGINS_COMMAND = "python -m noisymix_app.reproduce.summary --margins " + " ".join(MARGIN_SOURCES)
 
 
 #: points: the largest measured shift of a paired mean between two CPUs running the same code, plan and
@@ -59,7 +59,7 @@ def claim_metric(claim: dict) -> str | None:
 def read_margins(path: Path = MARGINS) -> dict[str, float]:
     """Each metric's cross-machine margin in points: the largest shift of a paired mean measured on
     that metric between two CPUs (``cross_machine_margins``, written to docs/cross-machine-margins.json
-    by ``python -m noisymix_app.reproduce_summary --margins A.json B.json``); the accuracy metrics at
+    by ``python -m noisymix_app.reproduce.summary --margins A.json B.json``); the accuracy metrics at
     least ``CROSS_MACHINE_MARGIN`` (issue 32's measurement, on accuracy).  A metric never measured
     across machines has no margin (its verdicts are marked neither firm nor fragile)."""
     measured = read_json(path).get("margins", {}) if path.is_file() else {}
@@ -101,7 +101,7 @@ def firmness(claims: list[dict], margins: dict[str, float]) -> None:
     metric's cross-machine margin, up or down, with the family's other p-values as measured, changes that
     verdict; None without a p-value (one seed, or a verdict that cannot be judged) or without a margin.
     The verdict is monotone in the shift, so the two ends decide."""
-    from noisymix_app.reproduce_claims import adjusted_verdict, holm, stated, two_sided_p
+    from noisymix_app.reproduce.claims import adjusted_verdict, holm, stated, two_sided_p
 
     family = {c["id"]: c["p"] for c in claims if c.get("role") == "secondary" and c.get("p") is not None}
     for claim in claims:

@@ -1,7 +1,7 @@
 """The findings of a ``noisymix reproduce`` folder: ``SUMMARY.md`` and ``summary.json``.
 
 Every number the README shows for the small-scale run comes from here, never by hand:
-``python -m noisymix_app.reproduce_summary --out results --update-readme`` (or
+``python -m noisymix_app.reproduce.summary --out results --update-readme`` (or
 ``noisymix reproduce --out results --update-readme``) writes the summary (``SUMMARY.md``, and its short
 block ``README-BLOCK.md``), copies it to ``docs/reproduce-summary.md`` / ``.json`` and replaces the README
 between the markers ``<!-- reproduce-summary:begin -->`` and ``<!-- reproduce-summary:end -->`` with the
@@ -11,7 +11,7 @@ current report code (``rederive``) and writes the same files without rerunning a
 names the git commit it was made from; ``tests/test_readme.py`` fails when the README and the committed
 summary disagree, or when the code that made the numbers changed after that commit.
 
-Statistics (``noisymix_app.reproduce_claims``).  Per method: mean over seeds and a 95 % t-interval
+Statistics (``noisymix_app.reproduce.claims``).  Per method: mean over seeds and a 95 % t-interval
 (mean ± t_{0.975, n-1} s/√n).  Per claim of the paper, each once (Sec. 4, tab:results_cifar10,
 tab:results_cifar_p, App. tab:results_imagenet_r_calibration), the paired difference over seeds (same
 seed, same data order) with its 95 % t-interval and its two-sided paired-t p-value; NoisyMix more robust
@@ -21,7 +21,7 @@ adjusted p is below 5 % (by the side of the mean), else **within noise**.  Each 
 difference detected with 80 % power at the observed spread) is taken at its test level (5 %, or
 5 % / m for the m secondary claims), and set against the paper's effect in the matching setting; each
 verdict is *firm* or *fragile* against its metric's cross-machine margin
-(``noisymix_app.reproduce_margins.firmness``).
+(``noisymix_app.reproduce.margins.firmness``).
 """
 
 from __future__ import annotations
@@ -33,10 +33,7 @@ from pathlib import Path
 
 from fullscale.evaluation.resolution import summary_step
 from fullscale.vocabulary import CATEGORIES
-from noisymix_app.report_ablation import ablation_lines, read_ablation
-from noisymix_app.report_calibration import calibration_shift_lines, calibration_shift_summary
-from noisymix_app.report_published import published_lines, read_published
-from noisymix_app.reproduce_claims import (
+from noisymix_app.reproduce.claims import (
     CLEAN_TOLERANCE,
     LABELS,
     analogue_profile,
@@ -50,8 +47,8 @@ from noisymix_app.reproduce_claims import (
     stated,
     verdict,
 )
-from noisymix_app.reproduce_headline import paper_calibration
-from noisymix_app.reproduce_margins import (
+from noisymix_app.reproduce.headline import paper_calibration
+from noisymix_app.reproduce.margins import (
     CROSS_MACHINE_MARGIN,
     MARGINS,
     MARGINS_COMMAND,
@@ -66,7 +63,10 @@ from noisymix_app.reproduce_margins import (
     read_margins,
     robustness,
 )
-from noisymix_app.reproduce_readme import BEGIN, BLOCK, END, readme_figures, replace_block, stale_figures, update_readme
+from noisymix_app.reproduce.readme import BEGIN, BLOCK, END, readme_figures, replace_block, stale_figures, update_readme
+from noisymix_app.reproduce.report_ablation import ablation_lines, read_ablation
+from noisymix_app.reproduce.report_calibration import calibration_shift_lines, calibration_shift_summary
+from noisymix_app.reproduce.report_published import published_lines, read_published
 from noisymix_figures.results import stale_evaluation
 from noisymix_infra.io import read_json, write_json, write_text
 from noisymix_infra.provenance import git_state, machine
@@ -99,16 +99,16 @@ __all__ = [
     "write_summary",
 ]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _verdict, _claims = verdict, claims_of  # their old names here (tests, notes)
 # the code whose change makes a summary stale (methods, trainer, evaluation, metrics, augmentation,
 # corruptions, models and the reproduce job itself)
-CODE_PATHS = ("noisymix", "noisymix_app/plans.py", "noisymix_app/reproduce.py", "noisymix_app/reproduce_summary.py",
-              "noisymix_app/reproduce_headline.py", "noisymix_app/reproduce_claims.py",
-              "noisymix_app/reproduce_margins.py", "noisymix_infra/stats.py", "noisymix_app/reproduce_readme.py",
-              "noisymix_app/reproduce_steps.py", "noisymix_app/reproduce_log.py",
-              "noisymix_app/report_calibration.py", "noisymix_app/report_ablation.py",
-              "noisymix_app/report_published.py",
+CODE_PATHS = ("noisymix", "noisymix_app/reproduce/plans.py", "noisymix_app/reproduce/command.py",
+              "noisymix_app/reproduce/summary.py", "noisymix_app/reproduce/headline.py",
+              "noisymix_app/reproduce/claims.py", "noisymix_app/reproduce/margins.py", "noisymix_infra/stats.py",
+              "noisymix_app/reproduce/readme.py", "noisymix_app/reproduce/steps.py", "noisymix_app/reproduce/log.py",
+              "noisymix_app/reproduce/report_calibration.py", "noisymix_app/reproduce/report_ablation.py",
+              "noisymix_app/reproduce/report_published.py",
               "noisymix_app/sweep", "fullscale/training",
               "fullscale/evaluation", "fullscale/metrics.py", "fullscale/vocabulary.py", "fullscale/augment",
               "fullscale/corruptions", "fullscale/models",
@@ -365,7 +365,7 @@ def _description(summary: dict) -> str:
 def _claim_line(c: dict, margins: dict[str, float]) -> str:
     """One claim in detail: the paired difference and its interval, p before and after Holm, the MDD at
     the claim's level beside the paper's effect, and the stated verdict with its mark (issue 52)."""
-    from noisymix_app.reproduce_headline import cannot_decide
+    from noisymix_app.reproduce.headline import cannot_decide
 
     d = c["difference"]
     if d is None:
@@ -457,7 +457,7 @@ def _generated(summary: dict) -> str:
 def render_readme(summary: dict) -> str:
     """The README's block (issue 52, goal 4; at most ``README_WORDS`` words): the answer in one paragraph,
     one table of the claims, one figure, and where the rest is."""
-    from noisymix_app.reproduce_headline import claims_table, opening
+    from noisymix_app.reproduce.headline import claims_table, opening
 
     plan = summary["plan"]
     lines = [opening(summary), "", *claims_table(summary), "",
@@ -475,8 +475,8 @@ def render_readme(summary: dict) -> str:
 def render(summary: dict) -> str:
     """``SUMMARY.md``, kept as docs/reproduce-summary.md: the answer and the claims table first (as the
     README shows them), the terms, then every claim in detail and the descriptive sections."""
-    from noisymix_app.reproduce_claims import analogue_lines, category_lines
-    from noisymix_app.reproduce_headline import aims_sentence, calibration_section, claims_table, opening, terms
+    from noisymix_app.reproduce.claims import analogue_lines, category_lines
+    from noisymix_app.reproduce.headline import aims_sentence, calibration_section, claims_table, opening, terms
 
     plan = summary["plan"]
     margins = margins_of(summary)
@@ -555,12 +555,12 @@ def margins_from(sources: list[str] | tuple[str, ...]) -> dict:
     """The cross-machine margins of ``sources`` (summary.json files or COMMIT:PATH), each re-derived by the
     current code with no margins (firmness aside), with the command that remakes them."""
     summaries = [rederive(_summary_at(path), margins={}) for path in sources]
-    return {**cross_machine_margins(summaries), "how": "python -m noisymix_app.reproduce_summary --margins "
+    return {**cross_machine_margins(summaries), "how": "python -m noisymix_app.reproduce.summary --margins "
             + " ".join(sources)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m noisymix_app.reproduce_summary",
+    parser = argparse.ArgumentParser(prog="python -m noisymix_app.reproduce.summary",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--out", help="a folder written by `noisymix reproduce`")
     parser.add_argument("--margins", nargs="+", metavar="SUMMARY_JSON",

@@ -1,6 +1,6 @@
 """The main job's record (``reproduce.json``) and what it shows while it runs: each step's seconds and
 where it ran, the progress line of the runs, and the job's index, ``REPORT.md``.  Used by
-``noisymix_app.reproduce``."""
+``noisymix_app.reproduce.command``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import contextlib
 import time
 from pathlib import Path
 
-from noisymix_app.plans import ReproducePlan
+from noisymix_app.reproduce.plans import ReproducePlan
 from noisymix_infra.io import read_json, write_json, write_text
 
 
@@ -45,7 +45,7 @@ def _log_step(log: dict, log_path: Path, entry: dict, seconds: float, started: f
     replacing its earlier record; a step a rerun skips keeps the record of the run that made it."""
     log["steps"] = [e for e in log["steps"] if e["name"] != entry["name"]]
     log["steps"].append({**entry, "seconds": round(seconds, 2)})
-    from noisymix_app.reproduce_summary import total_seconds  # the summary's module: no import loop
+    from noisymix_app.reproduce.summary import total_seconds  # the summary's module: no import loop
     log["seconds"] = total_seconds(log)
     write_json(log_path, log)
     print(f"reproduce: {entry['name']}: {seconds:.1f} s (total {time.perf_counter() - started:.0f} s)", flush=True)
@@ -123,7 +123,7 @@ def _write_index(out: Path, plan: ReproducePlan, log: dict, corrupted: Path) -> 
                    if where else "not recorded")
         lines.append(f"| {entry['name']} | {entry['seconds']:.1f} | {where.get('torch_threads', '?')} | "
                      f"{machine} | {where.get('finished', '?')} |")
-    from noisymix_app.reproduce_summary import total_seconds  # the summary's module: no import loop
+    from noisymix_app.reproduce.summary import total_seconds  # the summary's module: no import loop
     lines += ["", f"Total: {total_seconds(log):.0f} s, the sum of the steps' recorded times"
               + (" (worker processes ran steps side by side, so the wall time was less)"
                  if log.get("workers", 1) > 1 else "")
