@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -56,8 +57,8 @@ from noisymix_infra.io import directory_lock, read_json, write_json
 from noisymix_infra.progress import progress
 from noisymix_infra.validate import check_seed
 
-__all__ = ["DRAW_SEED", "FIT_SEEDS", "MADE", "MIN_DROP", "FitOptions", "check_models", "choose", "fit_summary",
-           "freeze", "missed", "paper_drops", "residual_tolerance", "run", "targets", "typed_command"]
+__all__ = ["DRAW_SEED", "FIT_SEEDS", "MADE", "MIN_DROP", "FitOptions", "bisect_strength", "check_models", "choose",
+           "fit_summary", "freeze", "missed", "paper_drops", "residual_tolerance", "run", "targets", "typed_command"]
 
 
 FIT_SEEDS = (100, 101, 102)
@@ -120,6 +121,25 @@ def targets() -> dict[str, float]:
     """The drop each corruption is fitted to: the paper's, at least ``MIN_DROP``."""
     _, drops = paper_drops()
     return {name: max(drop, MIN_DROP) for name, drop in drops.items()}
+
+
+def bisect_strength(measure: Callable[[float], float], target: float, steps: int, span: float
+                    ) -> list[tuple[float, float]]:
+    """The fits' search (Digits-C's drops, Digits-P's flip rates): a bisection on ``log2 k`` in
+    ``[-span, span]`` from ``k = 1`` (the published rows), assuming ``measure`` grows with ``k``;
+    ``steps + 1`` evaluations, returned as the trace of (strength, measured) that ``choose`` picks from."""
+    low, high, log_k = -span, span, 0.0
+    trace = []
+    for _ in range(steps + 1):
+        strength = round(2.0 ** log_k, 6)
+        measured = measure(strength)
+        trace.append((strength, round(measured, 4)))
+        if measured < target:
+            low = log_k
+        else:
+            high = log_k
+        log_k = (low + high) / 2
+    return trace
 
 
 def choose(trace: list[tuple[float, float]], target: float) -> tuple[float, float]:
@@ -247,17 +267,7 @@ def fit(options: FitOptions, out: Path, command: str | None = None) -> dict:
     record: dict[str, dict] = {}
     for name in progress(options.names(), desc="fit: strengths", unit="corruption"):
         target = wanted[name]
-        low, high, log_k = -SPAN, SPAN, 0.0
-        trace = []
-        for _ in range(options.steps + 1):
-            strength = round(2.0 ** log_k, 6)
-            measured = drop(name, strength)
-            trace.append((strength, round(measured, 4)))
-            if measured < target:
-                low = log_k
-            else:
-                high = log_k
-            log_k = (low + high) / 2
+        trace = bisect_strength(lambda k, name=name: drop(name, k), target, options.steps, SPAN)
         strength, measured = choose(trace, target)
         record[name] = {"target": target, "strength": strength, "drop": measured,
                         "residual": round(measured - target, 4), "trace": [list(p) for p in trace]}

@@ -41,7 +41,7 @@ from fullscale.evaluation.inference import cpu_inference_model, logits_of
 from fullscale.metrics import flip_probability, is_noise_sequence
 from fullscale.run_model import load_run_model
 from fullscale.vocabulary import P_COLUMNS
-from noisymix_app.analogue.fit_c import FIT_SEEDS, _train, choose
+from noisymix_app.analogue.fit_c import FIT_SEEDS, _train, bisect_strength, choose
 from noisymix_app.reproduce.plans import PLANS
 from noisymix_infra.progress import progress
 
@@ -141,17 +141,7 @@ def fit_p(options: FitPOptions, out: Path) -> dict:
     record: dict[str, dict] = {}
     for name in progress(options.names(), desc="fit -P: strengths", unit="perturbation"):
         target = wanted[name]
-        low, high, log_k = -SPAN, SPAN, 0.0
-        trace = []
-        for _ in range(options.steps + 1):
-            strength = round(2.0 ** log_k, 6)
-            measured = flip(name, strength)
-            trace.append((strength, round(measured, 4)))
-            if measured < target:
-                low = log_k
-            else:
-                high = log_k
-            log_k = (low + high) / 2
+        trace = bisect_strength(lambda k, name=name: flip(name, k), target, options.steps, SPAN)
         strength, measured = choose(trace, target)
         record[name] = {"target": target, "strength": strength, "flip": measured,
                         "residual": round(measured - target, 4), "within_tolerance": within_tolerance(measured, target),
