@@ -39,10 +39,24 @@ from noisymix_infra.io import directory_lock, printable, read_json, write_json
 from noisymix_infra.validate import check_device_name, check_seed
 
 # The manifest fields that decide the content of every file: a rerun must match them all.
-_IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_photographs",
+_IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities", "frost_sha256",
              "source_sha256", "pixel_scale", "strengths")
 # identity fields that older manifests lack, with the value they were made with
 _IDENTITY_DEFAULTS = {"pixel_scale": 1.0, "strengths": None}
+
+
+def _frost_digest(folder: str | None) -> str | None:
+    """The frost photographs' content (sha256 of each file's name and sha256, in name order): a set's
+    identity is the photographs, not the folder they were read from (the same code in another checkout
+    made a set another checkout refused to resume, for the path alone)."""
+    if folder is None:
+        return None
+    from noisymix_infra.io import sha256_file
+
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(folder).iterdir() if p.is_file()):
+        digest.update(f"{path.name}:{sha256_file(path)}\n".encode())
+    return digest.hexdigest()
 
 
 def _strengths(kind: str = "c") -> dict[str, float]:
@@ -252,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
         "dataset": args.dataset, "kind": args.kind, "source": source, "source_sha256": source_sha256,
         "count": count, "seed": args.seed,
         "chunk": args.chunk, "params": params, "severities": list(severities) if args.kind == "c" else None,
-        "names": names, "skipped": skipped, "frost_photographs": frost,
+        "names": names, "skipped": skipped, "frost_photographs": frost, "frost_sha256": _frost_digest(frost),
         "size": None if folder_tree else int(images.shape[-1]),
         # the rows' lengths in pixels for images of this side (1.0: the table's own side)
         "pixel_scale": 1.0 if folder_tree else pixel_scale_for(int(images.shape[-1]), params),
@@ -313,9 +327,12 @@ def _merge_manifest(path: Path, new: dict) -> dict:
         raise ValueError(f"{printable(path.parent)} was made from a folder tree before sets bound its images' content "
                          "(source_sha256 'folder:...'): its images cannot be told from the tree's today; "
                          "give another --out, or delete the old set and make it again")
-    # frost photographs matter only where both runs made frost (a rerun may leave frost out)
-    differ = [k for k in _IDENTITY if old.get(k, _IDENTITY_DEFAULTS.get(k)) != new[k]
-              and not (k == "frost_photographs" and None in (old.get(k), new[k]))]
+    # frost photographs matter only where both runs made frost (a rerun may leave frost out); a manifest
+    # older than frost_sha256 is held to the folder it read them from, as it was then
+    frost_key = "frost_sha256" if "frost_sha256" in old else "frost_photographs"
+    identity = [frost_key if k == "frost_sha256" else k for k in _IDENTITY]
+    differ = [k for k in identity if old.get(k, _IDENTITY_DEFAULTS.get(k)) != new[k]
+              and not (k == frost_key and None in (old.get(k), new[k]))]
     if differ:
         detail = ", ".join(f"{k}: stored {old.get(k)!r}, asked {new[k]!r}" for k in differ[:3])
         raise ValueError(f"{printable(path.parent)} holds a set made with other values ({detail}); "

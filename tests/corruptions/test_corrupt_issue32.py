@@ -222,3 +222,27 @@ def test_file_names_with_a_newline_or_an_escape_are_printed_escaped(tree, tmp_pa
     assert main(_tree_args(tree, tmp_path / "other")) == 2
     line = _one_line(capsys)
     assert "bad" + FORGED.replace("\n", "\\n").replace("\x1b", "\\x1b") + ".JPEG" in line, line
+
+
+def test_a_set_is_bound_to_its_frost_photographs_content_not_their_folder(tmp_path, one_line_error):
+    """A set made by one checkout was refused by another checkout of the same code: its manifest held
+    the frost photographs' folder as identity.  The same photographs from another folder resume the set;
+    other photographs are refused in one line (found while assembling issue 51's main job)."""
+    from pathlib import Path
+
+    from noisymix_app.cli import main
+
+    bundled = Path(__file__).resolve().parents[2] / "fullscale" / "corruptions" / "frost_photos"
+    copy, other = tmp_path / "copy", tmp_path / "other"
+    shutil.copytree(bundled, copy)
+    shutil.copytree(bundled, other)
+    (other / "frost1.png").write_bytes((other / "frost2.png").read_bytes())  # another photograph
+    out = tmp_path / "set"
+    argv = ["corrupt", "--dataset", "digits", "--kind", "c", "--out", str(out), "--limit", "4",
+            "--severities", "1", "--corruptions", "frost"]
+    assert main([*argv, "--frost-dir", str(bundled)]) == 0
+    made = (out / "frost.npy").read_bytes()
+    assert main([*argv, "--frost-dir", str(copy)]) == 0  # the same content: the set is kept
+    assert (out / "frost.npy").read_bytes() == made
+    assert main([*argv, "--frost-dir", str(other)]) == 2
+    assert "frost_sha256" in one_line_error()
