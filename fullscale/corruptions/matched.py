@@ -34,8 +34,6 @@ __all__ = ["MATCHED_FILE", "check_fit_record", "matched_fit", "matched_strength"
 
 MATCHED_FILE = Path(__file__).with_name("digits_matched.json")
 
-#: the numbers each ``fit`` entry must hold (the report prints them; the freeze checks them)
-_ENTRY_NUMBERS = ("target", "strength", "drop", "residual")
 
 
 class _Constant(str):
@@ -65,7 +63,8 @@ def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def check_fit_record(data: object, where: str = "the fit record") -> dict:
+def check_fit_record(data: object, where: str = "the fit record", *, names: tuple[str, ...] = CORRUPTIONS,
+                     units: str = "the 15 corruptions", measured: str = "drop") -> dict:
     """``data`` if it is a whole fit record, else a one-line ``ValueError`` naming ``where`` and the first
     bad key or value (issue 54: a hand-edited file - a ``fit`` entry of the wrong type, ``residual``
     missing, ``fit: null``, the file a list - gave tracebacks, some after the whole job).
@@ -73,52 +72,56 @@ def check_fit_record(data: object, where: str = "the fit record") -> dict:
     The record: ``strengths`` (a finite positive number for each of the 15 corruptions) and ``fit`` (for
     each of them an object of finite ``target``, ``strength``, ``drop``, ``residual`` and a ``trace`` of
     [strength, drop] pairs, its ``strength`` equal to ``strengths``'s: the report pairs the residual with
-    the set made at that strength)."""
+    the set made at that strength).  ``names``, ``units`` and ``measured`` make it the check of another
+    fitted set of the same shape (the difficulty-matched Digits-P: its ten perturbations, the flip
+    probability measured; ``fullscale.corruptions.matched_p``)."""
     if not isinstance(data, dict):
         raise ValueError(f"{where} must be a JSON object with 'strengths' and 'fit', got a {type(data).__name__}")
     strengths = data.get("strengths")
     if not isinstance(strengths, dict):
-        raise ValueError(f"{where}: 'strengths' must be an object of the 15 corruptions' strengths, "
+        raise ValueError(f"{where}: 'strengths' must be an object of {units}' strengths, "
                          f"got {type(strengths).__name__}")
-    missing = [n for n in CORRUPTIONS if n not in strengths]
-    extra = sorted(set(strengths) - set(CORRUPTIONS))
+    missing = [n for n in names if n not in strengths]
+    extra = sorted(set(strengths) - set(names))
     if missing or extra:
-        raise ValueError(f"{where} must give a positive strength for each of the 15 corruptions "
+        raise ValueError(f"{where} must give a positive strength for each of {units} "
                          f"(missing: {', '.join(missing) or '-'}; unknown: {', '.join(extra) or '-'})")
-    for name in CORRUPTIONS:
+    for name in names:
         value = strengths[name]
         if not _number(value) or value <= 0:
             raise ValueError(f"{where}: strengths.{name} must be a finite positive number, got {value!r}")
     fit = data.get("fit")
     if not isinstance(fit, dict):
-        raise ValueError(f"{where}: 'fit' must be an object with an entry per corruption, got "
+        raise ValueError(f"{where}: 'fit' must hold an entry for each of {units}, got "
                          f"{'null' if fit is None else type(fit).__name__}")
-    missing = [n for n in CORRUPTIONS if n not in fit]
-    if missing or set(fit) - set(CORRUPTIONS):
-        raise ValueError(f"{where}: 'fit' must hold the 15 corruptions' entries (missing: {', '.join(missing) or '-'}; "
-                         f"unknown: {', '.join(sorted(set(fit) - set(CORRUPTIONS))) or '-'})")
-    for name in CORRUPTIONS:
+    missing = [n for n in names if n not in fit]
+    if missing or set(fit) - set(names):
+        raise ValueError(f"{where}: 'fit' must hold {units}' entries (missing: {', '.join(missing) or '-'}; "
+                         f"unknown: {', '.join(sorted(set(fit) - set(names))) or '-'})")
+    for name in names:
         entry = fit[name]
         if not isinstance(entry, dict):
             raise ValueError(f"{where}: fit.{name} must be an object, got {type(entry).__name__}")
-        for key in _ENTRY_NUMBERS:
+        for key in ("target", "strength", measured, "residual"):
             if key not in entry:
-                raise ValueError(f"{where}: fit.{name} lacks '{key}'")
+                raise ValueError(f"{where}: fit.{name}.{key} is missing")
             if not _number(entry[key]):
                 raise ValueError(f"{where}: fit.{name}.{key} must be a finite number, got {entry[key]!r}")
         if entry["strength"] != strengths[name]:
             raise ValueError(f"{where}: fit.{name}.strength {entry['strength']!r} is not strengths.{name} "
                              f"{strengths[name]!r}: edit both, or refit")
         trace = entry.get("trace")
-        if not isinstance(trace, list) or not all(
+        if not isinstance(trace, list) or not trace or not all(
                 isinstance(p, list) and len(p) == 2 and all(_number(v) for v in p) for p in trace):
-            raise ValueError(f"{where}: fit.{name}.trace must be a list of [strength, drop] number pairs")
+            raise ValueError(f"{where}: fit.{name}.trace must be a non-empty list of [strength, {measured}] "
+                             "number pairs")
     return data
 
 
-def read_fit_file(path: str | os.PathLike[str]) -> dict:
+def read_fit_file(path: str | os.PathLike[str], **shape: object) -> dict:
     """The fit record at ``path``, checked whole (``check_fit_record``); a file that is not UTF-8 JSON, or
-    holds ``Infinity``/``NaN``, is a one-line ``ValueError`` naming it too."""
+    holds ``Infinity``/``NaN``, is a one-line ``ValueError`` naming it too.  ``shape``: ``check_fit_record``'s
+    ``names``, ``units`` and ``measured`` for another fitted set."""
     where = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -135,7 +138,7 @@ def read_fit_file(path: str | os.PathLike[str]) -> dict:
     if constant is not None:
         raise ValueError(f"{where}: {constant[0]} is {constant[1]}, which is no number JSON allows (give a finite "
                          "number)")
-    return check_fit_record(data, where)
+    return check_fit_record(data, where, **shape)
 
 
 def strengths_sha256(strengths: dict[str, float]) -> str:

@@ -21,10 +21,9 @@ digits-matched`` make the set; ``params="cifar"`` keeps the published sequences.
 from __future__ import annotations
 
 import functools
-import json
-import math
 from pathlib import Path
 
+from fullscale.corruptions.matched import check_fit_record, read_fit_file
 from fullscale.vocabulary import P_COLUMNS
 
 __all__ = ["MATCHED_P_FILE", "check_matched_p", "matched_p_fit", "matched_p_strength"]
@@ -32,48 +31,26 @@ __all__ = ["MATCHED_P_FILE", "check_matched_p", "matched_p_fit", "matched_p_stre
 MATCHED_P_FILE = Path(__file__).with_name("digits_p_matched.json")
 
 
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
+#: what distinguishes a Digits-P fit record from a Digits-C one (``check_fit_record``'s shape)
+_SHAPE = {"names": P_COLUMNS, "units": "the ten perturbations", "measured": "flip"}
 
 
 def check_matched_p(data: object, where: str | Path = MATCHED_P_FILE) -> dict:
     """``data`` if it is a usable Digits-P fit record, else a one-line ``ValueError`` naming ``where``
-    and the offending key: a positive finite strength for each of the ten perturbations, and for each a
-    ``fit`` entry with numeric ``target``, ``strength``, ``flip`` and ``residual`` and its trace."""
-    if not isinstance(data, dict):
-        raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
-    strengths, fit = data.get("strengths"), data.get("fit")
-    if not isinstance(strengths, dict) or set(strengths) != set(P_COLUMNS):
-        raise ValueError(f"{where}: 'strengths' must name the ten perturbations {', '.join(P_COLUMNS)}")
-    for name, value in strengths.items():
-        if isinstance(value, bool) or not isinstance(value, float | int) or not 0 < value < 1e3:
+    and the offending key: the Digits-C record's check (``fullscale.corruptions.matched.check_fit_record``)
+    over the ten perturbations, with the flip probability as the measured value, and each strength
+    below 1000 (the strength rules' bound, ``perturbations.check_strength``)."""
+    check_fit_record(data, str(where), **_SHAPE)
+    for name, value in data["strengths"].items():
+        if not value < 1e3:
             raise ValueError(f"{where}: strengths.{name} must be a number in (0, 1000), got {value!r}")
-    if not isinstance(fit, dict) or set(fit) != set(P_COLUMNS):
-        raise ValueError(f"{where}: 'fit' must hold an entry for each of the ten perturbations")
-    for name, entry in fit.items():
-        if not isinstance(entry, dict):
-            raise ValueError(f"{where}: fit.{name} must be an object, got {type(entry).__name__}")
-        for key in ("target", "strength", "flip", "residual"):
-            value = entry.get(key)
-            if isinstance(value, bool) or not isinstance(value, float | int) or not math.isfinite(value):
-                raise ValueError(f"{where}: fit.{name}.{key} must be a finite number, got {value!r}")
-        if entry["strength"] != strengths[name]:
-            raise ValueError(f"{where}: fit.{name}.strength {entry['strength']} is not strengths.{name} "
-                             f"{strengths[name]}")
-        trace = entry.get("trace")
-        if not isinstance(trace, list) or not trace or not all(
-                isinstance(p, list) and len(p) == 2 and all(isinstance(v, float | int) for v in p) for p in trace):
-            raise ValueError(f"{where}: fit.{name}.trace must be a non-empty list of [strength, flip] pairs")
     return data
 
 
 def read_matched_p(path: Path) -> dict:
-    """Read and check a Digits-P fit record (``check_matched_p``); JSON's NaN / Infinity are refused."""
-    try:
-        data = json.loads(Path(path).read_text(), parse_constant=_refuse_constant)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as error:
-        raise ValueError(f"{path}: not a readable Digits-P fit ({error})") from None
-    return check_matched_p(data, path)
+    """Read and check a Digits-P fit record (``read_fit_file``: not UTF-8 JSON, or ``NaN`` / ``Infinity``,
+    is one line naming the file and the key; then ``check_matched_p``)."""
+    return check_matched_p(read_fit_file(path, **_SHAPE), path)
 
 
 @functools.lru_cache(maxsize=1)
