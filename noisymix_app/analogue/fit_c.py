@@ -354,17 +354,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_set_argument(parser, "steps=6", "the fit (FitOptions)")
 
 
-def _check_freeze(options: FitOptions) -> None:
-    """Before any work: the package file can be written and, for a fit of some corruptions, holds a whole
-    fit of the others to keep (issue 54: both were found only after the whole fit)."""
-    from fullscale.corruptions.matched import read_fit_file
-
-    check_package_writable(MATCHED_FILE)
-    if set(options.names()) != set(CORRUPTIONS):
-        if not MATCHED_FILE.is_file():
-            raise ValueError(f"--freeze of some corruptions needs a frozen fit of the others to keep; "
-                             f"{MATCHED_FILE} does not exist")
-        read_fit_file(MATCHED_FILE)
+def _check_freeze(package_file: Path, fitted: tuple[str, ...], every: tuple[str, ...], units: str,
+                  read: Callable[[Path], dict]) -> None:
+    """Before any work: the package file can be written and, for a fit of some of ``every`` (corruptions,
+    perturbations), holds a whole fit of the others to keep, as ``read`` checks it (issue 54: both were
+    found only after the whole fit).  Digits-C's and Digits-P's freezes alike."""
+    check_package_writable(package_file)
+    if set(fitted) != set(every):
+        if not package_file.is_file():
+            raise ValueError(f"--freeze of some {units} needs a frozen fit of the others to keep; "
+                             f"{package_file} does not exist")
+        read(package_file)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -378,7 +378,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--force-freeze goes with --freeze")
     check_claim(out, "fit")  # a run, a -C set, a report, or the user's own digits_matched.json: refused now
     if args.freeze:
-        _check_freeze(options)
+        from fullscale.corruptions.matched import read_fit_file
+
+        _check_freeze(MATCHED_FILE, options.names(), CORRUPTIONS, "corruptions", read_fit_file)
     check_models(options, out)  # models of other options under out/models: refused before any training
     with directory_lock(out, "fitting"):
         claim_folder(out, "fit")
@@ -445,6 +447,7 @@ def fit_summary(record: dict, set_folder: str | Path | None = None) -> dict:
     residuals = {} if matches is False else {n: e["residual"] for n, e in record.get("fit", {}).items()}
     return {"fits": list(groups.values()), "matches_set": matches, "residuals": residuals}
 
+
 def _run_p(args: argparse.Namespace) -> int:
     """``--kind p``: the Digits-P strengths, into the same kind of folder (its Baseline models are shared),
     frozen through the same guard as Digits-C's (``noisymix_app.analogue.freeze``): the package file checked
@@ -458,12 +461,7 @@ def _run_p(args: argparse.Namespace) -> int:
         raise ValueError("--force-freeze goes with --freeze")
     check_claim(out, "fit")
     if args.freeze:
-        check_package_writable(MATCHED_P_FILE)
-        if set(options.names()) != set(P_COLUMNS):
-            if not MATCHED_P_FILE.is_file():
-                raise ValueError(f"--freeze of some perturbations needs a frozen fit of the others to keep; "
-                                 f"{MATCHED_P_FILE} does not exist")
-            read_matched_p(MATCHED_P_FILE)
+        _check_freeze(MATCHED_P_FILE, options.names(), P_COLUMNS, "perturbations", read_matched_p)
     check_models(options, out)
     with directory_lock(out, "fitting"):
         claim_folder(out, "fit")
