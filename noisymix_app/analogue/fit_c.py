@@ -58,13 +58,38 @@ from noisymix_infra.progress import progress
 from noisymix_infra.validate import check_seed
 
 __all__ = ["DRAW_SEED", "FIT_SEEDS", "MADE", "MIN_DROP", "FitOptions", "bisect_strength", "check_models", "choose",
-           "fit_summary", "freeze", "missed", "paper_drops", "residual_tolerance", "run", "targets", "typed_command"]
+           "fit_names", "fit_seeds", "fit_summary", "freeze", "missed", "paper_drops", "residual_tolerance", "run",
+           "targets", "typed_command"]
 
 
 FIT_SEEDS = (100, 101, 102)
 DRAW_SEED = 1
 MIN_DROP = 4.5  # points: the least target (>= 3 with a margin for the seeds' spread)
 SPAN = 4.0  # log2 k in [-4, 4]: k from 1/16 to 16
+
+
+def fit_seeds(text: str) -> tuple[int, ...]:
+    """A fit's ``seeds`` option: comma-separated seeds the main job does not evaluate, each one torch takes
+    (issue 54: a 20-digit seed failed in training, after the folder was claimed).  Both fits' rule."""
+    try:
+        seeds = tuple(int(s) for s in text.split(","))
+    except ValueError:
+        raise ValueError(f"seeds must be comma-separated numbers, got {text!r}") from None
+    if not seeds or min(seeds) < 0 or set(seeds) & set(PLANS["laptop"].seeds):
+        raise ValueError(f"seeds must be numbers >= 0 that the main job does not evaluate "
+                         f"(not {', '.join(map(str, PLANS['laptop'].seeds))}), got {text!r}")
+    for seed in seeds:
+        check_seed(seed, "seeds")
+    return seeds
+
+
+def fit_names(text: str, every: tuple[str, ...], field: str, units: str) -> tuple[str, ...]:
+    """A fit's list of what to fit (``corruptions``, ``perturbations``): comma-separated, some of ``every``."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in every]
+    if unknown or not names:
+        raise ValueError(f"{field} must name some of {units} ({', '.join(every)}), got {unknown or '[]'}")
+    return names
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,23 +103,10 @@ class FitOptions:
     epochs: int = 0  # 0: the laptop plan's
 
     def seed_list(self) -> tuple[int, ...]:
-        try:
-            seeds = tuple(int(s) for s in self.seeds.split(","))
-        except ValueError:
-            raise ValueError(f"seeds must be comma-separated numbers, got {self.seeds!r}") from None
-        if not seeds or min(seeds) < 0 or set(seeds) & set(PLANS["laptop"].seeds):
-            raise ValueError(f"seeds must be numbers >= 0 that the main job does not evaluate "
-                             f"(not {', '.join(map(str, PLANS['laptop'].seeds))}), got {self.seeds!r}")
-        for seed in seeds:  # issue 54: a 20-digit seed failed in training, after the folder was claimed
-            check_seed(seed, "seeds")
-        return seeds
+        return fit_seeds(self.seeds)
 
     def names(self) -> tuple[str, ...]:
-        names = tuple(n.strip() for n in self.corruptions.split(",") if n.strip())
-        unknown = [n for n in names if n not in CORRUPTIONS]
-        if unknown or not names:
-            raise ValueError(f"corruptions must name some of the 15 ({', '.join(CORRUPTIONS)}), got {unknown or '[]'}")
-        return names
+        return fit_names(self.corruptions, CORRUPTIONS, "corruptions", "the 15")
 
     def __post_init__(self) -> None:
         if not 0 <= self.steps <= 20 or self.epochs < 0:

@@ -41,7 +41,7 @@ from fullscale.evaluation.inference import cpu_inference_model, logits_of
 from fullscale.metrics import flip_probability, is_noise_sequence
 from fullscale.run_model import load_run_model
 from fullscale.vocabulary import P_COLUMNS
-from noisymix_app.analogue.fit_c import FIT_SEEDS, _train, bisect_strength, choose
+from noisymix_app.analogue.fit_c import FIT_SEEDS, _train, bisect_strength, choose, fit_names, fit_seeds
 from noisymix_app.reproduce.plans import PLANS
 from noisymix_infra.progress import progress
 
@@ -68,21 +68,10 @@ class FitPOptions:
     images: int = 150
 
     def seed_list(self) -> tuple[int, ...]:
-        try:
-            seeds = tuple(int(s) for s in self.seeds.split(","))
-        except ValueError:
-            raise ValueError(f"seeds must be comma-separated numbers, got {self.seeds!r}") from None
-        if not seeds or min(seeds) < 0 or max(seeds) >= 2 ** 63 or set(seeds) & set(PLANS["laptop"].seeds):
-            raise ValueError(f"seeds must be numbers in [0, 2^63) that the main job does not evaluate "
-                             f"(not {', '.join(map(str, PLANS['laptop'].seeds))}), got {self.seeds!r}")
-        return seeds
+        return fit_seeds(self.seeds)
 
     def names(self) -> tuple[str, ...]:
-        names = tuple(n.strip() for n in self.perturbations.split(",") if n.strip())
-        unknown = [n for n in names if n not in P_COLUMNS]
-        if unknown or not names:
-            raise ValueError(f"perturbations must name some of the ten ({', '.join(P_COLUMNS)}), got {unknown or '[]'}")
-        return names
+        return fit_names(self.perturbations, P_COLUMNS, "perturbations", "the ten")
 
     def __post_init__(self) -> None:
         if not 0 <= self.steps <= 20 or self.epochs < 0 or self.images < 0:
