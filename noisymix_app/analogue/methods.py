@@ -403,7 +403,9 @@ def figure(summary: dict):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.4))
+    from noisymix_figures.methods import method_color, method_label
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.9))
     panels = (("corrupted", "paper_corrupted", "CIFAR-10-C accuracy, the paper's (%)", "Digits-C accuracy, ours (%)",
                summary["order"]["c"]["spearman"]),
               ("mean_flip", "paper_mfr", "CIFAR-10-P mFR, the paper's (%)", "Digits-P mean flip probability, ours (%)",
@@ -411,18 +413,22 @@ def figure(summary: dict):
     for ax, (ours, paper, xlabel, ylabel, rho) in zip(axes, panels, strict=True):
         for row in summary["table"]:
             fitted = row["method"] == "baseline"
+            colour = method_color(row["row"], "tab:blue")
             hw = row[ours]["half_width"] or 0.0
-            ax.errorbar(row[paper], row[ours]["mean"], yerr=hw, fmt="o", color="tab:blue",
-                        mfc="white" if fitted else "tab:blue", capsize=3)
-            ax.annotate(row["row"] + (" (fitted)" if fitted else ""), (row[paper], row[ours]["mean"]),
-                        textcoords="offset points", xytext=(5, 4), fontsize=8)
+            # one colour and one name per method, named once in the legend: text labels beside the points
+            # collided where two methods lie close (AugMix and NoisyMix on Digits-P)
+            ax.errorbar(row[paper], row[ours]["mean"], yerr=hw, fmt="o", color=colour, ms=7,
+                        mfc="white" if fitted else colour, capsize=3,
+                        label=method_label(row["row"]) + (" (fitted)" if fitted else ""))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(f"Spearman {_cell(rho)}", fontsize=9)
         ax.grid(alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, fontsize=8)
     fig.suptitle("The analogue on the paper's eight methods (one point per method; hollow: the fitted Baseline)",
                  fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
