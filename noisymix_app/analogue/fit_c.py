@@ -501,11 +501,17 @@ def _run_severities(args: argparse.Namespace) -> int:
         raise ValueError("--kind severities takes no --set: it measures the fit's own models and draws")
     out = Path(args.out)
     check_claim(out, "fit")
+    missing = [s for s in FIT_SEEDS if not (out / "models" / f"baseline-seed{s}" / "final.pt").is_file()]
+    if missing:  # before the lock makes the folder: a refusal leaves nothing behind (issue 54's rule)
+        raise ValueError(f"{out} holds no fitted Baseline model of seed {missing[0]}: run `noisymix fit-analogue "
+                         f"--out {out}` first (the profile measures the fit's own models)")
+    if args.freeze:
+        check_package_writable(SEVERITIES_FILE)  # before minutes of work, as the fits' freezes
     with directory_lock(out, "fitting"):
         result = severity_profile(out)
         write_json(out / "severities.json", result)
-    if args.freeze:
-        write_json(SEVERITIES_FILE, result)
+    if args.freeze:  # no tolerance: a measurement, not a fit; locked and swept as every freeze
+        freeze_guarded(SEVERITIES_FILE, result, tolerance_ok=True, force=False)
     flagged = {n: e["matched"]["flags"] for n, e in result["corruptions"].items() if e["matched"]["flags"]}
     print(f"per-severity profile of {len(result['corruptions'])} corruptions in {result['seconds'] / 60:.1f} min; "
           f"flags on the matched set: {flagged or 'none'}; written to {out / 'severities.json'}"

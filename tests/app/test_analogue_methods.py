@@ -183,3 +183,30 @@ def test_the_command_refuses_a_folder_without_a_job_in_one_line(tmp_path, one_li
 
     assert main(["analogue", "--results", str(tmp_path)]) == 2
     one_line_error()
+
+
+@pytest.mark.parametrize("spoil", ["truncated", "not an object", "lacks a perturbation"])
+def test_a_broken_evaluation_is_one_line_naming_it_and_writes_nothing(tmp_path, one_line_error, spoil):
+    from noisymix_app.cli import main
+
+    results = tmp_path / "results"
+    _write_fixture_runs(results, _runs_like_the_paper(1.0, 0.3, seeds=2))
+    broken = results / "runs" / "nfm-seed1" / "eval" / "digits-p.json"
+    if spoil == "truncated":
+        broken.write_text(broken.read_text()[:40])
+    elif spoil == "not an object":
+        broken.write_text("[1, 2]")
+    else:
+        record = json.loads(broken.read_text())
+        del record["results"]["tilt"]
+        broken.write_text(json.dumps(record))
+    assert main(["analogue", "--results", str(results), "--draws", "200"]) == 2
+    assert "nfm-seed1" in one_line_error()
+    assert not (results / "analogue").exists()
+
+
+def test_too_few_bootstrap_draws_are_refused_in_one_line(tmp_path, one_line_error):
+    from noisymix_app.cli import main
+
+    assert main(["analogue", "--results", str(tmp_path), "--draws", "5"]) == 2
+    assert "--draws" in one_line_error()

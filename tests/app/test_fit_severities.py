@@ -47,3 +47,14 @@ def test_the_frozen_profile_is_of_the_frozen_strengths():
         assert entry["strength"] == matched_strength(name)
         for table in ("matched", "published"):
             assert entry[table]["flags"] == severity_flags(entry[table]["accuracy"], entry[table]["clip"])
+
+
+def test_a_folder_without_the_fits_models_is_refused_in_one_line_leaving_nothing(tmp_path, one_line_error):
+    from noisymix_app.cli import main
+
+    out = tmp_path / "fit"
+    assert main(["fit-analogue", "--kind", "severities", "--out", str(out)]) == 2
+    assert "no fitted Baseline model" in one_line_error()
+    assert not out.exists()
+    assert main(["fit-analogue", "--kind", "severities", "--out", str(out), "--set", "steps=2"]) == 2
+    assert "takes no --set" in one_line_error()
