@@ -109,21 +109,21 @@ def _check_training(plan: ReproducePlan, data_root: str | None) -> None:
     runs = plan_from_reproduce(plan, "corrupted", data_root=data_root, perturbed="perturbed")
     for spec in runs.runs:
         try:
-            check_device(spec.config(), members=plan.members)
+            check_device(spec.config())
         except (ValueError, TypeError, KeyError) as error:
             text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise ValueError(f"plan: the trainer refuses run {spec.name} (train_overrides "
                              f"{' '.join(plan.train_overrides) or 'none'}): {text}") from None
 
 
-def check_device(cfg, *, members: int = 1, world: int = 1) -> None:
+def check_device(cfg, *, world: int = 1) -> None:
     """What the trainer checks of a resolved config when it starts, before any step: the device is
     usable here and ``runtime.cuda_graph=true`` can run on it (``check_cuda_graph`` with the device
-    ``auto`` resolves to; ``world`` processes; ``members`` stacked seeds are captured as one, issue 53).
-    Issue 54: ``cuda_graph=true`` on
-    a CPU was refused by every run, after verify, toy and corrupt (and by every run of a sweep)."""
+    ``auto`` resolves to and ``world`` processes; stacked members are captured as one, issue 53, so their
+    count decides nothing).  Issue 54: ``cuda_graph=true`` on a CPU was refused by every run, after
+    verify, toy and corrupt (and by every run of a sweep)."""
     from fullscale.training.graphed import check_cuda_graph
     from fullscale.training.methods import get_method
     from fullscale.training.process import resolve_device
 
-    check_cuda_graph(cfg, get_method(cfg.method), resolve_device(cfg), world)  # members are captured too
+    check_cuda_graph(cfg, get_method(cfg.method), resolve_device(cfg), world)

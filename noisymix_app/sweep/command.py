@@ -149,7 +149,7 @@ def _log_tail(out: Path, spec: RunSpec, stored: dict) -> list[str]:
     return text.splitlines()[-_LOG_TAIL:]
 
 
-def device_problems(plan: Plan, *, members: int = 1) -> list[str]:
+def device_problems(plan: Plan) -> list[str]:
     """What each run's start would refuse of this machine's device (``reproduce.plan_check.check_device``), one
     line per distinct problem: issue 54, ``--set runtime.cuda_graph=true`` on a CPU planned without a
     word (also with ``--dry-run``) and every run failed.  Local sweeps only: a SLURM job runs on its
@@ -159,7 +159,7 @@ def device_problems(plan: Plan, *, members: int = 1) -> list[str]:
     problems: list[str] = []
     for spec in plan.runs:
         try:
-            check_device(spec.config(), members=members, world=spec.gpus)
+            check_device(spec.config(), world=spec.gpus)
         except (ValueError, TypeError, KeyError, OSError) as error:
             line = f"run {spec.name}: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
             if not any(p.split(": ", 1)[1] == line.split(": ", 1)[1] for p in problems):
@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
                       sources=_suite_roots(args.source, "--source", "ROW=PATH"))
     problems = check_inputs(plan)
     if args.launcher == "local":  # runs on this machine: its device, as each run's start checks it (issue 54)
-        problems += device_problems(plan, members=args.members)
+        problems += device_problems(plan)
     problem = (f"{problems[0]}" + (f" (and {len(problems) - 1} more input problem(s))" if len(problems) > 1 else "")
                if problems else None)
     if args.dry_run:  # the plan, then what would stop it (a dry run is also how one plans without the data)
