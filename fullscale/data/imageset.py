@@ -8,7 +8,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-Split = Literal["train", "test"]
+Split = Literal["train", "test", "fit"]  # "fit": the digits only (fullscale.data.digits)
 
 
 @dataclass(frozen=True)

@@ -39,9 +39,10 @@ BUILT_IN = frozenset({"digits", "digits16"})
 
 
 def load_dataset(name: str, split: Split, root: str | Path | None = None) -> ImageSet:
-    """Load ``split`` ("train" or "test") of a named data set; CIFAR needs ``root``."""
+    """Load ``split`` ("train" or "test"; for the built-in digits also "fit", the images only the analogue's
+    fits read) of a named data set; CIFAR needs ``root``."""
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
-    if split not in ("train", "test"):
-        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    if split not in ("train", "test") and not (split == "fit" and name in BUILT_IN):
+        raise ValueError(f"split must be 'train' or 'test'{' or fit' if name in BUILT_IN else ''}, got {split!r}")
     return DATASETS[name](split, None if root is None else Path(root))

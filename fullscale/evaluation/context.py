@@ -26,12 +26,11 @@ PROTOCOLS = ("ours", "robustbench")
 #: pixel-space epsilons of the FGSM suite (images in [0, 1]): 1, 2, 4 and 8 grey levels
 FGSM_EPSILONS = (1 / 255, 2 / 255, 4 / 255, 8 / 255)
 Results = tuple[dict, dict, list]
-# Images per model call when none is given.  On the CPU a small call keeps the activations of one
-# call small; in repeated runs of `noisymix bench evaluate -- --batch 64` and `--batch 500` (width 8
-# and 16, 2 threads) neither size was measurably faster than the other (benchmarks/RESULTS.md,
-# issue 22; what pays there is the frozen model, cpu_inference_model).  An accelerator wants
-# large calls.
-CPU_BATCH = 64
+# Images per model call when none is given.  Issue 22 measured 64 and 500 alike at 2 threads; at the
+# main job's one thread per run the traced, frozen PreActResNet-18 (width 16, stride-2 stem) ran 5,300
+# images/s at 100 and 5,900 at 500 (issue 58, benchmarks/RESULTS.md), and a -P batch of 64 held only two
+# 31-frame sequences.  An accelerator wants large calls too.
+CPU_BATCH = 500
 ACCELERATOR_BATCH = 500
 
 

@@ -35,6 +35,7 @@ from fullscale.evaluation.robustbench import RES224, listed_images, read_image_l
 from fullscale.evaluation.shift_calibration import BINS, SHIFTED, clean_fit, scaled_cell, shift_summary
 from fullscale.metrics import (
     accuracy,
+    aurra,
     corruption_summary,
     expected_calibration_error,
     mean_corruption_error,
@@ -87,10 +88,13 @@ def _set_calibration(confidence: np.ndarray, correct: np.ndarray, estimator: str
     mean_confidence = float(np.mean(confidence))
     return {"rms_calibration_error": rms_calibration_error(confidence, correct, estimator=estimator),
             "ece": expected_calibration_error(confidence, correct), "mean_confidence": mean_confidence,
-            "confidence_gap": mean_confidence - float(np.mean(correct))}
+            "confidence_gap": mean_confidence - float(np.mean(correct)),
+            # the paper's second calibration metric (tab:results_imagenet_r_calibration; issue 57, goal 3)
+            "aurra": aurra(confidence, correct)}
 
 
 _CALIBRATION_KEYS = ("rms_calibration_error", "ece", "confidence_gap")
+_OPTIONAL_KEYS = ("aurra",)  # averaged where every cell has it (a record made before issue 57 lacks it)
 
 
 def _c_calibration(ctx: Context, results: dict, names: list[str]) -> dict | None:
@@ -101,8 +105,10 @@ def _c_calibration(ctx: Context, results: dict, names: list[str]) -> dict | None
     if not entries or not all(all(k in e for k in _CALIBRATION_KEYS) for e in entries):
         return None
 
+    keys = _CALIBRATION_KEYS + tuple(k for k in _OPTIONAL_KEYS if all(k in e for e in entries))
+
     def mean(cells: list[dict]) -> dict:
-        return {k: float(np.mean([e[k] for e in cells])) for k in _CALIBRATION_KEYS}
+        return {k: float(np.mean([e[k] for e in cells])) for k in keys}
 
     return {"data": f"the corrupted sets at {printable(str(ctx.data_root))} (not the clean test images): "
                     f"{len(names)} corruption(s) x 5 severities, each set's measure averaged",

@@ -12,10 +12,19 @@ What keeps it honest:
 
 * the Baseline models are trained with the main job's recipe (``--plan laptop``: the same
   overrides) on seeds the main job never evaluates (``FIT_SEEDS``, 100+; the main job's are 0-8);
-* the corrupted images are drawn with another seed than the set's (``DRAW_SEED``; the set uses 0);
+* the images are the digits' **fit** split (``fullscale.data.digits``: 150 held-out digits that no
+  evaluated set is made from; issue 57, goal 4: the fit had bisected on the very test digits the
+  evaluated set was made from), the corrupted ones drawn with another seed than the set's
+  (``DRAW_SEED``; the set uses 0);
 * the search is a bisection on ``log2 k`` in ``[-SPAN, SPAN]`` starting at ``k = 1`` (the published
   rows), assuming the drop grows with ``k``; the strength kept is the evaluated one whose drop is
-  nearest the target (``choose``), so the chosen value follows from the recorded trace alone.
+  nearest the target (``choose``), so the chosen value follows from the recorded trace alone;
+* no severity may land at chance or at a clip of its strength rule unless the published rows do the
+  same there (``refusal``; issue 57, goal 4: one strength matched the mean drop with impulse noise's
+  severity 5 at chance and pixelate's at its clip): a strength that does so counts as too strong in the
+  bisection and is never chosen, and each entry records the five severities' accuracies at the chosen
+  strength and at the published rows (``severities``) with their flags
+  (``noisymix_app.analogue.severities``).
 
 It writes ``DIR/digits_matched.json`` (and keeps the trained models under ``DIR/models``: a rerun
 reuses them only when they were trained with the same options, ``check_models``); ``--freeze`` also
@@ -36,7 +45,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import numpy as np
@@ -57,13 +66,16 @@ from noisymix_infra.io import directory_lock, read_json, write_json
 from noisymix_infra.progress import progress
 from noisymix_infra.validate import check_seed
 
-__all__ = ["DRAW_SEED", "FIT_SEEDS", "MADE", "MIN_DROP", "FitOptions", "bisect_strength", "check_models", "choose",
-           "fit_names", "fit_seeds", "fit_summary", "freeze", "missed", "paper_drops", "residual_tolerance", "run",
-           "targets", "typed_command"]
+__all__ = ["DRAW_SEED", "FIT_SEEDS", "FIT_SPLIT", "MADE", "MIN_DROP", "FitOptions", "bisect_strength", "check_models",
+           "choose", "fit_names", "fit_seeds", "fit_summary", "freeze", "missed", "paper_drops", "residual_tolerance",
+           "run", "targets", "typed_command"]
 
 
-FIT_SEEDS = (100, 101, 102)
+# five models: with three, the -P fit's white-noise flips were 45.5 in sample and 59.4 on the main job's
+# Baseline seeds (issue 57)
+FIT_SEEDS = (100, 101, 102, 103, 104)
 DRAW_SEED = 1
+FIT_SPLIT = "fit"  # the digits' held-out images that only the fits read (fullscale.data.digits)
 MIN_DROP = 4.5  # points: the least target (>= 3 with a margin for the seeds' spread)
 SPAN = 4.0  # log2 k in [-4, 4]: k from 1/16 to 16
 
@@ -135,18 +147,20 @@ def targets() -> dict[str, float]:
     return {name: max(drop, MIN_DROP) for name, drop in drops.items()}
 
 
-def bisect_strength(measure: Callable[[float], float], target: float, steps: int, span: float
-                    ) -> list[tuple[float, float]]:
+def bisect_strength(measure: Callable[[float], float], target: float, steps: int, span: float,
+                    refuse: Callable[[float], str | None] | None = None) -> list[tuple[float, float]]:
     """The fits' search (Digits-C's drops, Digits-P's flip rates): a bisection on ``log2 k`` in
     ``[-span, span]`` from ``k = 1`` (the published rows), assuming ``measure`` grows with ``k``;
-    ``steps + 1`` evaluations, returned as the trace of (strength, measured) that ``choose`` picks from."""
+    ``steps + 1`` evaluations, returned as the trace of (strength, measured) that ``choose`` picks from.
+    ``refuse(strength)``, asked after ``measure``: a reason the strength may not be chosen (a severity at
+    chance or at a clip, issue 57), and the search then treats it as too strong."""
     low, high, log_k = -span, span, 0.0
     trace = []
     for _ in range(steps + 1):
         strength = round(2.0 ** log_k, 6)
         measured = measure(strength)
         trace.append((strength, round(measured, 4)))
-        if measured < target:
+        if measured < target and (refuse is None or refuse(strength) is None):
             low = log_k
         else:
             high = log_k
@@ -154,11 +168,13 @@ def bisect_strength(measure: Callable[[float], float], target: float, steps: int
     return trace
 
 
-def choose(trace: list[tuple[float, float]], target: float) -> tuple[float, float]:
-    """(strength, drop) of the evaluated point whose drop is nearest ``target`` (ties: the earlier)."""
-    if not trace:
-        raise ValueError("an empty trace has no strength to choose")
-    return min(trace, key=lambda point: abs(point[1] - target))
+def choose(trace: list[tuple[float, float]], target: float, refused: Collection[float] = ()) -> tuple[float, float]:
+    """(strength, drop) of the evaluated point whose drop is nearest ``target`` (ties: the earlier), of the
+    points whose strength is not ``refused``."""
+    allowed = [point for point in trace if point[0] not in set(refused)]
+    if not allowed:
+        raise ValueError("a trace with no allowed strength has nothing to choose")
+    return min(allowed, key=lambda point: abs(point[1] - target))
 
 
 def _model_spec(seed: int, epochs: int):
@@ -253,12 +269,15 @@ def _accuracy(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor
 
 def fit(options: FitOptions, out: Path, command: str | None = None) -> dict:
     """Train (or reuse, when trained with the same options: ``check_models``) the fit's Baseline models, then
-    bisect each corruption's strength; the fit's record (``digits_matched.json``'s content).  ``command``:
-    the command line that asked for it (``typed_command``; default: the equivalent one into ``out``)."""
+    bisect each corruption's strength on the digits' fit split; the fit's record (``digits_matched.json``'s
+    content).  ``command``: the command line that asked for it (``typed_command``; default: the equivalent
+    one into ``out``)."""
+    from noisymix_app.analogue.severities import refusal, severity_flags
+
     started = time.time()
     check_models(options, out)
-    test = load_dataset("digits", "test")
-    images, labels = test.images, test.labels
+    held_out = load_dataset("digits", FIT_SPLIT)  # images no evaluated set is made from (issue 57)
+    images, labels = held_out.images, held_out.labels
     models, made = [], []
     for seed in progress(options.seed_list(), desc="fit: Baseline models", unit="model"):
         run_dir = _train(seed, out, options.epochs)
@@ -266,23 +285,41 @@ def fit(options: FitOptions, out: Path, command: str | None = None) -> dict:
         models.append(cpu_inference_model(model, images[:64]))
         made.append(_model_record(seed, run_dir, out))
     clean = [_accuracy(m, images, labels) for m in models]
+    seen: dict[tuple[str, float], list[float]] = {}  # (corruption, strength) -> accuracy per severity
+
+    def severities(name: str, strength: float) -> list[float]:
+        """The five severities' accuracies at ``strength``, mean over the fit's models (measured once)."""
+        if (name, strength) not in seen:
+            per = []
+            for severity in range(1, 6):
+                g = chunk_generator(options.draw_seed, name, severity, 0, "cpu")
+                corrupted = corrupt(images, name, severity, generator=g, params="cifar", strength=strength)
+                per.append(float(np.mean([_accuracy(m, corrupted, labels) for m in models])))
+            seen[name, strength] = per
+        return seen[name, strength]
 
     def drop(name: str, strength: float) -> float:
-        per_model = np.zeros(len(models))
-        for severity in range(1, 6):
-            g = chunk_generator(options.draw_seed, name, severity, 0, "cpu")
-            corrupted = corrupt(images, name, severity, generator=g, params="cifar", strength=strength)
-            per_model += [_accuracy(m, corrupted, labels) for m in models]
-        return float(np.mean(np.asarray(clean) - per_model / 5))
+        return float(np.mean(clean) - np.mean(severities(name, strength)))
 
     wanted = targets()
     record: dict[str, dict] = {}
     for name in progress(options.names(), desc="fit: strengths", unit="corruption"):
         target = wanted[name]
-        trace = bisect_strength(lambda k, name=name: drop(name, k), target, options.steps, SPAN)
-        strength, measured = choose(trace, target)
+
+        def refuse(k: float, name: str = name) -> str | None:
+            return refusal(name, k, severities(name, k), severities(name, 1.0))
+
+        trace = bisect_strength(lambda k, name=name: drop(name, k), target, options.steps, SPAN, refuse)
+        refused = {k: why for k, _ in trace if (why := refuse(k)) is not None}
+        strength, measured = choose(trace, target, refused)
+        matched, published = severities(name, strength), severities(name, 1.0)
         record[name] = {"target": target, "strength": strength, "drop": measured,
-                        "residual": round(measured - target, 4), "trace": [list(p) for p in trace]}
+                        "residual": round(measured - target, 4), "trace": [list(p) for p in trace],
+                        "refused": {f"{k:g}": why for k, why in refused.items()},
+                        "severities": {"matched": [round(a, 2) for a in matched],
+                                       "published": [round(a, 2) for a in published]},
+                        "flags": {"matched": severity_flags(name, matched, strength),
+                                  "published": severity_flags(name, published, 1.0)}}
     paper_clean, drops = paper_drops()
     if command is None:
         import shlex
@@ -293,6 +330,7 @@ def fit(options: FitOptions, out: Path, command: str | None = None) -> dict:
     own = {"command": command, "options": dataclasses.asdict(options),
            "recipe": {"plan": "laptop", "epochs": options.epochs or PLANS["laptop"].epochs,
                       "train_overrides": list(PLANS["laptop"].train_overrides)},
+           "images": {"split": FIT_SPLIT, "count": len(labels)},
            "clean_accuracy": clean, "models": made, "provenance": _provenance()}
     for entry in record.values():  # each entry says what made it: a merged freeze keeps them apart (issue 54)
         entry["command"] = command
@@ -310,28 +348,30 @@ def fit(options: FitOptions, out: Path, command: str | None = None) -> dict:
 
 
 #: the top-level fields that say what made a record: each entry's ``made`` holds its own (issue 54)
-MADE = ("command", "options", "recipe", "clean_accuracy", "models", "provenance")
+MADE = ("command", "options", "recipe", "images", "clean_accuracy", "models", "provenance")
 
 
-def freeze(result: dict, frozen: dict | None) -> dict:
-    """The suite's record after this fit: the fit itself when it covers the 15 corruptions, else the
-    frozen record with the corruptions fitted now replaced.  Each entry keeps what made it (``command``
-    and ``made``: options, recipe, clean accuracy, models, provenance; an entry of a record older than
-    ``made`` gets the old record's top-level fields); each top-level field of ``MADE`` is the one value all
-    entries share, or None where fits of other options made them (issue 54: a merged freeze kept the old
-    top-level options, recipe and clean accuracy)."""
+def freeze(result: dict, frozen: dict | None, every: tuple[str, ...] = CORRUPTIONS, units: str = "corruptions"
+           ) -> dict:
+    """The suite's record after this fit, for every kind of fitted set (Digits-C's 15 corruptions,
+    Digits-P's ten perturbations: ``every``): the fit itself when it covers them all, else the frozen
+    record with those fitted now replaced.  Each entry keeps what made it (``command`` and ``made``:
+    options, recipe, images, clean accuracy, models, provenance; an entry of a record older than ``made``
+    gets the old record's top-level fields); each top-level field of ``MADE`` is the one value all entries
+    share, or None where fits of other options made them (issue 54: a merged freeze kept the old top-level
+    options, recipe and clean accuracy; issue 60: Digits-P's merge did the same, with no per-entry record)."""
     for entry in result["fit"].values():
         entry.setdefault("command", result["command"])
         entry.setdefault("made", {k: result.get(k) for k in MADE})
-    if set(result["fit"]) == set(CORRUPTIONS):
+    if set(result["fit"]) == set(every):
         return result
-    if frozen is None or set(frozen.get("fit", {})) | set(result["fit"]) != set(CORRUPTIONS):
-        raise ValueError("--freeze of some corruptions needs a frozen fit of the others to keep")
+    if frozen is None or set(frozen.get("fit", {})) | set(result["fit"]) != set(every):
+        raise ValueError(f"--freeze of some {units} needs a frozen fit of the others to keep")
     fit = {**frozen["fit"], **result["fit"]}
     for _name, entry in fit.items():
         entry.setdefault("command", frozen.get("command"))
         entry.setdefault("made", {k: frozen.get(k) for k in MADE if k in frozen})
-    names = sorted(fit)
+    names = [n for n in every if n in fit]  # the benchmark's order
     top = {}
     for key in MADE:
         values = [fit[n]["made"].get(key) for n in names]
@@ -352,11 +392,10 @@ def _merged(result: dict, package_file: Path) -> dict:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kind", choices=("c", "p", "severities"), default="c",
-                        help="c: the Digits-C corruption strengths (default); p: the Digits-P perturbation "
-                             "strengths (noisymix_app.analogue.fit_p; issue 51); severities: the matched Digits-C's "
-                             "Baseline accuracy per severity beside the published rows' "
-                             "(noisymix_app.analogue.severities)")
+    parser.add_argument("--kind", choices=("c", "p"), default="c",
+                        help="c: the Digits-C corruption strengths (default; each entry records its five severities' "
+                             "accuracies and flags, noisymix_app.analogue.severities); p: the Digits-P perturbation "
+                             "strengths (noisymix_app.analogue.fit_p; issue 51)")
     parser.add_argument("--out", required=True, help="working folder: the fit's models and digits_matched.json")
     parser.add_argument("--freeze", action="store_true",
                         help=f"also write the fit to {MATCHED_FILE.name} in the package (the suite's strengths); "
@@ -382,8 +421,6 @@ def _check_freeze(package_file: Path, fitted: tuple[str, ...], every: tuple[str,
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "kind", "c") == "p":
         return _run_p(args)
-    if getattr(args, "kind", "c") == "severities":
-        return _run_severities(args)
     options = apply_overrides(FitOptions(), args.overrides)
     out = Path(args.out)
     if args.force_freeze and not args.freeze:
@@ -477,9 +514,7 @@ def _run_p(args: argparse.Namespace) -> int:
     check_models(options, out)
     with directory_lock(out, "fitting"):
         claim_folder(out, "fit")
-        result = fit_p(options, out)
-        result["command"] = typed_command(args)
-        result["provenance"] = _provenance()
+        result = fit_p(options, out, typed_command(args))
         write_json(out / "digits_p_matched.json", result)
     misses = [n for n, e in result["fit"].items() if not e["within_tolerance"]]
     if args.freeze:
@@ -490,30 +525,4 @@ def _run_p(args: argparse.Namespace) -> int:
     print(f"fitted {len(result['fit'])} -P strength(s) in {result['seconds'] / 60:.1f} min; "
           f"{len(misses)} outside the tolerance{': ' + ', '.join(misses) if misses else ''}; written to "
           f"{out / 'digits_p_matched.json'}" + (f" and {MATCHED_P_FILE}" if args.freeze else ""))
-    return 0
-
-
-def _run_severities(args: argparse.Namespace) -> int:
-    """``--kind severities``: the per-severity profile of the fit's own Baseline models (issue 51, goal 3)."""
-    from noisymix_app.analogue.severities import SEVERITIES_FILE, severity_profile
-
-    if args.overrides:
-        raise ValueError("--kind severities takes no --set: it measures the fit's own models and draws")
-    out = Path(args.out)
-    check_claim(out, "fit")
-    missing = [s for s in FIT_SEEDS if not (out / "models" / f"baseline-seed{s}" / "final.pt").is_file()]
-    if missing:  # before the lock makes the folder: a refusal leaves nothing behind (issue 54's rule)
-        raise ValueError(f"{out} holds no fitted Baseline model of seed {missing[0]}: run `noisymix fit-analogue "
-                         f"--out {out}` first (the profile measures the fit's own models)")
-    if args.freeze:
-        check_package_writable(SEVERITIES_FILE)  # before minutes of work, as the fits' freezes
-    with directory_lock(out, "fitting"):
-        result = severity_profile(out)
-        write_json(out / "severities.json", result)
-    if args.freeze:  # no tolerance: a measurement, not a fit; locked and swept as every freeze
-        freeze_guarded(SEVERITIES_FILE, result, tolerance_ok=True, force=False)
-    flagged = {n: e["matched"]["flags"] for n, e in result["corruptions"].items() if e["matched"]["flags"]}
-    print(f"per-severity profile of {len(result['corruptions'])} corruptions in {result['seconds'] / 60:.1f} min; "
-          f"flags on the matched set: {flagged or 'none'}; written to {out / 'severities.json'}"
-          + (f" and {SEVERITIES_FILE}" if args.freeze else ""))
     return 0

@@ -12,8 +12,8 @@ What keeps it honest, as for Digits-C:
 
 * the Baseline models are the main job's recipe on seeds it never evaluates (``FIT_SEEDS``, 100+;
   the same models as the Digits-C fit's, reused from ``DIR/models`` when present);
-* the sequences are drawn with another seed than the set's (``DRAW_SEED``) and from test images the
-  set never perturbs (``FIT_IMAGES``: the set perturbs the first ``SET_IMAGES_MAX`` at most), so
+* the sequences are drawn with another seed than the set's (``DRAW_SEED``) and from the digits' fit
+  split (``fit_c.FIT_SPLIT``: held-out digits no evaluated set is made from, the Digits-C fit's too), so
   even the deterministic sequences (rotate, tilt, ...) are not the set's;
 * a bisection on ``log2 k`` in ``[-SPAN, SPAN]`` from ``k = 1`` (the published sequence), assuming
   the flip probability grows with ``k``; the strength kept is the evaluated one nearest the target
@@ -41,15 +41,13 @@ from fullscale.evaluation.inference import cpu_inference_model, logits_of
 from fullscale.metrics import flip_probability, is_noise_sequence
 from fullscale.run_model import load_run_model
 from fullscale.vocabulary import P_COLUMNS
-from noisymix_app.analogue.fit_c import FIT_SEEDS, _train, bisect_strength, choose, fit_names, fit_seeds
+from noisymix_app.analogue.fit_c import FIT_SEEDS, FIT_SPLIT, _train, bisect_strength, choose, fit_names, fit_seeds
 from noisymix_app.reproduce.plans import PLANS
 from noisymix_infra.progress import progress
 
-__all__ = ["DRAW_SEED", "FIT_IMAGES", "SET_IMAGES_MAX", "FitPOptions", "fit_p", "paper_flips", "within_tolerance"]
+__all__ = ["DRAW_SEED", "FitPOptions", "fit_p", "paper_flips", "within_tolerance"]
 
 DRAW_SEED = 1
-SET_IMAGES_MAX = 200  # the -P set perturbs at most the first 200 test digits (the plans' perturbed_limit)
-FIT_IMAGES = slice(SET_IMAGES_MAX, None)  # the fit perturbs the others (250 of the 450)
 SPAN = 5.0  # log2 k in [-5, 5]: k from 1/32 to 32 (white noise needs about 15x the published sd)
 CHUNK = 50  # sequences drawn per generator, as the set's writer chunks them
 
@@ -63,9 +61,9 @@ class FitPOptions:
     steps: int = 6  # bisection steps after k = 1: a final bracket of 2 SPAN / 2^steps (0.16) in log2 k
     perturbations: str = ",".join(P_COLUMNS)
     epochs: int = 0  # 0: the laptop plan's
-    # the first N test images the set does not perturb (FIT_IMAGES; 0: all 250): 150 x 30 frame pairs x 3
-    # models resolve the smallest target (0.4 %) to about 54 flips, at 40 % of the cost of all 250
-    images: int = 150
+    # the first N digits of the fit split (0: all 150): 150 x 30 frame pairs x 3 models resolve the
+    # smallest target (0.4 %) to about 54 flips
+    images: int = 0
 
     def seed_list(self) -> tuple[int, ...]:
         return fit_seeds(self.seeds)
@@ -104,18 +102,22 @@ def _predictions(model: torch.nn.Module, sequences: torch.Tensor) -> np.ndarray:
                      batch=64).argmax(1).view(n, f).numpy()
 
 
-def fit_p(options: FitPOptions, out: Path) -> dict:
-    """Train (or reuse) the fit's Baseline models, then bisect each perturbation's strength; the fit's
-    record (``digits_p_matched.json``'s content)."""
+def fit_p(options: FitPOptions, out: Path, command: str) -> dict:
+    """Train (or reuse) the fit's Baseline models, then bisect each perturbation's strength on the digits'
+    fit split; the fit's record (``digits_p_matched.json``'s content), each entry naming what made it
+    (``command`` and ``made``, as Digits-C's: ``fit_c.freeze``).  ``command``: the command line as typed."""
+    from noisymix_app.analogue.fit_c import MADE, _model_record, _provenance
+
     started = time.time()
-    test = load_dataset("digits", "test")
-    images = test.images[FIT_IMAGES]
+    images = load_dataset("digits", FIT_SPLIT).images  # held-out digits no evaluated set is made from
     if options.images:
         images = images[:options.images]
-    models = []
+    models, made = [], []
     for seed in progress(options.seed_list(), desc="fit -P: Baseline models", unit="model"):
-        model, _ = load_run_model(_train(seed, out, options.epochs))
+        run_dir = _train(seed, out, options.epochs)
+        model, _ = load_run_model(run_dir)
         models.append(cpu_inference_model(model, images[:64]))
+        made.append(_model_record(seed, run_dir, out))
 
     def flip(name: str, strength: float) -> float:
         per_model = np.zeros(len(models))
@@ -136,14 +138,19 @@ def fit_p(options: FitPOptions, out: Path) -> dict:
                         "residual": round(measured - target, 4), "within_tolerance": within_tolerance(measured, target),
                         "trace": [list(p) for p in trace]}
     laptop = PLANS["laptop"]
+    own = {"command": command, "options": dataclasses.asdict(options),
+           "recipe": {"plan": "laptop", "epochs": options.epochs or laptop.epochs,
+                      "train_overrides": list(laptop.train_overrides)},
+           "images": {"split": FIT_SPLIT, "count": len(images)}, "clean_accuracy": None, "models": made,
+           "provenance": _provenance()}
+    for entry in record.values():  # a partial freeze keeps each entry's own (issue 60)
+        entry["command"] = command
+        entry["made"] = {k: own.get(k) for k in MADE}
     return {
         "what": "strengths of the difficulty-matched Digits-P (noisymix_app.analogue.fit_p): each perturbation of "
                 "tab:results_cifar_p at the strength whose Baseline flip probability (%, mean over the fit's "
                 "models) is nearest the paper's Baseline's on CIFAR-10-P",
-        "options": dataclasses.asdict(options),
-        "recipe": {"plan": "laptop", "epochs": options.epochs or laptop.epochs,
-                   "train_overrides": list(laptop.train_overrides)},
-        "images": {"split": "test", "first": FIT_IMAGES.start, "count": len(images)},
+        **own,
         "paper": {"table": "tab:results_cifar_p", "baseline_flip": wanted},
         "strengths": {name: entry["strength"] for name, entry in record.items()},
         "fit": record,
@@ -152,13 +159,8 @@ def fit_p(options: FitPOptions, out: Path) -> dict:
 
 
 def merge_p(result: dict, frozen: dict | None) -> dict:
-    """The suite's record after this fit: the fit itself when it covers the ten perturbations, else the
-    frozen record with the perturbations fitted now replaced; checked (``check_matched_p``) either way."""
-    if set(result["fit"]) != set(P_COLUMNS):
-        if frozen is None:
-            raise ValueError("--freeze of some perturbations needs a frozen Digits-P fit of the others to keep")
-        fit = {**frozen["fit"], **result["fit"]}
-        result = {**frozen, "fit": {n: fit[n] for n in P_COLUMNS},
-                  "strengths": {n: fit[n]["strength"] for n in P_COLUMNS},
-                  "seconds": round(frozen.get("seconds", 0) + result["seconds"], 1)}
-    return check_matched_p(result, "the -P fit to freeze")
+    """The suite's record after this fit: Digits-C's freeze (``fit_c.freeze``: each entry keeps what made
+    it, the top level only what all share) over the ten perturbations; checked (``check_matched_p``)."""
+    from noisymix_app.analogue.fit_c import freeze
+
+    return check_matched_p(freeze(result, frozen, P_COLUMNS, "perturbations"), "the -P fit to freeze")

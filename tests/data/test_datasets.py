@@ -60,13 +60,18 @@ def test_truncated_and_malformed_batches_name_the_file(tmp_path):
 
 
 def test_digits_split_is_fixed_disjoint_and_stratified():
-    train, test = load_dataset("digits", "train"), load_dataset("digits", "test")
-    assert (len(train), len(test)) == (1347, 450)
+    train, test, fit = (load_dataset("digits", s) for s in ("train", "test", "fit"))
+    # 75/25 by class, the held-out quarter split again by class: two thirds tested, a third for the fits
+    assert (len(train), len(test), len(fit)) == (1347, 300, 150)
     assert train.images.shape[1:] == (3, 32, 32) and train.num_classes == 10
     counts = torch.bincount(test.labels, minlength=10)
-    assert counts.min() >= 43 and counts.max() <= 47
+    assert counts.min() >= 28 and counts.max() <= 32
+    assert torch.bincount(fit.labels, minlength=10).tolist() == [15] * 10
     flat = {bytes(img.numpy().tobytes()) for img in test.images}
     assert not any(bytes(img.numpy().tobytes()) in flat for img in train.images[:200])
+    assert not any(bytes(img.numpy().tobytes()) in flat for img in fit.images)
+    with pytest.raises(ValueError, match="fit"):
+        load_dataset("digits", "validation")
     again = load_dataset("digits", "test")
     assert torch.equal(again.images, test.images)
     # The three channels are one grey image; strokes are bright on black like the source.
