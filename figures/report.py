@@ -84,7 +84,7 @@ def _sign_verdict(ours: dict, base: dict, sign: float) -> str:
     both rows ran, as the summary's claims; Welch otherwise) lies on the paper's side of 0, *fails*
     when on the other, *within noise* when it covers
     0; *not enough seeds* with one seed on either side; no verdict (``UNJUDGED``) from a spread of
-    zero (issue 54: a zero spread is rounding, never certainty; ``noisymix_infra.stats``)."""
+    zero with no known resolution (a zero spread is rounding, never certainty; ``noisymix_infra.stats``)."""
     from noisymix_infra.stats import UNJUDGED, paired, t_quantile
 
     a, b = ours.get("values"), base.get("values")
@@ -94,7 +94,7 @@ def _sign_verdict(ours: dict, base: dict, sign: float) -> str:
     if sa and sb and None not in sa and None not in sb and len(set(sa) & set(sb)) >= 2:
         # the same seeds on both rows: the paired interval, as the reproduce summary computes it
         d = paired(dict(zip(sa, a, strict=True)), dict(zip(sb, b, strict=True)))
-        if d is not None and d.get("below_resolution"):
+        if d is not None and d.get("half_width") is None:  # no spread to divide by (noisymix_infra.stats)
             return UNJUDGED
         if d is not None and d.get("half_width") is not None:
             lo, hi = sign * d["mean"] - d["half_width"], sign * d["mean"] + d["half_width"]

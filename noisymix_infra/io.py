@@ -30,12 +30,14 @@ __all__ = [
     "load_state_dict",
     "printable",
     "read_json",
+    "read_json_object",
     "read_state_dict",
     "save_npy",
     "save_torch",
     "sha256_file",
     "sweep_orphans",
     "write_bytes",
+    "write_files",
     "write_json",
     "write_text",
 ]
@@ -86,6 +88,44 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ValueError(f"{path}: not a JSON file ({detail})") from None
+
+
+def read_json_object(path: str | os.PathLike[str], what: str, required: tuple[str, ...] = ()) -> dict:
+    """The JSON object at ``path`` with the keys ``required``; a missing, unreadable, truncated or non-object
+    file, or one without a required key, is a one-line ``ValueError`` naming it and ``what`` it should be
+    (issue 60, cause 5: only a ValueError became one line, so a missing file or ``[1]`` gave a traceback)."""
+    try:
+        data = read_json(path)
+    except FileNotFoundError:
+        raise ValueError(f"{printable(str(path))}: no such file ({what} was expected)") from None
+    except IsADirectoryError:
+        raise ValueError(f"{printable(str(path))} is a folder, not {what}") from None
+    except OSError as error:
+        raise ValueError(f"{printable(str(path))}: cannot read it ({error.strerror or error})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{printable(str(path))} is not {what} (a JSON {type(data).__name__}, not an object)")
+    missing = [key for key in required if data.get(key) is None]
+    if missing:
+        raise ValueError(f"{printable(str(path))} is not {what}: {', '.join(missing)} missing or null")
+    return data
+
+
+def write_files(files: dict[str | os.PathLike[str], Any]) -> None:
+    """Write several files as one report, all or none: every content is rendered first (a dict or list as JSON,
+    refusing NaN; bytes and text as they are), and only then is each file replaced atomically, so a failure
+    while rendering writes nothing (issue 60, cause 6: a PNG and a Markdown were rewritten, then the JSON failed
+    on NaN, leaving two reports mixed)."""
+    rendered: list[tuple[Path, bytes]] = []
+    for path, content in files.items():
+        if isinstance(content, bytes):
+            data = content
+        elif isinstance(content, str):
+            data = content.encode()
+        else:
+            data = (json.dumps(content, indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
+        rendered.append((Path(path), data))
+    for path, data in rendered:
+        write_bytes(path, data)
 
 
 def sweep_orphans(directory: str | os.PathLike[str]) -> list[Path]:

@@ -43,9 +43,10 @@ from fullscale.run_model import load_run_model
 from fullscale.vocabulary import P_COLUMNS
 from noisymix_app.analogue.fit_c import FIT_SEEDS, FIT_SPLIT, _train, bisect_strength, choose, fit_names, fit_seeds
 from noisymix_app.reproduce.plans import PLANS
+from noisymix_figures.paper import baseline_flips
 from noisymix_infra.progress import progress
 
-__all__ = ["DRAW_SEED", "FitPOptions", "fit_p", "paper_flips", "within_tolerance"]
+__all__ = ["DRAW_SEED", "FitPOptions", "fit_p", "within_tolerance"]
 
 DRAW_SEED = 1
 SPAN = 5.0  # log2 k in [-5, 5]: k from 1/32 to 32 (white noise needs about 15x the published sd)
@@ -77,17 +78,6 @@ class FitPOptions:
                              f"epochs={self.epochs}, images={self.images}")
         self.seed_list()
         self.names()
-
-
-def paper_flips() -> dict[str, float]:
-    """The paper's Baseline flip probability per perturbation on CIFAR-10-P (``tab:results_cifar_p``), %."""
-    from noisymix_figures.paper import paper_number, paper_values
-
-    table = paper_values()["tab:results_cifar_p"]
-    row = dict(table["rows"])["Baseline"]
-    if len(row) != len(P_COLUMNS) + 1:  # the ten perturbations in the benchmark's order, then mFR
-        raise ValueError(f"tab:results_cifar_p has {len(row)} columns, expected the ten perturbations and mFR")
-    return {name: float(paper_number(row[i])) for i, name in enumerate(P_COLUMNS)}
 
 
 def within_tolerance(ours: float, paper: float) -> bool:
@@ -128,7 +118,7 @@ def fit_p(options: FitPOptions, out: Path, command: str) -> dict:
                           * len(sequences) for m in models]
         return float(100.0 * np.mean(per_model) / len(images))
 
-    wanted = paper_flips()
+    wanted = baseline_flips()
     record: dict[str, dict] = {}
     for name in progress(options.names(), desc="fit -P: strengths", unit="perturbation"):
         target = wanted[name]

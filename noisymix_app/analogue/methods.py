@@ -1,30 +1,31 @@
-"""The analogue tested on what it was not fitted to (issue 51): the paper's eight CIFAR-10-C methods on
-the difficulty-matched Digits-C and Digits-P.
+"""The analogue tested on what it was not fitted to (issues 51, 57): the paper's eight CIFAR-10-C methods on
+the difficulty-matched Digits-C and Digits-P, ``noisymix analogue --results DIR [--update-readme]``.
 
-The difficulty-matched sets were fitted to the Baseline only (``noisymix_app.analogue.fit_c``,
-``noisymix_app.analogue.fit_p``): its per-corruption drops and per-perturbation flip rates match the
-paper's by construction.  What the analogue is for is the *other* methods, so this module asks, of the
-``analogue-methods`` plan's runs (``noisymix_app.reproduce.plans``: the eight rows of ``tab:results_cifar10``,
-five seeds, the laptop recipe), whether they behave there as in the paper:
+The difficulty-matched sets were fitted to the Baseline only (``fit_c``, ``fit_p``): on the fit's own models
+the Baseline matches the paper by construction, so the Baseline is left out of every test here.  What the
+analogue is for is the *other seven* methods, so this module asks, of the ``analogue-methods`` plan's runs
+(the eight rows of ``tab:results_cifar10``, the laptop recipe, seeds no fit used), whether they behave there
+as in the paper, and says what it finds as it is (``finding``):
 
-* the eight methods' order: our mean corrupted accuracy against the paper's CIFAR-10-C column
-  (``tab:results_cifar10``) and our mean flip probability against the paper's CIFAR-10-P mFR
-  (``tab:results_cifar_p``), by Spearman's rho and Kendall's tau-b;
-* each method's per-corruption gain over the Baseline against the paper's (``tab:results_cifar10_c``):
-  the rank correlation, the slope of ours on the paper's through the origin (how large our gains are:
-  1 is the paper's size), and the rank correlation of the *share of the Baseline's drop* each gain
-  recovers (the gain profile with the Baseline's own drop profile, which the fit made equal, divided
-  out).
+* **their order** (issue 57, goal 6): our mean Digits-C accuracy against the paper's CIFAR-10-C column and our
+  mean Digits-P flip probability against its CIFAR-10-P mFR, Spearman's rho and Kendall's tau-b over the
+  seven, each with its exact permutation p-value (``scipy.stats.permutation_test`` over all 7! orders,
+  one-sided: agreement), and beside it the **seed-resampling range** of rho (the 2.5 and 97.5 percentiles
+  of ``BOOTSTRAP`` resamples of the seeds, jointly for all methods: with 5 seeds there are only 126 distinct
+  resamples and near-ties a resample can only break, so it is a range, not a confidence interval);
+* **their effect sizes and profiles**: each method's per-corruption gain over the Baseline against the
+  paper's (``tab:results_cifar10_c``): the slope of ours on the paper's through the origin (1: the paper's
+  size), the rank correlation, and the rank correlation of the share of the Baseline's drop each recovers;
+* **the paper's central comparison**, NoisyMix against AugMix, paired over seeds on both sets;
+* **the paper's claims about Mixup, Manifold Mixup, CutMix and Puzzle Mix** (goal 2): the ``eight-method``
+  family of ``figures/paper_claims.json``, decided by the same code as the main job's (the folder's
+  ``summary.json``, ``noisymix_app.reproduce.summary``).
 
-Every interval is a seed bootstrap: the five seed indices resampled with replacement, jointly for all
-methods (seed ``s`` of every method is one draw, as the main job pairs them), ``BOOTSTRAP`` draws from a
-``torch.Generator``, the 2.5 and 97.5 percentiles.  This is a test of the analogue, never a target: no
-strength, recipe or seed was chosen from it, and whatever it shows is said as it is (``finding``).
+This is a test of the analogue, never a target: no strength, recipe or seed is chosen from it.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,67 +33,65 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from fullscale.vocabulary import CORRUPTIONS, METHOD_ROWS, P_COLUMNS
+from fullscale.vocabulary import CORRUPTIONS, P_COLUMNS
 from noisymix_app.reproduce.plans import EIGHT_METHODS
+from noisymix_app.reproduce.words import interval_text, join, label, signed
+from noisymix_infra.io import read_json_object
 
-__all__ = ["BOOTSTRAP", "analogue_summary", "bootstrap_interval", "finding", "kendall_tau_b", "load_runs",
-           "paper_columns", "render_markdown", "slope_through_origin", "spearman"]
+__all__ = ["BOOTSTRAP", "PLAN", "analogue_summary", "bootstrap_interval", "finding", "kendall_tau_b", "load_runs",
+           "order_test", "render_markdown", "slope_through_origin", "spearman", "write_report"]
 
 BOOTSTRAP = 2000
-_ROW_OF = {method: row for row, method in METHOD_ROWS.items() if method}
+PLAN = "analogue-methods"  # the one plan this report is of
 
 
 # ----------------------------------------------------------------------------- statistics
 
-def _ranks(values: Sequence[float]) -> np.ndarray:
-    """Ranks 1..n, ties given their average rank (as scipy.stats.rankdata's default)."""
-    x = np.asarray(values, dtype=float)
-    order = np.argsort(x, kind="mergesort")
-    ranks = np.empty(len(x))
-    sorted_x = x[order]
-    i = 0
-    while i < len(x):
-        j = i
-        while j + 1 < len(x) and sorted_x[j + 1] == sorted_x[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def _check_pair(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if a.shape != b.shape or a.ndim != 1 or len(a) < 2:
-        raise ValueError(f"need two equal-length sequences of at least 2 numbers, got {a.shape} and {b.shape}")
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise ValueError("a rank correlation of values that are not finite numbers")
-    return a, b
-
-
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
-    """Spearman's rho: Pearson's correlation of the (average-tie) ranks; NaN when either is constant."""
-    a, b = _check_pair(x, y)
-    ra, rb = _ranks(a) - (len(a) + 1) / 2, _ranks(b) - (len(b) + 1) / 2
-    denominator = math.sqrt(float(ra @ ra) * float(rb @ rb))
-    return float(ra @ rb) / denominator if denominator > 0 else math.nan
+    """Spearman's rho (scipy); NaN where a side is constant."""
+    from scipy.stats import spearmanr
+
+    a, b = np.asarray(x, float), np.asarray(y, float)
+    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
+        return math.nan
+    return float(spearmanr(a, b).statistic)
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
-    """Kendall's tau-b (ties in either sequence corrected for, as scipy.stats.kendalltau's default):
-    (concordant - discordant) / sqrt((n0 - ties_x) (n0 - ties_y)) over the n0 = n (n - 1) / 2 pairs."""
-    a, b = _check_pair(x, y)
-    i, j = np.triu_indices(len(a), 1)
-    sa, sb = np.sign(a[j] - a[i]), np.sign(b[j] - b[i])
-    pairs_a, pairs_b = float(np.count_nonzero(sa)), float(np.count_nonzero(sb))
-    denominator = math.sqrt(pairs_a * pairs_b)
-    return float(np.sum(sa * sb)) / denominator if denominator > 0 else math.nan
+    """Kendall's tau-b (scipy's default, ties corrected); NaN where a side is constant."""
+    from scipy.stats import kendalltau
+
+    a, b = np.asarray(x, float), np.asarray(y, float)
+    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
+        return math.nan
+    return float(kendalltau(a, b).statistic)
+
+
+def order_test(ours: Sequence[float], paper: Sequence[float]) -> dict:
+    """Spearman and Kendall of ``ours`` against ``paper`` with exact one-sided permutation p-values (every
+    pairing of the values enumerated; agreement is the alternative); NaN and None where a side is constant."""
+    from scipy.stats import permutation_test
+
+    out = {}
+    for name, statistic in (("spearman", spearman), ("kendall", kendall_tau_b)):
+        value = statistic(ours, paper)
+        p = None
+        if not math.isfinite(value):
+            value = None  # undefined (a constant side): None, never NaN, in the report's JSON
+        else:
+            found = permutation_test((np.asarray(ours, float),), lambda o, s=statistic: s(o, paper),
+                                     permutation_type="pairings", alternative="greater", n_resamples=np.inf)
+            p = float(found.pvalue)
+        out[name] = {"value": value, "p": p}
+    return out
 
 
 def slope_through_origin(ours: Sequence[float], paper: Sequence[float]) -> float:
-    """The least-squares slope of ours on the paper's through the origin, sum(o p) / sum(p^2): both
-    are gains over the Baseline, zero at no effect, so the slope says how large ours are (1: the
-    paper's size, 0.5: half)."""
-    o, p = _check_pair(ours, paper)
+    """The least-squares slope of ours on the paper's through the origin, sum(o p) / sum(p^2): both are gains
+    over the Baseline, zero at no effect, so the slope says how large ours are (1: the paper's size)."""
+    o, p = np.asarray(ours, float), np.asarray(paper, float)
+    if o.shape != p.shape or not (np.isfinite(o).all() and np.isfinite(p).all()):
+        raise ValueError("a slope of two equal-length sequences of finite numbers")
     scale = float(p @ p)
     if scale == 0:
         raise ValueError("the paper's gains are all zero: no slope")
@@ -101,11 +100,10 @@ def slope_through_origin(ours: Sequence[float], paper: Sequence[float]) -> float
 
 def bootstrap_interval(per_seed: dict[str, np.ndarray], statistic: Callable[[dict[str, np.ndarray]], float], *,
                        draws: int = BOOTSTRAP, generator: torch.Generator) -> tuple[float, float] | None:
-    """The 95 % percentile interval of ``statistic`` over seed resamples: ``per_seed[method]`` has the
-    seeds on axis 0 (the same seeds, in the same order, for every method); each draw takes the seed
-    indices with replacement once for all methods.  Draws where the statistic is undefined (NaN: a
-    resample of one repeated seed can make a profile constant) are left out; None when fewer than
-    half the draws are defined."""
+    """The 2.5 and 97.5 percentiles of ``statistic`` over seed resamples: ``per_seed[method]`` has the seeds on
+    axis 0 (the same seeds, in the same order, for every method); each draw takes the seed indices with
+    replacement once for all methods.  Undefined draws (NaN) are left out; None when fewer than half are
+    defined, or with fewer than 2 seeds."""
     counts = {len(v) for v in per_seed.values()}
     if len(counts) != 1:
         raise ValueError(f"every method needs the same seeds, got counts {sorted(counts)}")
@@ -121,77 +119,45 @@ def bootstrap_interval(per_seed: dict[str, np.ndarray], statistic: Callable[[dic
     return float(low), float(high)
 
 
-# ----------------------------------------------------------------------------- the paper's columns
-
-def paper_columns(methods: Sequence[str] = EIGHT_METHODS) -> dict:
-    """Per method, the paper's CIFAR-10 clean and CIFAR-10-C mean accuracy (``tab:results_cifar10``), its
-    15 per-corruption accuracies (``tab:results_cifar10_c``), its ten flip probabilities and mFR
-    (``tab:results_cifar_p``), all in %."""
-    from noisymix_figures.paper import paper_number, paper_values
-
-    values = paper_values()
-    main = dict(values["tab:results_cifar10"]["rows"])
-    per_c = dict(values["tab:results_cifar10_c"]["rows"])
-    per_p = dict(values["tab:results_cifar_p"]["rows"])
-    out = {}
-    for method in methods:
-        row = _ROW_OF[method]
-        out[method] = {
-            "row": row,
-            "clean": float(paper_number(main[row][0])),
-            "corrupted": float(paper_number(main[row][1])),
-            "per_corruption": {c: float(paper_number(v)) for c, v in zip(CORRUPTIONS, per_c[row], strict=True)},
-            "per_perturbation": {p: float(paper_number(v)) for p, v in zip(P_COLUMNS, per_p[row][:-1], strict=True)},
-            "mfr": float(paper_number(per_p[row][-1])),
-        }
-    return out
-
-
 # ----------------------------------------------------------------------------- our runs
-
-def _read(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path}: not a readable evaluation ({error})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: not an evaluation (a JSON object)")
-    return data
-
 
 def load_runs(results: Path, methods: Sequence[str], seeds: Sequence[int], *, corrupted_suite: str = "digits-c",
               perturbed_suite: str = "digits-p") -> dict[str, dict[str, np.ndarray]]:
     """Our per-seed numbers, per method: ``clean`` (seeds,), ``per_corruption`` (seeds, 15) and
-    ``per_perturbation`` (seeds, 10), in %, from ``results/runs/<method>-seed<s>/eval/*.json``."""
+    ``per_perturbation`` (seeds, 10), in %, from ``results/runs/<method>-seed<s>/eval/*.json``; a missing or
+    malformed record is one line naming it."""
     out: dict[str, dict[str, np.ndarray]] = {}
     for method in methods:
         clean, per_c, per_p = [], [], []
         for seed in seeds:
             folder = Path(results) / "runs" / f"{method}-seed{seed}" / "eval"
-            clean.append(100.0 * float(_read(folder / "clean.json")["summary"]["accuracy"]))
-            c = _read(folder / f"{corrupted_suite}.json")["summary"]["per_corruption"]
-            missing = [name for name in CORRUPTIONS if name not in c]
+            summary = read_json_object(folder / "clean.json", "a clean evaluation", ("summary",))["summary"]
+            if not isinstance(summary, dict) or not isinstance(summary.get("accuracy"), (int, float)):
+                raise ValueError(f"{folder / 'clean.json'} holds no accuracy")
+            clean.append(100.0 * float(summary["accuracy"]))
+            c = read_json_object(folder / f"{corrupted_suite}.json", "a -C evaluation", ("summary",))["summary"]
+            found = c.get("per_corruption") if isinstance(c, dict) else None
+            missing = [n for n in CORRUPTIONS if not isinstance(found, dict) or n not in found]
             if missing:
                 raise ValueError(f"{folder / (corrupted_suite + '.json')} lacks {', '.join(missing)}")
-            per_c.append([100.0 * float(c[name]) for name in CORRUPTIONS])
-            p = _read(folder / f"{perturbed_suite}.json")["results"]
-            missing = [name for name in P_COLUMNS if name not in p]
+            per_c.append([100.0 * float(found[n]) for n in CORRUPTIONS])
+            p = read_json_object(folder / f"{perturbed_suite}.json", "a -P evaluation", ("results",))["results"]
+            missing = [n for n in P_COLUMNS if not isinstance(p, dict) or "flip_probability" not in (p.get(n) or {})]
             if missing:
                 raise ValueError(f"{folder / (perturbed_suite + '.json')} lacks {', '.join(missing)}")
-            per_p.append([100.0 * float(p[name]["flip_probability"]) for name in P_COLUMNS])
+            per_p.append([100.0 * float(p[n]["flip_probability"]) for n in P_COLUMNS])
         out[method] = {"clean": np.array(clean), "per_corruption": np.array(per_c),
                        "per_perturbation": np.array(per_p)}
     return out
 
 
-# ----------------------------------------------------------------------------- the statistics of the issue
+# ----------------------------------------------------------------------------- the test
 
-def _mean_corrupted(runs: dict[str, dict[str, np.ndarray]], method: str) -> float:
-    return float(runs[method]["per_corruption"].mean())
+def _interval(values: np.ndarray) -> dict:
+    from noisymix_infra.stats import interval
 
-
-def _mean_flip(runs: dict[str, dict[str, np.ndarray]], method: str) -> float:
-    return float(runs[method]["per_perturbation"].mean())
+    found = interval([float(v) for v in values])
+    return {"mean": found["mean"], "half_width": found["half_width"]}
 
 
 def _gain(runs: dict, method: str) -> np.ndarray:
@@ -205,139 +171,115 @@ def _share(runs: dict, method: str) -> np.ndarray:
     return _gain(runs, method) / np.where(drop == 0, np.nan, drop)
 
 
-def _nan_spearman(x: np.ndarray, y: np.ndarray) -> float:
+def _nan_spearman(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Spearman over the finite pairs; None where undefined (fewer than 3, a constant side)."""
     keep = np.isfinite(x) & np.isfinite(y)
-    return spearman(x[keep], y[keep]) if keep.sum() >= 3 else math.nan
+    rho = spearman(x[keep], y[keep]) if keep.sum() >= 3 else math.nan
+    return rho if math.isfinite(rho) else None
 
 
-def _interval(values: np.ndarray) -> dict:
-    from noisymix_infra.stats import interval
+def analogue_summary(runs: dict[str, dict[str, np.ndarray]], seeds: Sequence[int], *, seed: int = 0,
+                     draws: int = BOOTSTRAP) -> dict:
+    """Everything the analogue's test reports, as data (``render_markdown`` words it, ``finding`` says it)."""
+    from noisymix_figures.paper import method_columns
+    from noisymix_infra.stats import paired
 
-    found = interval([float(v) for v in values])
-    return {"mean": found["mean"], "half_width": found["half_width"]}
-
-
-def analogue_summary(runs: dict[str, dict[str, np.ndarray]], *, seed: int = 0, draws: int = BOOTSTRAP) -> dict:
-    """Everything the analogue's test reports, as data (``render_markdown`` words it)."""
     methods = list(runs)
-    if "baseline" not in methods or len(methods) < 3:
-        raise ValueError(f"the analogue's test needs the Baseline and at least two other methods, got {methods}")
-    paper = paper_columns(methods)
+    unfitted = [m for m in methods if m != "baseline"]
+    if "baseline" not in methods or len(unfitted) < 3:
+        raise ValueError(f"the analogue's test needs the Baseline and at least three other methods, got {methods}")
+    paper = method_columns(methods)
     generator = torch.Generator().manual_seed(seed)
-    paper_c = np.array([paper[m]["corrupted"] for m in methods])
-    paper_p = np.array([paper[m]["mfr"] for m in methods])
-
-    def order(statistic: Callable, reference: np.ndarray, key: str) -> dict:
-        field = "per_corruption" if key == "c" else "per_perturbation"
-        sample = {m: runs[m][field] for m in methods}
-        found = bootstrap_interval(
-            sample, lambda s: statistic([float(s[m].mean()) for m in methods], reference),
-            draws=draws, generator=generator)
-        return {"value": statistic([_stat_of(runs, m, key) for m in methods], reference), "interval": found}
-
-    table = []
-    for m in methods:
-        table.append({
-            "method": m, "row": paper[m]["row"],
-            "clean": _interval(runs[m]["clean"]),
-            "corrupted": _interval(runs[m]["per_corruption"].mean(1)),
-            "mean_flip": _interval(runs[m]["per_perturbation"].mean(1)),
-            "paper_clean": paper[m]["clean"], "paper_corrupted": paper[m]["corrupted"], "paper_mfr": paper[m]["mfr"],
-        })
-    ranks = {
-        "c": {"spearman": order(spearman, paper_c, "c"), "kendall": order(kendall_tau_b, paper_c, "c")},
-        # flips: lower is better on both sides, so agreement is a positive correlation here too
-        "p": {"spearman": order(spearman, paper_p, "p"), "kendall": order(kendall_tau_b, paper_p, "p")},
-    }
-    paper_base = paper["baseline"]
-    paper_drop = np.array([paper_base["clean"] - paper_base["per_corruption"][c] for c in CORRUPTIONS])
+    table = [{"method": m, "row": paper[m]["row"], "fitted": m == "baseline",
+              "clean": _interval(runs[m]["clean"]), "corrupted": _interval(runs[m]["per_corruption"].mean(1)),
+              "mean_flip": _interval(runs[m]["per_perturbation"].mean(1)),
+              "paper_clean": paper[m]["clean"], "paper_corrupted": paper[m]["corrupted"], "paper_mfr": paper[m]["mfr"],
+              # per seed, aligned with ``seeds``: what `noisymix screen` pairs a new method with (issue 59)
+              "per_seed": {"clean": runs[m]["clean"].round(4).tolist(),
+                           "corrupted": runs[m]["per_corruption"].mean(1).round(4).tolist(),
+                           "mean_flip": runs[m]["per_perturbation"].mean(1).round(4).tolist()}}
+             for m in methods]
+    order = {}
+    for key, field, column in (("c", "per_corruption", "corrupted"), ("p", "per_perturbation", "mfr")):
+        reference = [paper[m][column] for m in unfitted]
+        found = order_test([float(runs[m][field].mean()) for m in unfitted], reference)
+        found["spearman"]["seed_range"] = bootstrap_interval(
+            {m: runs[m][field] for m in unfitted},
+            lambda s, r=reference: spearman([float(s[m].mean()) for m in unfitted], r), draws=draws,
+            generator=generator)
+        order[key] = found
+    base = paper["baseline"]
+    paper_drop = np.array([base["clean"] - base["per_corruption"][c] for c in CORRUPTIONS])
     gains = []
-    for m in methods:
-        if m == "baseline":
-            continue
-        paper_gain = np.array([paper[m]["per_corruption"][c] - paper_base["per_corruption"][c] for c in CORRUPTIONS])
-        paper_share = paper_gain / paper_drop
-        sample = {k: runs[k]["per_corruption"] for k in ("baseline", m)}
-        clean_sample = {k: np.concatenate([runs[k]["per_corruption"], runs[k]["clean"][:, None]], axis=1)
-                        for k in ("baseline", m)}
-
-        def resampled(s: dict, m: str = m) -> dict:
-            return {"baseline": {"per_corruption": s["baseline"][:, :-1], "clean": s["baseline"][:, -1]},
-                    m: {"per_corruption": s[m][:, :-1], "clean": s[m][:, -1]}}
-
-        gains.append({
-            "method": m,
-            "rank_correlation": {"value": _nan_spearman(_gain(runs, m), paper_gain),
-                                 "interval": bootstrap_interval(
-                                     sample, lambda s, pg=paper_gain, m=m: _nan_spearman(
-                                         (s[m] - s["baseline"]).mean(0), pg), draws=draws, generator=generator)},
-            "slope": {"value": slope_through_origin(_gain(runs, m), paper_gain),
-                      "interval": bootstrap_interval(
-                          sample, lambda s, pg=paper_gain, m=m: slope_through_origin(
-                              (s[m] - s["baseline"]).mean(0), pg), draws=draws, generator=generator)},
-            "share_of_drop": {"value": _nan_spearman(_share(runs, m), paper_share),
-                              "interval": bootstrap_interval(
-                                  clean_sample, lambda s, ps=paper_share, m=m: _nan_spearman(
-                                      _share(resampled(s, m), m), ps), draws=draws, generator=generator)},
-            "ours": [float(v) for v in _gain(runs, m)], "paper": [float(v) for v in paper_gain],
-        })
-    # issue 51: enough sequences that each method's mean flip probability has a 95 % interval (its full
-    # width over seeds) of at most a quarter of the Baseline's mean flip probability
-    base_flip = next(r["mean_flip"]["mean"] for r in table if r["method"] == "baseline")
-    precision = {r["method"]: (None if r["mean_flip"]["half_width"] is None or base_flip <= 0
-                               else 2 * r["mean_flip"]["half_width"] / base_flip) for r in table}
-    summary = {"methods": methods, "seeds": len(runs["baseline"]["clean"]), "table": table, "order": ranks,
-               "flip_precision": {"width_over_baseline": precision, "aim": 0.25,
-                                  "met": all(v is not None and v <= 0.25 for v in precision.values())},
-               "gains": gains, "bootstrap": {"draws": draws, "seed": seed}}
+    for m in unfitted:
+        paper_gain = np.array([paper[m]["per_corruption"][c] - base["per_corruption"][c] for c in CORRUPTIONS])
+        gains.append({"method": m, "slope": slope_through_origin(_gain(runs, m), paper_gain),
+                      "rank_correlation": _nan_spearman(_gain(runs, m), paper_gain),
+                      "share_of_drop": _nan_spearman(_share(runs, m), paper_gain / paper_drop),
+                      "ours": _gain(runs, m).round(4).tolist(), "paper": paper_gain.round(4).tolist()})
+    central = None
+    if "noisymix" in runs and "augmix_jsd" in runs:
+        by_seed = {k: {m: dict(zip(seeds, runs[m][f].mean(1), strict=True)) for m in ("noisymix", "augmix_jsd")}
+                   for k, f in (("c", "per_corruption"), ("p", "per_perturbation"))}
+        central = {"c": {"ours": paired(by_seed["c"]["noisymix"], by_seed["c"]["augmix_jsd"]),
+                         "paper": round(paper["noisymix"]["corrupted"] - paper["augmix_jsd"]["corrupted"], 2)},
+                   "p": {"ours": paired(by_seed["p"]["augmix_jsd"], by_seed["p"]["noisymix"]),
+                         "paper": round(paper["augmix_jsd"]["mfr"] - paper["noisymix"]["mfr"], 2)}}
+    summary = {"methods": methods, "unfitted": unfitted, "seeds": list(seeds), "table": table, "order": order,
+               "gains": gains, "central": central, "bootstrap": {"draws": draws, "seed": seed}}
     summary["finding"] = finding(summary)
     return summary
 
 
-def _stat_of(runs: dict, method: str, key: str) -> float:
-    return _mean_corrupted(runs, method) if key == "c" else _mean_flip(runs, method)
-
-
 # ----------------------------------------------------------------------------- words
 
-def _agreement(entry: dict, benchmark: str) -> str:
-    value, found = entry["value"], entry["interval"]
-    low = found[0] if found else -1.0
-    if low >= 0.8:
-        return f"orders the eight methods as {benchmark} does"
-    if low > 0:
-        return f"orders the eight methods partly as {benchmark} does"
-    if value > 0:
-        return f"does not order the eight methods reliably as {benchmark} does"
-    return f"does not order the eight methods as {benchmark} does"
+def _order_words(entry: dict, benchmark: str, n: int) -> str:
+    rho, p = entry["spearman"]["value"], entry["spearman"]["p"]
+    if p is None:
+        return f"gives no order of the {n} to compare with {benchmark}'s (a constant side)"
+    stats = f"Spearman {signed(rho, 2)}, exact permutation p = {p:.3f}"
+    if p < 0.05 and rho > 0:
+        return f"orders the {n} methods it was not fitted to as {benchmark} does ({stats})"
+    return f"does not order the {n} methods it was not fitted to reliably as {benchmark} does ({stats})"
 
 
 def finding(summary: dict) -> str:
-    """The analogue's test in one plain sentence, from the numbers alone: the order of the methods on
-    -C and on -P (by the lower end of Spearman's interval: at least 0.8 "as", above 0 "partly as",
-    else "not reliably" or "not"), and the size of the gains (the median slope over the methods)."""
-    slopes = [g["slope"]["value"] for g in summary["gains"]]
-    size = float(np.median(slopes))
-    c = _agreement(summary["order"]["c"]["spearman"], "CIFAR-10-C")
-    p = _agreement(summary["order"]["p"]["spearman"], "CIFAR-10-P").replace("the eight methods ", "them ")
-    if size < 0.9:
-        sized = f"gains about {size:.1f} times the paper's (median slope over the seven methods)"
-    elif size > 1.1:
-        sized = f"gains about {size:.1f} times the paper's (median slope over the seven methods)"
-    else:
-        sized = "gains about the paper's size"
-    return f"The analogue {c}, with {sized}, and {p} in how often they flip."
-
-
-def _signed(value: float | None, digits: int = 2) -> str:
-    return "n/a" if value is None or not math.isfinite(value) else f"{value:+.{digits}f}"
-
-
-def _cell(entry: dict, digits: int = 2) -> str:
-    found = entry["interval"]
-    if found is None:
-        return f"{_signed(entry['value'], digits)} (no interval)"
-    return f"{_signed(entry['value'], digits)} [{_signed(found[0], digits)}, {_signed(found[1], digits)}]"
+    """The analogue's test in plain words, from the numbers alone (issue 57, goal 6): what it supports (the
+    order, by the exact permutation test of the unfitted methods) and what it does not (effect sizes,
+    per-corruption profiles, NoisyMix against AugMix), naming the methods where it disagrees."""
+    n = len(summary["unfitted"])
+    c = _order_words(summary["order"]["c"], "CIFAR-10-C", n)
+    p = _order_words(summary["order"]["p"], "CIFAR-10-P", n).replace(f"the {n} methods it was not fitted to", "them")
+    text = f"The analogue {c}, and {p} in how often they flip."
+    slopes = {g["method"]: g["slope"] for g in summary["gains"]}
+    far = [f"{label(m)} {s:.1f}×" for m, s in slopes.items() if s > 1.5 or s < 0.5]
+    sizes = (f" It does not reproduce their effect sizes: our gains are {np.median(list(slopes.values())):.1f} times "
+             f"the paper's at the median, from {min(slopes.values()):.1f} to {max(slopes.values()):.1f}"
+             + (f" ({join(far)})" if far else "") + ".") if far else (
+        f" Our gains are {min(slopes.values()):.1f}–{max(slopes.values()):.1f} times the paper's.")
+    reversed_ = [f"{label(g['method'])} ({signed(g['rank_correlation'], 2)})" for g in summary["gains"]
+                 if g["rank_correlation"] is not None and g["rank_correlation"] < 0]
+    shares = [g["share_of_drop"] for g in summary["gains"] if g["share_of_drop"] is not None]
+    profile = ""
+    if reversed_ or (shares and max(shares) < 0.5):
+        profile = (" Nor does it reproduce where each method recovers: "
+                   + (f"the per-corruption gains run against the paper's for {join(reversed_)}" if reversed_ else "")
+                   + ("; " if reversed_ and shares else "")
+                   + (f"the share of the Baseline's drop each recovers correlates with the paper's at "
+                      f"{signed(min(shares), 2)} to {signed(max(shares), 2)}" if shares else "") + ".")
+    central = ""
+    if summary.get("central"):
+        d, paper = summary["central"]["c"]["ours"], summary["central"]["c"]["paper"]
+        lo, hi = ((d["mean"] - d["half_width"], d["mean"] + d["half_width"]) if d and d.get("half_width") is not None
+                  else (-math.inf, math.inf))
+        if lo <= 0 <= hi:
+            central = (f" It does not separate NoisyMix from AugMix, the paper's central comparison: NoisyMix minus "
+                       f"AugMix {interval_text(d)} points on Digits-C against the paper's {signed(paper)} on "
+                       "CIFAR-10-C.")
+        else:
+            central = (f" NoisyMix minus AugMix, the paper's central comparison, is {interval_text(d)} points on "
+                       f"Digits-C against the paper's {signed(paper)} on CIFAR-10-C.")
+    return text + sizes + profile + central
 
 
 def _pm(entry: dict) -> str:
@@ -345,59 +287,66 @@ def _pm(entry: dict) -> str:
     return f"{entry['mean']:.1f}" + ("" if hw is None else f" ± {hw:.1f}")
 
 
-def rows_of(summary: dict) -> dict[str, str]:
-    """The paper's row name of each method in the summary."""
-    return {r["method"]: r["row"] for r in summary["table"]}
+def _order_cell(entry: dict) -> str:
+    value, p = entry["value"], entry["p"]
+    return "undefined" if p is None else f"{signed(value, 2)} (p = {p:.3f})"
 
 
 def render_markdown(summary: dict, *, plan_line: str = "") -> str:
-    """The analogue's test as Markdown: the finding, the eight-method table, the order agreement and the
-    per-method gain profiles."""
+    """The analogue's test as Markdown: the finding, the eight-method table, the order test of the unfitted
+    methods, the gains, the central comparison."""
+    n = len(summary["unfitted"])
     lines = [f"**{summary['finding']}**", ""]
     if plan_line:
         lines += [plan_line, ""]
-    lines += ["The difficulty-matched Digits-C and Digits-P were fitted to the Baseline only (fitted); every "
-              "other row is not fitted: this is a test of the analogue, not a target.", "",
-              f"Ours: mean ± 95 % t-interval over {summary['seeds']} seeds (%); the paper's: CIFAR-10 ResNet-18 "
-              "(tab:results_cifar10, tab:results_cifar_p).", "",
-              "| method | fitted? | clean | Digits-C | the paper's CIFAR-10-C | mean flip probability, Digits-P "
-              "| the paper's CIFAR-10-P mFR |",
-              "|---|---|---:|---:|---:|---:|---:|"]
+    lines += [f"Ours: mean ± 95 % t-interval over {len(summary['seeds'])} seeds (%); the paper's: CIFAR-10 ResNet-18 "
+              "(tab:results_cifar10, tab:results_cifar_p). The sets were fitted to the Baseline alone (on the fit's "
+              "own models, by construction); every other row was not fitted.", "",
+              "| method | fitted? | clean | Digits-C | the paper's CIFAR-10-C | mean flip probability, Digits-P | "
+              "the paper's CIFAR-10-P mFR |", "|---|---|---:|---:|---:|---:|---:|"]
     for row in summary["table"]:
-        lines.append(f"| {row['row']} | {'fitted' if row['method'] == 'baseline' else 'not fitted'} | "
-                     f"{_pm(row['clean'])} | {_pm(row['corrupted'])} | {row['paper_corrupted']:.1f} | "
-                     f"{_pm(row['mean_flip'])} | {row['paper_mfr']:.1f} |")
-    precision = summary["flip_precision"]
-    widest = max(precision["width_over_baseline"].items(), key=lambda kv: -1 if kv[1] is None else kv[1])
-    lines += ["", f"The mean flip probability's 95 % interval (its full width) is at most "
-              f"{widest[1]:.2f} of the Baseline's mean flip probability ({rows_of(summary)[widest[0]]}; aim "
-              f"≤ {precision['aim']}: {'met' if precision['met'] else 'not met'})."
-              if widest[1] is not None else "", ""]
+        lines.append(f"| {row['row']} | {'fitted' if row['fitted'] else 'not fitted'} | {_pm(row['clean'])} | "
+                     f"{_pm(row['corrupted'])} | {row['paper_corrupted']:.1f} | {_pm(row['mean_flip'])} | "
+                     f"{row['paper_mfr']:.1f} |")
     order = summary["order"]
-    lines += ["", "Agreement of the eight methods' order with the paper's (seed-bootstrap 95 % intervals, "
-              f"{summary['bootstrap']['draws']} draws):", "",
-              "| benchmark | Spearman | Kendall |", "|---|---|---|",
-              f"| Digits-C mean accuracy vs CIFAR-10-C | {_cell(order['c']['spearman'])} | "
-              f"{_cell(order['c']['kendall'])} |",
-              f"| Digits-P mean flip probability vs CIFAR-10-P mFR | {_cell(order['p']['spearman'])} | "
-              f"{_cell(order['p']['kendall'])} |",
-              "", "Each method's per-corruption gain over the Baseline against the paper's (15 corruptions): "
-              "the rank correlation, the slope of ours on the paper's through the origin (1: the paper's size), "
-              "and the rank correlation of the share of the Baseline's drop each gain recovers:", "",
-              "| method | rank correlation | slope | share-of-drop correlation |", "|---|---|---|---|"]
-    rows = {r["method"]: r["row"] for r in summary["table"]}
+
+    def seed_range(entry: dict) -> str:
+        found = entry["spearman"]["seed_range"]
+        return "—" if found is None else f"{signed(found[0], 2)} to {signed(found[1], 2)}"
+
+    lines += ["", f"**The order of the {n} methods the sets were not fitted to**, ours against the paper's: rank "
+              f"correlations with their exact one-sided permutation p-values (all {math.factorial(n)} orders), and "
+              f"the seed-resampling range of Spearman's rho ({summary['bootstrap']['draws']} resamples of the "
+              f"{len(summary['seeds'])} seeds, 2.5–97.5 percentiles: how far the seeds move it, not a confidence "
+              "interval).", "", "| benchmark | Spearman | Kendall | seed-resampling range of Spearman |",
+              "|---|---|---|---|",
+              f"| Digits-C mean accuracy vs CIFAR-10-C | {_order_cell(order['c']['spearman'])} | "
+              f"{_order_cell(order['c']['kendall'])} | {seed_range(order['c'])} |",
+              f"| Digits-P mean flip probability vs CIFAR-10-P mFR | {_order_cell(order['p']['spearman'])} | "
+              f"{_order_cell(order['p']['kendall'])} | {seed_range(order['p'])} |", "",
+              "**Each method's per-corruption gain over the Baseline against the paper's** (15 corruptions): the slope "
+              "of ours on the paper's through the origin (1: the paper's size), the rank correlation, and the rank "
+              "correlation of the share of the Baseline's drop each gain recovers:", "",
+              "| method | slope | rank correlation | share-of-drop correlation |", "|---|---:|---:|---:|"]
     for g in summary["gains"]:
-        lines.append(f"| {rows[g['method']]} | {_cell(g['rank_correlation'])} | {_cell(g['slope'])} | "
-                     f"{_cell(g['share_of_drop'])} |")
+        cells = ["n/a" if g[k] is None else signed(g[k], 2) for k in ("rank_correlation", "share_of_drop")]
+        lines.append(f"| {label(g['method'])} | {g['slope']:.2f} | {cells[0]} | {cells[1]} |")
+    central = summary.get("central")
+    if central:
+        lines += ["", "**NoisyMix against AugMix**, paired over seeds (points; NoisyMix better is positive): "
+                  f"Digits-C {interval_text(central['c']['ours'])} (the paper's CIFAR-10-C "
+                  f"{signed(central['c']['paper'])}); "
+                  f"Digits-P flips {interval_text(central['p']['ours'])} (the paper's CIFAR-10-P mFR "
+                  f"{signed(central['p']['paper'])})."]
     return "\n".join(lines) + "\n"
 
 
 # ----------------------------------------------------------------------------- the figure, the files, the command
 
 def figure(summary: dict):
-    """Ours against the paper's, one point per method: Digits-C mean accuracy against CIFAR-10-C
-    (left) and Digits-P mean flip probability against CIFAR-10-P mFR (right), 95 % t-intervals over
-    seeds; the Baseline, the one row the analogue was fitted to, drawn hollow."""
+    """Ours against the paper's, one point per method, with the line y = x (ours equal to the paper's): Digits-C
+    mean accuracy against CIFAR-10-C (left) and Digits-P mean flip probability against CIFAR-10-P mFR (right),
+    95 % t-intervals over seeds; the Baseline, the one row the sets were fitted to, drawn hollow."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -407,85 +356,97 @@ def figure(summary: dict):
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.9))
     panels = (("corrupted", "paper_corrupted", "CIFAR-10-C accuracy, the paper's (%)", "Digits-C accuracy, ours (%)",
-               summary["order"]["c"]["spearman"]),
+               "c"),
               ("mean_flip", "paper_mfr", "CIFAR-10-P mFR, the paper's (%)", "Digits-P mean flip probability, ours (%)",
-               summary["order"]["p"]["spearman"]))
-    for ax, (ours, paper, xlabel, ylabel, rho) in zip(axes, panels, strict=True):
+               "p"))
+    for ax, (ours, paper, xlabel, ylabel, key) in zip(axes, panels, strict=True):
+        points = []
         for row in summary["table"]:
-            fitted = row["method"] == "baseline"
             colour = method_color(row["row"], "tab:blue")
-            hw = row[ours]["half_width"] or 0.0
-            # one colour and one name per method, named once in the legend: text labels beside the points
-            # collided where two methods lie close (AugMix and NoisyMix on Digits-P)
-            ax.errorbar(row[paper], row[ours]["mean"], yerr=hw, fmt="o", color=colour, ms=7,
-                        mfc="white" if fitted else colour, capsize=3,
-                        label=method_label(row["row"]) + (" (fitted)" if fitted else ""))
+            ax.errorbar(row[paper], row[ours]["mean"], yerr=row[ours]["half_width"] or 0.0, fmt="o", color=colour,
+                        ms=7, mfc="white" if row["fitted"] else colour, capsize=3,
+                        label=method_label(row["row"]) + (" (fitted)" if row["fitted"] else ""))
+            points += [row[paper], row[ours]["mean"]]
+        low, high = min(points), max(points)
+        pad = 0.05 * (high - low or 1.0)
+        ax.plot([low - pad, high + pad], [low - pad, high + pad], ls="--", color="grey", lw=1, label="y = x")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-        ax.set_title(f"Spearman {_cell(rho)}", fontsize=9)
+        rho = _order_cell(summary["order"][key]["spearman"])
+        ax.set_title(f"the {len(summary['unfitted'])} unfitted: Spearman {rho}", fontsize=9)
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, fontsize=8)
+    fig.legend(handles, labels, loc="lower center", ncol=5, frameon=False, fontsize=8)
     fig.suptitle("The analogue on the paper's eight methods (one point per method; hollow: the fitted Baseline)",
                  fontsize=10)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
-def _plan_of(results: Path) -> tuple[dict, str, float | None]:
-    from noisymix_infra.io import read_json
-
-    log_path = Path(results) / "reproduce.json"
-    if not log_path.is_file():
-        raise ValueError(f"{results} holds no reproduce.json: give the --out of `noisymix reproduce --plan "
-                         "analogue-methods`")
-    log = read_json(log_path)
-    plan = log.get("plan") if isinstance(log, dict) else None
+def _plan_of(results: Path) -> tuple[dict, str, dict]:
+    log = read_json_object(Path(results) / "reproduce.json", "the record of `noisymix reproduce --plan "
+                           f"{PLAN}` (its --out)", ("plan",))
+    plan = log["plan"]
     if not isinstance(plan, dict) or "baseline" not in plan.get("methods", ()):
-        raise ValueError(f"{log_path}: no plan with the Baseline among its methods")
-    return plan, str(log.get("plan_name", "custom")), log.get("invocation_seconds")
+        raise ValueError(f"{Path(results) / 'reproduce.json'}: no plan with the Baseline among its methods")
+    return plan, str(log.get("plan_name", "custom")), log
 
 
-def write_report(results: Path, *, draws: int = BOOTSTRAP) -> dict:
-    """Compute the analogue's test from a finished ``analogue-methods`` job and write
-    ``results/analogue/analogue.{json,md}`` and ``analogue_methods.png``; returns the record."""
-    from noisymix_infra.io import write_json, write_text
-
-    plan, name, seconds = _plan_of(results)
-    methods = [m for m in plan["methods"] if m in plan.get("perturbed_methods", ())]
-    runs = load_runs(results, methods, plan["seeds"], corrupted_suite=plan["corrupted_suite"],
-                     perturbed_suite=plan["perturbed_suite"] or "digits-p")
-    summary = analogue_summary(runs, draws=draws)
-    minutes = None if seconds is None else round(seconds / 60, 1)
-    summary["plan"] = {"name": name, "epochs": plan["epochs"], "width": plan["width"], "seeds": plan["seeds"],
-                       "corruption_params": plan["corruption_params"],
-                       "perturbation_params": plan.get("perturbation_params", "cifar"),
-                       "perturbed_limit": plan["perturbed_limit"], "wall_minutes": minutes}
-    plan_line = (f"`noisymix reproduce --plan {name}`: {len(methods)} methods × {len(plan['seeds'])} seeds, "
-                 f"{plan['model']} width {plan['width']}, {plan['epochs']} epochs, the laptop recipe; Digits-C and "
-                 f"Digits-P ({plan['perturbed_limit']} sequences) at their difficulty-matched strengths"
-                 + ("" if minutes is None else f"; {minutes} min wall") + ".")
-    out = Path(results) / "analogue"
-    out.mkdir(parents=True, exist_ok=True)
-    text = render_markdown(summary, plan_line=plan_line)
-    text += "\n![ours against the paper's](figures/analogue_methods.png)\n"
-    from noisymix_app.analogue.severities import SEVERITIES_FILE, markdown
-
-    if SEVERITIES_FILE.is_file():  # issue 51, goal 3: what one strength per corruption does to each severity
-        from noisymix_infra.io import read_json
-
-        text += "\n**The matched Digits-C per severity** (`noisymix fit-analogue --kind severities`).\n\n"
-        text += markdown(read_json(SEVERITIES_FILE))
-    fig = figure(summary)
+def _png(fig) -> bytes:
     import io
 
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
-    from noisymix_infra.io import write_bytes
+    return buffer.getvalue()
 
-    write_bytes(out / "analogue_methods.png", buffer.getvalue())
-    write_text(out / "analogue.md", text)
-    write_json(out / "analogue.json", summary)
+
+def write_report(results: Path, *, draws: int = BOOTSTRAP) -> dict:
+    """Compute the analogue's test from a finished job and write ``results/analogue/analogue.{json,md}`` and
+    ``analogue_methods.png``, all or none; returns the record.  Any plan's folder may be reported on; its plan is
+    named as it is (only the ``analogue-methods`` plan's goes into the README: ``update_docs``)."""
+    from noisymix_app.analogue.severities import markdown
+    from noisymix_app.reproduce.headline import claims_table
+    from noisymix_app.reproduce.plans import protocol_differences
+    from noisymix_infra.io import write_files
+
+    plan, name, log = _plan_of(results)
+    methods = [m for m in plan["methods"] if m in plan.get("perturbed_methods", ())]
+    runs = load_runs(results, methods, plan["seeds"], corrupted_suite=plan["corrupted_suite"],
+                     perturbed_suite=plan["perturbed_suite"] or "digits-p")
+    summary = analogue_summary(runs, plan["seeds"], draws=draws)
+    wall = log.get("wall_seconds") or log.get("invocation_seconds")
+    differs = protocol_differences(plan, PLAN)
+    summary["plan"] = {"name": name, "protocol": PLAN if not differs else None, "differs": differs,
+                       "methods": methods, "epochs": plan["epochs"], "width": plan["width"], "seeds": plan["seeds"],
+                       "corruption_params": plan["corruption_params"],
+                       "perturbation_params": plan.get("perturbation_params", "cifar"),
+                       "perturbed_limit": plan["perturbed_limit"],
+                       "wall_minutes": None if wall is None else round(wall / 60, 1)}
+    folder_summary = Path(results) / "summary.json"
+    claims = read_json_object(folder_summary, "the job's summary").get("claims") if folder_summary.is_file() else None
+    summary["claims"] = claims or []
+    recipe = ("the laptop recipe" if not differs
+              else f"not the {PLAN} plan's protocol (differs in {', '.join(differs[:4])})")
+    plan_line = (f"`noisymix reproduce --plan {name}`: {len(methods)} methods × {len(plan['seeds'])} seeds (seeds "
+                 f"{', '.join(map(str, plan['seeds']))}), {plan['model']} width {plan['width']}, {plan['epochs']} "
+                 "epochs, "
+                 f"{recipe}; Digits-C and Digits-P ({plan['perturbed_limit']} sequences) at their difficulty-matched "
+                 f"strengths" + ("" if wall is None else f"; {wall / 60:.1f} min wall") + ".")
+    text = render_markdown(summary, plan_line=plan_line)
+    if summary["claims"]:
+        text += ("\n**The paper's claims about the other methods** (`figures/paper_claims.json`, the eight-method "
+                 "family: one Holm family, decided as the main job's; the claims in detail: this folder's "
+                 "`SUMMARY.md`):\n\n" + "\n".join(claims_table({"claims": summary["claims"]})) + "\n")
+    text += "\n![ours against the paper's](figures/analogue_methods.png)\n"
+    if plan["corruption_params"] == "digits-matched":
+        from fullscale.corruptions.matched import matched_fit
+
+        table = markdown(matched_fit())
+        if table:
+            text += "\n**The matched Digits-C per severity, in the fit** (`noisymix fit-analogue`).\n\n" + table
+    out = Path(results) / "analogue"
+    write_files({out / "analogue.json": summary, out / "analogue.md": text,
+                 out / "analogue_methods.png": _png(figure(summary))})
     return summary
 
 
@@ -494,60 +455,63 @@ README_END = "<!-- analogue-methods:end -->"
 
 
 def readme_block(summary: dict) -> str:
-    """The README's few generated lines: the finding, the order agreements, the wall time, the figure."""
-    order = summary["order"]
+    """The README's few generated lines: the finding, the wall time, the figure."""
     minutes = summary.get("plan", {}).get("wall_minutes")
-    return (f"**{summary['finding']}** Spearman's rho of the eight methods' order, ours against the paper's: "
-            f"{_cell(order['c']['spearman'])} on Digits-C against CIFAR-10-C, {_cell(order['p']['spearman'])} "
-            f"on Digits-P against CIFAR-10-P (seed-bootstrap 95 % intervals; the Baseline fitted, the other seven "
-            f"not). `noisymix reproduce --plan analogue-methods --out DIR` ran it"
+    return (f"**{summary['finding']}** `noisymix reproduce --plan {PLAN} --out DIR` ran it"
             + ("" if minutes is None else f" in {minutes} min wall on 2 CPU cores")
-            + "; every table in [docs/analogue-methods-summary.md](docs/analogue-methods-summary.md).\n\n"
+            + "; every table, and the paper's claims about Mixup, Manifold Mixup, CutMix and Puzzle Mix decided on "
+            "these runs, in [docs/analogue-methods-summary.md](docs/analogue-methods-summary.md).\n\n"
             "![the analogue on the eight methods](docs/figures/analogue_methods.png)\n")
 
 
 def update_docs(results: Path, root: Path | None = None) -> None:
-    """Copy a finished report to ``docs/analogue-methods-summary.{md,json}`` and
-    ``docs/figures/analogue_methods.png`` and its lines into the README between the markers; every
-    input is checked before anything is written."""
+    """Copy a finished report to ``docs/analogue-methods-summary.{md,json}`` and ``docs/figures/analogue_methods.png``
+    and its lines into the README between the markers: only the ``analogue-methods`` plan's complete output (issue
+    60: a 3-method, 2-seed, 1-epoch folder replaced them, still saying "the eight methods"); every input is read
+    and checked before anything is written, and everything is written at once."""
     import re
 
-    from noisymix_infra.io import read_json, write_bytes, write_json, write_text
+    from noisymix_infra.io import write_files
 
     root = Path(root) if root else Path(__file__).resolve().parents[2]
     source = Path(results) / "analogue"
-    files = [source / n for n in ("analogue.json", "analogue.md", "analogue_methods.png")]
-    missing = [str(f) for f in files if not f.is_file()]
-    if missing:
-        raise ValueError(f"no analogue report to copy: {missing[0]} is missing (run `noisymix analogue --results DIR`)")
+    summary = read_json_object(source / "analogue.json", "the analogue's report (`noisymix analogue --results DIR`)",
+                               ("plan", "table", "finding"))
+    differs = summary["plan"].get("differs")
+    if differs is None or differs or [r["method"] for r in summary["table"]] != list(EIGHT_METHODS) \
+            or len(summary.get("seeds") or []) < 5:
+        raise ValueError(f"{results} is not the {PLAN} plan's complete output (its plan differs in "
+                         f"{', '.join(differs or ['?'])}, or not the eight methods on at least 5 seeds): only that "
+                         "plan's report goes into the README and docs/")
+    text, png = (source / "analogue.md").read_text(), (source / "analogue_methods.png").read_bytes()
     readme = (root / "README.md").read_text()
     pattern = re.compile(re.escape(README_BEGIN) + r".*?" + re.escape(README_END), flags=re.S)
     if not pattern.search(readme):
         raise ValueError(f"README.md has no {README_BEGIN} ... {README_END} markers")
-    summary = read_json(files[0])
+    files: dict = {}
     robust_c = Path(results) / "figures" / "robust_c.png"  # the figures step's: the eight methods beside the paper's
-    text = files[1].read_text()
     if robust_c.is_file():
-        write_bytes(root / "docs" / "figures" / "analogue_robust_c.png", robust_c.read_bytes())
+        files[root / "docs" / "figures" / "analogue_robust_c.png"] = robust_c.read_bytes()
         text += "\n![the eight methods' robust accuracy beside the paper's](figures/analogue_robust_c.png)\n"
-    write_json(root / "docs" / "analogue-methods-summary.json", summary)
-    write_text(root / "docs" / "analogue-methods-summary.md", text)
-    write_bytes(root / "docs" / "figures" / "analogue_methods.png", files[2].read_bytes())
     block = readme_block(summary)
-    write_text(root / "README.md", pattern.sub(lambda _: f"{README_BEGIN}\n{block}{README_END}", readme))
+    files.update({root / "docs" / "analogue-methods-summary.json": summary,
+                  root / "docs" / "analogue-methods-summary.md": text,
+                  root / "docs" / "figures" / "analogue_methods.png": png,
+                  root / "README.md": pattern.sub(lambda _: f"{README_BEGIN}\n{block}{README_END}", readme)})
+    write_files(files)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--results", required=True,
-                        help="the --out of `noisymix reproduce --plan analogue-methods` (its runs are read)")
+    parser.add_argument("--results", required=True, help=f"the --out of `noisymix reproduce --plan {PLAN}` (its runs)")
     parser.add_argument("--update-readme", action="store_true",
-                        help="also copy the report to docs/analogue-methods-summary.* and its lines into the README")
-    parser.add_argument("--draws", type=int, default=BOOTSTRAP, help="seed-bootstrap draws (default %(default)s)")
+                        help=f"also copy the report to docs/analogue-methods-summary.* and its lines into the README "
+                             f"(the {PLAN} plan's complete output only)")
+    parser.add_argument("--draws", type=int, default=BOOTSTRAP, help="seed resamples (default %(default)s)")
 
 
 def run(args) -> int:
     if args.draws < 100:
-        raise ValueError(f"--draws must be at least 100 for a 95 % percentile interval, got {args.draws}")
+        raise ValueError(f"--draws must be at least 100 for a 2.5-97.5 percentile range, got {args.draws}")
     summary = write_report(Path(args.results), draws=args.draws)
     if args.update_readme:
         update_docs(Path(args.results))

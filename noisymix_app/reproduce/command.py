@@ -33,6 +33,7 @@ from pathlib import Path
 from noisymix_app.reproduce.log import _log_run, _progress_line, _write_index
 from noisymix_app.reproduce.plan_check import check_plan
 from noisymix_app.reproduce.plans import PLANS, ReproducePlan, default_plan_name
+from noisymix_app.reproduce.readme import README_PLAN
 from noisymix_app.reproduce.steps import (
     _clear_run,
     _command_step,
@@ -169,6 +170,10 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     log["seconds"] = total_seconds(log)
     # this invocation's own wall time, apart: a resume that recomputed nothing takes seconds
     log["invocation_seconds"] = round(time.perf_counter() - started, 2)
+    # the job's wall time: its invocations' own seconds added up (a resume adds its own; issue 57: the summary
+    # called the sum of the steps, which overlap when runs go side by side, the wall time)
+    kept = old.get("wall_seconds") if old and not fresh and not other else 0
+    log["wall_seconds"] = round(float(kept or 0) + log["invocation_seconds"], 2)
     write_json(log_path, log)
     from noisymix_app.reproduce.summary import write_summary
 
@@ -210,8 +215,6 @@ def _other_plan(old: dict, log: dict) -> str | None:
     return None
 
 
-#: the one plan whose summary the README shows: the main job (``make reproduce``; README, "Results")
-README_PLAN = "laptop"
 
 
 def check_git_checkout(root: Path | None = None) -> None:

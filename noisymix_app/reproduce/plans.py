@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from fullscale.vocabulary import P_COLUMNS
 
-__all__ = ["EIGHT_METHODS", "PLANS", "ReproducePlan", "default_plan_name"]
+__all__ = ["EIGHT_METHODS", "NUMBER_FREE", "PLANS", "ReproducePlan", "default_plan_name", "protocol_differences"]
 
 
 @dataclass(frozen=True)
@@ -190,3 +190,20 @@ def default_plan_name() -> str:
     import torch
 
     return "gpu" if torch.cuda.is_available() else "laptop"
+
+
+#: plan fields that change no number (issue 40: each run computes with one torch thread, however many go side by
+#: side), so a run with them overridden is still its plan's
+NUMBER_FREE = frozenset({"workers"})
+
+
+def protocol_differences(plan: dict, name: str) -> list[str]:
+    """The fields in which ``plan`` (a ``reproduce.json``'s or a summary's, as JSON) is not the named plan's,
+    those that change no number apart (``NUMBER_FREE``); the writers of the README's blocks refuse any
+    (issue 60: a 3-method, 2-seed, 1-epoch folder was reported as "the eight methods")."""
+    import dataclasses
+    import json
+
+    known = json.loads(json.dumps(dataclasses.asdict(PLANS[name])))  # tuples as JSON holds them
+    return sorted(k for k in set(known) | set(plan or {})
+                  if k not in NUMBER_FREE and (plan or {}).get(k) != known.get(k))

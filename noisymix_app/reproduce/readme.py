@@ -9,9 +9,10 @@ import hashlib
 import re
 from pathlib import Path
 
-from noisymix_infra.io import read_json, write_bytes, write_json, write_text
+from noisymix_infra.io import read_json, write_files
 
-__all__ = ["BEGIN", "BLOCK", "END", "FIGURE", "readme_figures", "replace_block", "stale_figures", "update_readme"]
+__all__ = ["BEGIN", "BLOCK", "END", "FIGURE", "README_PLAN", "publishable", "readme_figures", "replace_block",
+           "stale_figures", "update_readme"]
 
 ROOT = Path(__file__).resolve().parents[2]
 BEGIN = "<!-- reproduce-summary:begin -->"
@@ -21,6 +22,35 @@ BLOCK = "README-BLOCK.md"
 
 
 FIGURE = re.compile(r"\]\((docs/figures/([\w.-]+\.png))\)")
+#: the one plan whose summary the README shows: the main job (``make reproduce``)
+README_PLAN = "laptop"
+
+
+def publishable(record: dict, root: Path | None = None) -> None:
+    """One-line ``ValueError`` unless ``record`` (a summary.json) is the main job's finished, complete output:
+    the laptop plan's protocol (``plans.protocol_differences``), every run with its numbers, the theory and toy
+    steps there.  With ``root``: also its figures must be the ones docs/figures holds (a re-render writes no
+    figure).  The guard of every writer of the README's main block and docs/reproduce-summary.*, whatever
+    called it (issue 60, cause 1: ``--rerender`` and ``summary --update-readme`` replaced them with a quick run's)."""
+    from noisymix_app.reproduce.plans import protocol_differences
+
+    name = str(record.get("plan_name", "?"))
+    differs = protocol_differences(record.get("plan") or {}, README_PLAN)
+    if differs:
+        raise ValueError(f"not the main job's output (plan {name!r} differs from the {README_PLAN} plan in "
+                         f"{', '.join(differs[:4])}): only `noisymix reproduce` with the {README_PLAN} plan writes the "
+                         "README's summary")
+    if record.get("complete") is not True or not record.get("theory") or not record.get("toy"):
+        raise ValueError(f"the {README_PLAN} plan's output is not finished (a run, the theory or the toy step has no "
+                         "numbers): rerun `noisymix reproduce` to finish it before it goes into the README")
+    if root is not None:
+        recorded = record.get("figures") or {}
+        readme = (root / "README.md").read_text()
+        stale = [path for path, _ in readme_figures(_main_block(replace_block(readme, ""))) if path not in recorded
+                 or not (root / path).is_file() or _sha256(root / path) != recorded[path]]
+        if stale:
+            raise ValueError(f"the README's figure {stale[0]} is not the one this summary's run drew: re-render only "
+                             "the summary whose figures docs/figures holds, or rerun the main job with --update-readme")
 
 
 def _main_block(readme: str) -> str:
@@ -50,10 +80,11 @@ def update_readme(out: str | Path, root: Path = ROOT) -> None:
     without ``calibration_shift.png`` was refused only after ``docs/figures/robust_c.png`` had been
     replaced, leaving the README's figures from two runs)."""
     out = Path(out)
+    record = read_json(out / "summary.json")
+    publishable(record)  # the writer's own guard, whoever calls it (issue 60)
     text = (out / "SUMMARY.md").read_text()
     block = (out / BLOCK).read_text() if (out / BLOCK).is_file() else text
     readme = replace_block((root / "README.md").read_text(), block)
-    record = read_json(out / "summary.json")
     record["figures"] = {}
     figures = {}  # path in the repository -> the run's bytes, all read before any is written
     for path, name in readme_figures(_main_block(readme)):
@@ -62,12 +93,9 @@ def update_readme(out: str | Path, root: Path = ROOT) -> None:
             raise ValueError(f"the README shows {path}, but {made} was not written by this run")
         figures[path] = made.read_bytes()
         record["figures"][path] = hashlib.sha256(figures[path]).hexdigest()
-    for path, data in figures.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        write_bytes(root / path, data)
-    write_text(root / "docs" / "reproduce-summary.md", text)
-    write_json(root / "docs" / "reproduce-summary.json", record)
-    write_text(root / "README.md", readme)
+    write_files({**{root / path: data for path, data in figures.items()},
+                 root / "docs" / "reproduce-summary.md": text, root / "docs" / "reproduce-summary.json": record,
+                 root / "README.md": readme})
 
 
 def replace_block(readme: str, block: str) -> str:

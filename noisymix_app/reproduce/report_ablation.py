@@ -42,38 +42,40 @@ def is_ablation(summary: dict) -> bool:
     return "baseline" not in methods and any(m in COMPONENT_OF for m in methods)
 
 
+def _row_of(claim: dict) -> str | None:
+    """The ablation row a claim of the ablation family holds NoisyMix against (``robust_noisymix_vs_<row>``)."""
+    row = claim["id"].removeprefix("robust_noisymix_vs_")
+    return row if row in COMPONENT_OF else None
+
+
 def seeds_to_decide(claim: dict) -> int | None:
     """The fewest seeds whose MDD, at the claim's level and its measured spread, reaches the paper's
-    effect (None: no effect or no spread; more than ``MAX_SEEDS``: None)."""
-    d, effect = claim.get("difference") or {}, claim.get("paper_effect")
-    if not effect or d.get("sd") is None or claim.get("level") is None:
+    effect (None: no spread, or more than ``MAX_SEEDS``)."""
+    d = claim.get("difference") or {}
+    if not d.get("spread") or claim.get("level") is None:
         return None
-    size = abs(effect["effect"] - claim["threshold"])
-    return next((n for n in range(2, MAX_SEEDS + 1) if mdd(d["sd"], n, alpha=claim["level"]) <= size), None)
+    return next((n for n in range(2, MAX_SEEDS + 1) if mdd(d["spread"], n, alpha=claim["level"]) <= claim["paper"]),
+                None)
 
 
 def ablation_answer(summary: dict) -> list[str]:
     """The ablation summary's opening (issue 52, goal 6): first which rows this scale can decide (each
     row's MDD at its Holm level against tab:ablation's effect) and what it would take to decide the
     others (seeds, and minutes from the recorded step times), then the verdicts after Holm."""
-    from noisymix_app.reproduce.claims import stated
-
     plan = summary.get("plan") or {}
     methods, seeds = plan.get("methods") or [], plan.get("seeds") or []
     runs = len(methods) * len(seeds)
     per_run = (summary.get("seconds") or 0) / runs if runs else 0  # the steps' recorded seconds per run
-    claims = [c for c in summary.get("claims", []) if c["id"].removeprefix("noisymix_beats_") in COMPONENT_OF
-              and c.get("difference")]
+    claims = [c for c in summary.get("claims", []) if _row_of(c) and c.get("difference")]
     if not claims:
         return ["No ablation row was measured."]
     can, cannot = [], []
     for c in claims:
-        row = COMPONENT_OF[c["id"].removeprefix("noisymix_beats_")]
-        effect = c.get("paper_effect")
-        if effect is None or c.get("mdd") is None:
-            cannot.append(f"without {row} (no MDD or no paper effect)")
+        row = COMPONENT_OF[_row_of(c)]
+        if c.get("mdd") is None:
+            cannot.append(f"without {row} (no MDD)")
             continue
-        words = f"without {row}: MDD {c['mdd']:.1f} against the paper's {effect['effect']:+.1f}"
+        words = f"without {row}: MDD {c['mdd']:.1f} against the paper's {c['paper']:+.1f}"
         if c.get("decidable"):
             can.append(words)
         else:
@@ -84,8 +86,8 @@ def ablation_answer(summary: dict) -> list[str]:
             cannot.append(words + f" (to decide it: {need})")
     level = claims[0].get("level")
     head = (f"**Are all of NoisyMix's components needed, at this scale (tab:ablation)?** Before any verdict, what "
-            f"{len(seeds)} seeds can decide (each row's MDD at its test level"
-            + ("" if level is None else f", {level:.3g} (5 % / {len(claims)}, Holm's first step)")
+            f"{len(seeds)} seeds can decide (each row's MDD, the smallest difference detected with 80 % power, at its "
+            "test level" + ("" if level is None else f", {level:.3g} (5 % / {len(claims)}, Holm's first step)")
             + ", against the paper's effect, CIFAR-100-C, WRN-28x2): ")
     parts = []
     if can:
@@ -93,14 +95,13 @@ def ablation_answer(summary: dict) -> list[str]:
     if cannot:
         parts.append("it cannot decide " + "; ".join(cannot))
     sentences = [head + "; ".join(parts) + "."]
-    verdicts = {}
+    verdicts: dict[str, list[str]] = {}
     for c in claims:
-        d, effect = c["difference"], c.get("paper_effect")
-        words = f"without {COMPONENT_OF[c['id'].removeprefix('noisymix_beats_')]} ({_cell(d)}".replace("-", "−")
-        if c.get("decidable") and effect and d.get("half_width") is not None \
-                and effect["effect"] > d["mean"] + d["half_width"]:
-            words += f"; the paper's {effect['effect']:+.1f} lies above the interval: a smaller effect here"
-        verdicts.setdefault(stated(c), []).append(words + ")")
+        d = c["difference"]
+        words = f"without {COMPONENT_OF[_row_of(c)]} ({_cell(d)}".replace("-", "−")
+        if c.get("decidable") and d.get("half_width") is not None and c["paper"] > d["mean"] + d["half_width"]:
+            words += f"; the paper's {c['paper']:+.1f} lies above the interval: a smaller effect here"
+        verdicts.setdefault(c["verdict"], []).append(words + ")")
     sentences.append("NoisyMix against each row (corrupted accuracy, full NoisyMix minus the row, points), after "
                      "Holm's correction: " + ". ".join(f"**{v}**: " + "; ".join(rows) for v, rows in verdicts.items())
                      + ".")
@@ -137,7 +138,7 @@ def ablation_calibration(summary: dict) -> dict | None:
     driver = max((m for m in rows if rows[m].get("confidence_gap")), key=lambda m: rows[m]["confidence_gap"]["mean"],
                  default=None)
     return {"rows": rows, "driver": driver, "seeds": len((summary.get("plan") or {}).get("seeds") or []),
-            "seconds": summary.get("wall_seconds") or summary.get("seconds"),
+            "seconds": summary.get("seconds"),
             "commit": (summary.get("git") or {}).get("commit"), "seed_list": (summary.get("plan") or {}).get("seeds"),
             "noisymix": {metric: (summary.get("table", {}).get("noisymix") or {}).get(metric, {}).get("mean")
                          for metric, _ in MEASURES}}
@@ -147,9 +148,7 @@ def _cell(d: dict | None) -> str:
     if not d:
         return "—"
     if d.get("half_width") is None:
-        return f"{d['mean']:+.1f}"
-    if d.get("below_resolution"):  # a zero-width interval is rounding, not certainty (issue 54)
-        return f"{d['mean']:+.1f} (no spread: cannot be judged)"
+        return f"{d['mean']:+.1f} (no spread: cannot be judged)" if d.get("n", 0) > 1 else f"{d['mean']:+.1f}"
     return f"{d['mean']:+.1f} [{d['mean'] - d['half_width']:+.1f}, {d['mean'] + d['half_width']:+.1f}]"
 
 

@@ -103,7 +103,7 @@ def calibration_shift_summary(out: str | Path) -> dict:
         d = paired(after5["noisymix"], after5["baseline"])
         if d is not None:
             words = None
-            if d.get("below_resolution"):  # a zero spread: no verdict (issue 54, noisymix_infra.stats)
+            if d["half_width"] is None and d["n"] > 1:  # no spread at all: no verdict (noisymix_infra.stats)
                 words = UNJUDGED
             elif d["half_width"] is not None:
                 lo, hi = d["mean"] - d["half_width"], d["mean"] + d["half_width"]
@@ -186,7 +186,7 @@ def _verdict_sentence(data: dict) -> str:
     if v["words"] is None:
         return (f"at severity {v['severity']} after scaling, NoisyMix's RMS error minus Baseline's is "
                 f"{d['mean']:+.1f} points on one seed: no interval, no verdict.")
-    if d.get("below_resolution"):
+    if v["words"] == UNJUDGED:
         return (f"at severity {v['severity']} after scaling, NoisyMix's RMS error minus Baseline's is "
                 f"{d['mean']:+.1f} points at every one of {d['n']} seeds: {UNJUDGED}.")
     text = (f"at severity {v['severity']}, after the clean-fitted temperature, NoisyMix's RMS calibration error is "

@@ -5,9 +5,8 @@ That run is the main job's last summary before the matched set became its corrup
 ``ae9d296`` (``git show ae9d296:docs/reproduce-summary.json``, the laptop plan on the published rows, 9
 seeds); ``python -m noisymix_app.reproduce.report_published --commit ae9d296`` extracts it and names the commit in
 the file.  Three comparisons are set side by side: NoisyMix - Baseline and NoisyMix - AugMix on the
-corrupted set, and calibration under corruption against Baseline (that run measured only the unscaled
-RMS error on the corrupted sets, so that is the metric there; the matched run's claim is after the
-clean-fitted temperature).
+corrupted set, and calibration under corruption against Baseline (the unscaled RMS error on the corrupted
+sets, the paper's metric, on both).
 """
 
 from __future__ import annotations
@@ -19,18 +18,17 @@ from pathlib import Path
 
 from noisymix_infra.io import read_json, write_json
 
-__all__ = ["COMMIT", "PUBLISHED", "extract", "published_lines", "read_published"]
+__all__ = ["COMMIT", "PUBLISHED", "ROWS", "extract", "published_lines", "read_published"]
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "docs" / "published-rows-summary.json"
 #: the commit whose docs/reproduce-summary.json is the last published-rows run (the next change to it,
 #: f35b0a5, is the first on the difficulty-matched Digits-C)
 COMMIT = "ae9d296"
-#: (our claim id, the published-rows record's claim id, words)
-ROWS = (("robust_noisymix", "robust_noisymix", "NoisyMix − Baseline, corrupted accuracy"),
-        ("noisymix_beats_augmix_jsd", "noisymix_beats_augmix_jsd", "NoisyMix − AugMix, corrupted accuracy"),
-        ("calibrated_noisymix_vs_baseline", "calibrated_noisymix", "calibration under corruption, Baseline's "
-                                                                   "RMS error minus NoisyMix's"))
+#: (claim id, words): the comparisons set side by side, each claim re-derived on both runs by today's code
+ROWS = (("robust_noisymix_vs_baseline", "NoisyMix − Baseline, corrupted accuracy"),
+        ("robust_noisymix_vs_augmix_jsd", "NoisyMix − AugMix, corrupted accuracy"),
+        ("calibrated_noisymix_vs_baseline", "calibration under corruption, Baseline's RMS error minus NoisyMix's"))
 WHY = ("The matched set is primary because on the published rows the digits' Baseline lost 2.5 points or less on "
        "10 of the 15 corruptions, noise and blur among them, and 20–61 on frost, fog, brightness and contrast, the "
        "reverse of CIFAR-10-C (rank correlation −0.44), so the paper's noise claims could not show there; it was "
@@ -52,34 +50,26 @@ def read_published(path: Path = PUBLISHED) -> dict | None:
     return read_json(path) if path.is_file() else None
 
 
-def _interval(d: dict | None) -> str:
-    from noisymix_app.reproduce.headline import _interval as interval
-
-    return "—" if not d else interval(d)
-
-
 def published_lines(summary: dict, published: dict | None) -> list[str]:
-    """The section: why the matched set is primary, and the three comparisons on both sets."""
+    """The section: why the matched set is primary, and the three comparisons on both sets (``published``: the
+    kept published-rows summary, re-derived by the current claims code: ``summary.rederive``)."""
+    from noisymix_app.reproduce.words import interval_text
+
     if not published:
         return []
-    from noisymix_app.reproduce.claims import stated
-
     ours = {c["id"]: c for c in summary.get("claims", [])}
     theirs = {c["id"]: c for c in published.get("claims", [])}
     commit = published["source"]["commit"][:7]
-    lines = ["**The published CIFAR-10-C rows.** " + WHY + f" The published-rows run (the laptop plan, "
-             f"`--plan laptop-published-rows` today; its summary at commit `{commit}`, kept in "
-             "`docs/published-rows-summary.json`), verdicts after Holm's correction as each run stated them:", "",
-             "| comparison | matched set | published rows |", "|---|---|---|"]
-    for mine, old, words in ROWS:
-        a, b = ours.get(mine), theirs.get(old)
+    lines = ["**The published CIFAR-10-C rows.** " + WHY + f" The published-rows run (the laptop plan on 450 test "
+             f"digits, `--plan laptop-published-rows` today; its summary at commit `{commit}`, kept in "
+             "`docs/published-rows-summary.json`, re-derived by today's claims code), the verdicts each run's "
+             "family gives:", "", "| comparison | matched set | published rows |", "|---|---|---|"]
 
-        def cell(c: dict | None) -> str:
-            return "—" if not c or not c.get("difference") else f"{_interval(c['difference'])} **{stated(c)}**"
+    def cell(c: dict | None) -> str:
+        return "—" if not c or not c.get("difference") else f"{interval_text(c['difference'])} **{c['verdict']}**"
 
-        lines.append(f"| {words} | {cell(a)} | {cell(b)} |")
-    lines += ["", "On the published rows the calibration comparison is the unscaled error (that run had no "
-              "after-scaling numbers); on the matched set it is after the clean-fitted temperature, severities 1–5."]
+    for cid, words in ROWS:
+        lines.append(f"| {words} | {cell(ours.get(cid))} | {cell(theirs.get(cid))} |")
     return lines
 
 

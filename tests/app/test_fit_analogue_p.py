@@ -9,11 +9,11 @@ import pytest
 
 from fullscale.corruptions.matched_p import MATCHED_P_FILE, read_matched_p
 from fullscale.vocabulary import P_COLUMNS
-from noisymix_app.analogue.fit_c import choose
-from noisymix_app.analogue.fit_c import FIT_SPLIT
-from noisymix_app.analogue.fit_p import FitPOptions, merge_p, paper_flips, within_tolerance
+from noisymix_app.analogue.fit_c import FIT_SPLIT, choose
+from noisymix_app.analogue.fit_p import FitPOptions, merge_p, within_tolerance
 from noisymix_app.cli import main
 from noisymix_app.reproduce.plans import PLANS
+from noisymix_figures.paper import baseline_flips
 
 
 def test_a_tiny_p_fit_runs_end_to_end_and_keeps_the_nearest_point(tmp_path):
@@ -63,7 +63,7 @@ def test_tolerance_is_forty_percent_or_half_a_point():
 
 
 def test_the_targets_are_the_papers_baseline_row():
-    assert list(paper_flips().values()) == [44.6, 27.6, 9.2, 0.4, 2.5, 0.5, 2.1, 2.8, 0.8, 3.1]
+    assert list(baseline_flips().values()) == [44.6, 27.6, 9.2, 0.4, 2.5, 0.5, 2.1, 2.8, 0.8, 3.1]
 
 
 def test_merge_keeps_the_other_perturbations_and_each_entrys_maker():
@@ -88,7 +88,7 @@ def test_the_committed_p_fit_is_its_own_choice_and_meets_the_aims():
 
     fit = read_matched_p(MATCHED_P_FILE)
     assert FitPOptions(**fit["options"]) == FitPOptions()
-    targets = paper_flips()
+    targets = baseline_flips()
     for name, entry in fit["fit"].items():
         assert entry["target"] == targets[name]
         assert (entry["strength"], entry["flip"]) == choose([tuple(p) for p in entry["trace"]], entry["target"])

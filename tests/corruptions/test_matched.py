@@ -13,7 +13,8 @@ from fullscale.corruptions.matched import MATCHED_FILE, matched_fit, matched_str
 from fullscale.corruptions.registry import CORRUPTIONS, SPECS, corrupt, strengthened
 from fullscale.corruptions.writer import chunk_generator
 from fullscale.data import load_dataset
-from noisymix_app.analogue.fit_c import FIT_SEEDS, MIN_DROP, FitOptions, choose, paper_drops, targets
+from noisymix_app.analogue.fit_c import FIT_SEEDS, MIN_DROP, FitOptions, choose, targets
+from noisymix_figures.paper import baseline_drops
 
 #: the published CIFAR rows whose pixel change is not monotone in severity on the digits either: frost's
 #: severity 3 row (image weight 0.9, frost 0.4) changes more than its severity 4 (0.85, 0.4) on a black
@@ -82,7 +83,7 @@ def test_strengths_are_the_fits_own_choice():
 
 def test_targets_are_the_papers_baseline_drops():
     # tab:results_cifar10: Baseline clean 95.3; tab:results_cifar10_c: White 46.4, Bright 93.8
-    clean, drops = paper_drops()
+    clean, drops = baseline_drops()
     assert clean == 95.3
     assert drops["gaussian_noise"] == pytest.approx(95.3 - 46.4)
     assert targets()["brightness"] == MIN_DROP > drops["brightness"] == pytest.approx(95.3 - 93.8)
