@@ -19,6 +19,8 @@ __all__ = ["PROTOCOL_AIMS", "aims_sentence", "answer", "calibration_section", "c
 #: what the laptop protocol was chosen to reach (issue 22): the primary claim's MDD and every method's
 #: clean-accuracy seed sd, in points.  Aims, not promises: the summary states each against its measured value.
 PROTOCOL_AIMS = {"headline_mdd": 3.0, "clean_seed_sd": 1.5}
+#: a verdict said of several claims ("4 hold, 2 are within noise, 1 fails")
+PLURAL = {"holds": "hold", "within noise": "are within noise", "fails": "fail"}
 #: the claims whose metric is the paper's calibration (tab:results_imagenet_r_calibration)
 CALIBRATION_METRICS = ("rms_calibration_error_corrupted", "aurra_corrupted")
 
@@ -78,8 +80,9 @@ def _calibration_words(summary: dict, claims: list[dict]) -> str | None:
 
 def answer(summary: dict) -> tuple[str, list[str]]:
     """The one-word answer to "does NoisyMix do what the paper says, at this scale?" and the opening's
-    sentences: the primary claim; every other claim of the family grouped by its verdict; the calibration
-    claim in plain words; the claims this run is too small to decide; the marks.  **yes** when the primary
+    sentences: the primary claim; how many of the others hold, are within noise or fail (the table names each;
+    issue 57: the opening repeated every verdict the table gave), naming those that fail; the calibration claim
+    in plain words; the claims this run is too small to decide; the marks.  **yes** when the primary
     and every other claim hold, **no** when the primary does not hold, **partly** otherwise."""
     claims = _judged(summary)
     primary = next((c for c in claims if c["role"] == "primary"), None)
@@ -94,12 +97,14 @@ def answer(summary: dict) -> tuple[str, list[str]]:
                  f"{d['n']} seeds with a 95 % interval; the primary claim, declared before any run and tested alone at "
                  f"5 %): **{primary['verdict']}**."]
     if others:
-        groups = [f"**{v}**: " + "; ".join(_short(c) for c in others if c["verdict"] == v)
-                  for v in (*VERDICT_WORDS, *{c["verdict"] for c in others} - set(VERDICT_WORDS))
-                  if any(c["verdict"] == v for c in others)]
+        order = [*VERDICT_WORDS, *dict.fromkeys(c["verdict"] for c in others if c["verdict"] not in VERDICT_WORDS)]
+        tally = ", ".join(f"{n} {PLURAL.get(v, v)}" for v in order if (n := sum(c["verdict"] == v for c in others)))
+        # the calibration claims' verdicts are said in their own sentence, on their own metrics
+        opposite = [c for c in others if c["verdict"] == "fails" and c["metric"] not in CALIBRATION_METRICS]
         sentences.append(f"Of the paper's {len(others)} other claims, tested as one family with Holm's correction "
-                         "(which holds the chance of any false verdict in the family at 5 %): " + ". ".join(groups)
-                         + ".")
+                         f"(which holds the chance of any false verdict in the family at 5 %), {tally} (the table "
+                         "names each)." + (" The opposite is measured for: " + "; ".join(_short(c) for c in opposite)
+                                           + "." if opposite else ""))
     calibration = _calibration_words(summary, others)
     if calibration:
         sentences.append(calibration)
@@ -111,7 +116,8 @@ def answer(summary: dict) -> tuple[str, list[str]]:
                                      for c in small) + ".")
     marks = {MARKS[c.get("firm")] for c in claims}
     if marks == {MARKS[None]}:
-        sentences.append("No verdict is marked firm: no cross-machine margin has been measured on these sets.")
+        sentences.append("No verdict is marked firm or fragile: no shift between two CPUs has been measured on these "
+                         "sets (*margin unknown*).")
     else:
         fragile = [c for c in claims if c.get("firm") is False]
         if fragile:
@@ -131,8 +137,8 @@ def _paper_cell(claim: dict) -> str:
     return f"{signed(claim['paper'])} ({where}" + ("" if claim["matching"] else "; direction only") + ")"
 
 
-def _verdict_cell(claim: dict) -> str:
-    text = f"**{claim['verdict']}**, {MARKS[claim.get('firm')]}"
+def _verdict_cell(claim: dict, marked: bool = True) -> str:
+    text = f"**{claim['verdict']}**" + (f", {MARKS[claim.get('firm')]}" if marked else "")
     if cannot_decide(claim):
         text += f"; too small to decide (MDD {claim['mdd']:.1f})"
     return text
@@ -145,10 +151,11 @@ def claims_table(summary: dict) -> list[str]:
         return []
     lines = ["| the paper's claim | ours (points, 95 % interval) | the paper's (setting) | verdict |",
              "|---|---|---|---|"]
+    marked = any(c.get("firm") is not None for c in claims)  # all margin unknown: said once, below the table
     for c in claims:
         primary = " (primary)" if c["role"] == "primary" else ""
         lines.append(f"| {_short(c)}{primary} | {interval_text(c['difference'])} | {_paper_cell(c)} | "
-                     f"{_verdict_cell(c)} |")
+                     f"{_verdict_cell(c, marked)} |")
     return lines
 
 

@@ -329,19 +329,15 @@ def _generated(summary: dict) -> str:
     plan, git = summary["plan"], summary.get("git") or {}
     made = summary.get("made_at") or {}
     commits = sorted(set(made.get("training") or []) | set(made.get("evaluation") or []))
-    n_c = ",".join(str(n) for n in summary.get("corruptions") or []) or "?"
-    text = (f"`noisymix reproduce --plan {summary.get('plan_name', '?')}`: "
-            f"{', '.join(label(m) for m in plan['methods'])} on {plan['dataset']}, {plan['model']} width "
-            f"{plan['width']}, {plan['epochs']} epochs" + "".join(f", {o.replace('=', ' ')}"
-                                                                 for o in plan.get("train_overrides") or ())
-            + f", {len(plan['seeds'])} seeds; the corrupted set {n_c} corruption(s) × 5 severities. Runs made at "
+    text = (f"`noisymix reproduce --plan {summary.get('plan_name', '?')}`: {plan['dataset']}, {plan['model']} width "
+            f"{plan['width']}, {plan['epochs']} epochs, {len(plan['seeds'])} seeds; runs made at "
             + (", ".join(f"`{c[:12]}`" for c in commits) or "an unrecorded commit")
-            + f"; rendered at `{(git.get('commit') or 'unknown')[:12]}`"
+            + f", rendered at `{(git.get('commit') or 'unknown')[:12]}`"
             + (" (with uncommitted changes)" if git.get("dirty") else ""))
     if summary.get("wall_seconds"):
-        text += f"; the job's wall time {summary['wall_seconds'] / 60:.1f} min"
+        text += f"; {summary['wall_seconds'] / 60:.1f} min wall"
     if summary.get("seconds"):
-        text += f" (its steps' recorded times sum to {summary['seconds'] / 60:.1f} min; runs went side by side)"
+        text += f" ({summary['seconds'] / 60:.1f} min summed over steps that ran side by side)"
     return text + "."
 
 
@@ -351,14 +347,10 @@ def render_readme(summary: dict) -> str:
     from noisymix_app.reproduce.headline import claims_table, opening
 
     lines = [opening(summary), "", *claims_table(summary), "",
-             "Ours: the paired difference over seeds in the claim's direction (NoisyMix better is positive), points; "
-             "the paper's: the same difference in its table, with the setting it was measured in. "
-             + ("Firm / fragile: whether the verdict survives moving the paired mean by the largest shift measured "
-                "between two CPUs; *margin unknown*: no such shift measured on these sets. "
-                if any(c.get("difference") for c in summary.get("claims", [])) else "")
-             + _generated(summary) + " Every other table (per method, the claims in detail with their quotes, the "
-             "descriptive rows, calibration, the analogue's fidelity out of sample, the ablation, theory, toy) is in "
-             "[docs/reproduce-summary.md](docs/reproduce-summary.md).", "",
+             "Ours: NoisyMix minus the other, paired over seeds (points; positive: NoisyMix better); the paper's: the "
+             "same difference in its table and setting. " + _generated(summary) + " Every other table (the claims with "
+             "their quotes, per method, calibration, the analogue's fidelity out of sample, the ablation, theory, "
+             "toy): [docs/reproduce-summary.md](docs/reproduce-summary.md).", "",
              "![The paper's CIFAR-10-C accuracies beside ours on Digits-C, and each paired difference]"
              "(docs/figures/robust_c.png)"]
     return "\n".join(lines) + "\n"

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from noisymix_app.reproduce.claims import PRIMARY, adjusted_verdict, correct, holm, two_sided_p
-from noisymix_infra.stats import paired
+from noisymix_app.reproduce.claims import decide
+from noisymix_infra.stats import adjusted_verdict, holm, paired, two_sided_p
 
 
 def test_holm_against_hand_computed_values():
@@ -50,27 +50,40 @@ def test_two_sided_p_equals_scipys_paired_t_test(a, b, threshold):
     assert two_sided_p(d, threshold) == pytest.approx(expected, rel=1e-6, abs=1e-12)
 
 
-def _claim(cid, values, threshold=0.0):
-    d = paired(dict(enumerate(values)), dict(enumerate([0.0] * len(values))))
-    lo, hi = d["mean"] - d["half_width"], d["mean"] + d["half_width"]
-    verdict = "holds" if lo > threshold else "fails" if hi < threshold else "within noise"
-    return {"id": cid, "statement": cid, "difference": d, "threshold": threshold, "verdict": verdict}
+def _seeds(values):
+    return dict(enumerate(values))
 
 
-def test_correct_leaves_the_primary_alone_and_adjusts_the_secondary_family():
-    claims = [_claim(PRIMARY, [8, 9, 7, 10, 8.5]),  # p far below 5 %
-              _claim("stable_noisymix_vs_baseline", [0.5, 0.1, 0.6, 0.2, 0.55, 0.05, 0.4, 0.3, 0.45]),
-              _claim("noisymix_beats_augmix_jsd", [1, -2, 0.5, 1.5, -1, 0.2]),
-              _claim("noisymix_beats_nfm", [3, 4, 3.5, 5, 4.2])]
-    correct(claims)
-    primary, *rest = claims
-    assert primary["role"] == "primary" and primary["p_adjusted"] == primary["p"]
-    raw = {c["id"]: c["p"] for c in rest}
-    expected = holm(raw)
+def test_decide_leaves_the_primary_alone_and_adjusts_the_secondary_family():
+    """The main family on four methods: the primary (NoisyMix - Baseline, corrupted) at 5 % alone, every other
+    claim with data in one Holm family; verdicts from the adjusted p-values."""
+    n = 6
+    base = {"corrupted": _seeds([70 + s for s in range(n)]),
+            "flip_probability": _seeds([10.0 + 0.3 * s for s in range(n)])}
+    values = {
+        "baseline": base,
+        "noisymix": {"corrupted": _seeds([80 + s + 0.5 * (s % 2) for s in range(n)]),
+                     "flip_probability": _seeds([5.0 + 0.3 * s + 0.2 * (s % 3) for s in range(n)])},
+        "augmix_jsd": {"corrupted": _seeds([79 + s + (s % 3) for s in range(n)]),
+                       "flip_probability": _seeds([5.5 + 0.3 * s for s in range(n)])},
+        "nfm": {"corrupted": _seeds([75 + s for s in range(n)]),
+                "flip_probability": _seeds([7.0 + 0.4 * s for s in range(n)])},
+    }
+    claims = decide(values, ["baseline", "augmix_jsd", "nfm", "noisymix"], "main")
+    by = {c["id"]: c for c in claims}
+    primary = by["robust_noisymix_vs_baseline"]
+    assert primary["role"] == "primary" and primary["p_adjusted"] == primary["p"] and primary["level"] == 0.05
+    rest = [c for c in claims if c["role"] == "secondary" and c["difference"] is not None]
+    assert {c["id"] for c in rest} == {"robust_noisymix_vs_augmix_jsd", "robust_noisymix_vs_nfm",
+                                       "stable_noisymix_vs_baseline", "stable_noisymix_vs_augmix_jsd",
+                                       "stable_noisymix_vs_nfm"}
+    expected = holm({c["id"]: c["p"] for c in rest})
     for c in rest:
-        assert c["role"] == "secondary"
-        assert c["p_adjusted"] == pytest.approx(expected[c["id"]])
-        assert c["verdict_adjusted"] == adjusted_verdict(c["difference"], 0.0, expected[c["id"]])
+        assert c["p_adjusted"] == pytest.approx(expected[c["id"]]) and c["level"] == pytest.approx(0.05 / len(rest))
+        assert c["verdict"] == adjusted_verdict(c["difference"], 0.0, expected[c["id"]])
+    # claims without data (no calibration, no clean values here) stay in the list with no difference, no verdict
+    assert by["calibrated_noisymix_vs_baseline"]["difference"] is None
+    assert by["clean_noisymix_vs_baseline"]["verdict"] is None
 
 
 def test_the_issues_example_does_not_hold_after_holm():
