@@ -88,7 +88,7 @@ def test_every_path_the_readme_names_exists():
 
 
 def _summary_block() -> str:
-    from noisymix_app.reproduce.summary import BEGIN, END
+    from noisymix_app.reproduce.readme import BEGIN, END
 
     text = _readme()
     assert text.count(BEGIN) == 1 and text.count(END) == 1, "README needs one pair of reproduce-summary markers"
@@ -134,13 +134,23 @@ def test_the_reproduce_summary_is_not_stale():
                          "rerun `noisymix reproduce --out results --update-readme` and commit the result")
 
 
+def _finished() -> str:
+    """A summary.json that the README's writer takes: the main job's plan, finished and complete (issue 60)."""
+    import dataclasses
+
+    from noisymix_app.reproduce.plans import PLANS
+
+    plan = json.loads(json.dumps(dataclasses.asdict(PLANS["laptop"])))
+    return json.dumps({"plan": plan, "plan_name": "laptop", "complete": True, "theory": {"n": 1}, "toy": {"n": 1}})
+
+
 def test_update_readme_replaces_only_the_marked_block(tmp_path):
-    from noisymix_app.reproduce.summary import BEGIN, END, update_readme
+    from noisymix_app.reproduce.readme import BEGIN, END, update_readme
 
     out = tmp_path / "results"
     out.mkdir()
     (out / "SUMMARY.md").write_text("| a | 1.0 ± 0.1 |\n")
-    (out / "summary.json").write_text("{}")
+    (out / "summary.json").write_text(_finished())
     (tmp_path / "README.md").write_text(f"intro\n{BEGIN}\nold numbers\n{END}\nrest\n")
     update_readme(out, root=tmp_path)
     assert (tmp_path / "README.md").read_text() == f"intro\n{BEGIN}\n| a | 1.0 ± 0.1 |\n{END}\nrest\n"
@@ -158,7 +168,7 @@ def test_update_readme_replaces_only_the_marked_block(tmp_path):
 def test_the_readme_figures_come_from_the_run_of_its_summary():
     """Issue 22: each figure the README shows is the file ``--update-readme`` copied from the run
     whose summary the README prints (its sha256 is recorded beside that summary)."""
-    from noisymix_app.reproduce.summary import readme_figures, stale_figures
+    from noisymix_app.reproduce.readme import readme_figures, stale_figures
 
     assert readme_figures(_readme()), "the README shows no figure of the main job"
     assert stale_figures(ROOT) == [], (
@@ -169,12 +179,12 @@ def test_the_readme_figures_come_from_the_run_of_its_summary():
 def test_a_stale_figure_is_caught(tmp_path):
     """The check above can fail: a run's figures are copied with their hashes; replacing one
     afterwards (a figure of another run) or showing one the run did not write is reported."""
-    from noisymix_app.reproduce.summary import BEGIN, END, stale_figures, update_readme
+    from noisymix_app.reproduce.readme import BEGIN, END, stale_figures, update_readme
 
     out = tmp_path / "results"
     (out / "figures").mkdir(parents=True)
     (out / "SUMMARY.md").write_text("numbers\n")
-    (out / "summary.json").write_text("{}")
+    (out / "summary.json").write_text(_finished())
     (out / "figures" / "a.png").write_bytes(b"figure of this run")
     (tmp_path / "README.md").write_text(f"{BEGIN}\nold\n{END}\n![a](docs/figures/a.png)\n")
     update_readme(out, root=tmp_path)

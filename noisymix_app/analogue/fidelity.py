@@ -25,7 +25,7 @@ from noisymix_app.analogue.fit_p import within_tolerance
 from noisymix_app.analogue.severities import severity_flags
 from noisymix_infra.io import read_json
 
-__all__ = ["lines", "profiles"]
+__all__ = ["lines", "made_words", "profiles"]
 
 
 def _spearman(a: list[float], b: list[float]) -> float | None:
@@ -53,22 +53,26 @@ def _manifest_strengths(folder: str | None) -> dict | None:
     return manifest.get("strengths") if isinstance(manifest, dict) else None
 
 
-def _in_sample(kind: str, measured_on: str | None) -> tuple[dict[str, float], dict | None]:
+def _in_sample(kind: str, measured_on: str | None) -> tuple[dict[str, float], dict | None, dict | None]:
     """The frozen fit's in-sample value per name (drop or flip), where the evaluated set was made with its
-    strengths (a refit's are never shown beside values measured on an older set), and the record."""
+    strengths (a refit's are never shown beside values measured on an older set); the record; what the record
+    says made it (``fit_c.fit_summary``: seeds, recipe, command; issue 54)."""
+    from noisymix_app.analogue.fit_c import fit_summary
+
     if kind == "c":
         from fullscale.corruptions.matched import matched_fit as fit
-        key = "drop"
+        key, names = "drop", CORRUPTIONS
     else:
         from fullscale.corruptions.matched_p import matched_p_fit as fit
-        key = "flip"
+        key, names = "flip", P_COLUMNS
     try:
         record = fit()
     except (OSError, ValueError):
-        return {}, None
+        return {}, None, None
+    made = fit_summary(record, None, names)
     if _manifest_strengths(measured_on) != record.get("strengths"):
-        return {}, record
-    return {n: e[key] for n, e in record["fit"].items()}, record
+        return {}, record, made
+    return {n: e[key] for n, e in record["fit"].items()}, record, made
 
 
 def _c_profile(out: Path, seeds: list[int], suite: str) -> dict | None:
@@ -93,7 +97,7 @@ def _c_profile(out: Path, seeds: list[int], suite: str) -> dict | None:
     if len(names) < 2:
         return None
     _, paper = baseline_drops()
-    fitted, record = _in_sample("c", measured_on)
+    fitted, record, made = _in_sample("c", measured_on)
     rows = {}
     for n in names:
         ours = float(np.mean(drops[n]))
@@ -108,7 +112,7 @@ def _c_profile(out: Path, seeds: list[int], suite: str) -> dict | None:
                                            if fitted else None),
             "within_tolerance": sum(r["within_tolerance"] for r in rows.values()),
             "at_least": sum(r["at_least"] for r in rows.values()), "of": len(rows),
-            "seeds": max(r["seeds"] for r in rows.values()), "fitted_set": bool(fitted)}
+            "seeds": max(r["seeds"] for r in rows.values()), "fitted_set": bool(fitted), "made": made}
 
 
 def _p_profile(out: Path, seeds: list[int], suite: str) -> dict | None:
@@ -129,7 +133,7 @@ def _p_profile(out: Path, seeds: list[int], suite: str) -> dict | None:
     if len(names) < 2:
         return None
     paper = baseline_flips()
-    fitted, _ = _in_sample("p", measured_on)
+    fitted, _, made = _in_sample("p", measured_on)
     rows = {}
     for n in names:
         values = np.asarray(flips[n])
@@ -140,7 +144,7 @@ def _p_profile(out: Path, seeds: list[int], suite: str) -> dict | None:
             "in_sample_rank_correlation": (_spearman([fitted[n] for n in names], [paper[n] for n in names])
                                            if fitted else None),
             "within_tolerance": sum(r["within_tolerance"] for r in rows.values()), "of": len(rows),
-            "seeds": max(r["seeds"] for r in rows.values()), "fitted_set": bool(fitted)}
+            "seeds": max(r["seeds"] for r in rows.values()), "fitted_set": bool(fitted), "made": made}
 
 
 def profiles(out: str | Path, plan: dict) -> dict | None:
@@ -163,6 +167,22 @@ def _rho(x: float | None) -> str:
     return "undefined" if x is None else f"{x:+.2f}".replace("-", "−")
 
 
+def made_words(made: dict | None) -> str:
+    """What made a fit, from its record (issue 54: the report's paragraph was fixed text whatever was run): each
+    command with its seeds and recipe, and the entries it made where several commands made them."""
+    if not made or not made.get("fits"):
+        return "a fit whose record does not say what made it"
+
+    def one(group: dict, named: bool) -> str:
+        recipe = ("the main job's recipe" if group["main_recipe"]
+                  else f"{group['epochs']} epochs, not the main job's recipe")
+        where = f" for {', '.join(group['corruptions'])}" if named else ""
+        return f"`{group['command']}`{where} (Baseline seeds {group['seed_words']}, {recipe})"
+
+    groups = made["fits"]
+    return "; ".join(one(g, len(groups) > 1) for g in groups)
+
+
 def lines(found: dict | None) -> list[str]:
     """The two fidelity tables, each with its sentence: out of sample first, the fit's in-sample beside it."""
     if not found:
@@ -171,7 +191,7 @@ def lines(found: dict | None) -> list[str]:
     c = found.get("c")
     if c:
         text += ["**Is Digits-C as hard as CIFAR-10-C, out of sample?** The strengths were fitted on held-out digits "
-                 "with Baseline models of seeds 100+ (in sample, the match holds by construction). On the main job's "
+                 f"by {made_words(c.get('made'))} (in sample, the match holds by construction). On the main job's "
                  f"own {c['seeds']} Baseline seeds and the evaluated set, our Baseline's drop per corruption (clean "
                  "minus the mean of the five severities) against the paper's on CIFAR-10-C: rank correlation "
                  f"{_rho(c['rank_correlation'])} (in sample {_rho(c['in_sample_rank_correlation'])}; aim ≥ "
@@ -189,7 +209,8 @@ def lines(found: dict | None) -> list[str]:
     p = found.get("p")
     if p:
         text += (["", ""] if text else []) + [
-            "**Does Digits-P flip as CIFAR-10-P does, out of sample?** Our Baseline's flip probability per "
+            "**Does Digits-P flip as CIFAR-10-P does, out of sample?** The strengths were fitted on held-out digits "
+            f"by {made_words(p.get('made'))}. Our Baseline's flip probability per "
             f"perturbation (%, mean and sd over the main job's {p['seeds']} Baseline seeds) against the paper's "
             f"Baseline on CIFAR-10-P: rank correlation {_rho(p['rank_correlation'])} (in sample "
             f"{_rho(p['in_sample_rank_correlation'])}); {p['within_tolerance']} of {p['of']} within 40 % or 0.5 points "

@@ -447,19 +447,19 @@ def _seed_words(seeds: list[int]) -> str:
     return ", ".join(map(str, seeds))
 
 
-def fit_summary(record: dict, set_folder: str | Path | None = None) -> dict:
+def fit_summary(record: dict, set_folder: str | Path | None = None, names: tuple[str, ...] = CORRUPTIONS) -> dict:
     """What the report says of the frozen fit ``record``, from the record itself (issue 54: the report's
     paragraph was fixed text, "seeds 100–102, the main job's recipe", whatever was run).
 
     Returns ``{"fits": [...], "matches_set": bool | None, "residuals": {...}}``: one item per distinct
     command that made entries (its corruptions, seeds, epochs, whether its recipe is the main job's, the
-    command); ``matches_set``: whether ``set_folder``'s ``manifest.json`` (the -C set the runs evaluated)
-    holds the record's strengths (None: no set named, or it does not say); ``residuals``: per corruption,
-    only where the set is the fit's (a refit's residuals are never shown beside drops measured on an
-    older set)."""
+    command); ``matches_set``: whether ``set_folder``'s ``manifest.json`` (the set the runs evaluated)
+    holds the record's strengths (None: no set named, or it does not say); ``residuals``: per entry, only
+    where the set is the fit's (a refit's residuals are never shown beside values measured on an older set).
+    ``names``: the record's entries in their order (Digits-P's ten perturbations for its record)."""
     laptop = PLANS["laptop"]
     groups: dict[str, dict] = {}
-    for name in (n for n in CORRUPTIONS if n in record.get("fit", {})):
+    for name in (n for n in names if n in record.get("fit", {})):
         made = record["fit"][name].get("made")
         made = made if isinstance(made, dict) else {k: record.get(k) for k in MADE}  # a record older than `made`
         command = str(record["fit"][name].get("command") or made.get("command") or "?")

@@ -252,9 +252,9 @@ def finding(summary: dict) -> str:
     p = _order_words(summary["order"]["p"], "CIFAR-10-P", n).replace(f"the {n} methods it was not fitted to", "them")
     text = f"The analogue {c}, and {p} in how often they flip."
     slopes = {g["method"]: g["slope"] for g in summary["gains"]}
-    far = [f"{label(m)} {s:.1f}×" for m, s in slopes.items() if s > 1.5 or s < 0.5]
+    far = [f"{label(m)} {s:.1f}×".replace("-", "−") for m, s in slopes.items() if s > 1.5 or s < 0.5]
     sizes = (f" It does not reproduce their effect sizes: our gains are {np.median(list(slopes.values())):.1f} times "
-             f"the paper's at the median, from {min(slopes.values()):.1f} to {max(slopes.values()):.1f}"
+             f"the paper's at the median, from {signed(min(slopes.values()))} to {signed(max(slopes.values()))}"
              + (f" ({join(far)})" if far else "") + ".") if far else (
         f" Our gains are {min(slopes.values()):.1f}–{max(slopes.values()):.1f} times the paper's.")
     reversed_ = [f"{label(g['method'])} ({signed(g['rank_correlation'], 2)})" for g in summary["gains"]

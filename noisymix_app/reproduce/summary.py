@@ -153,8 +153,9 @@ def _made_at(out: Path, plan: dict) -> dict:
     return {"training": sorted(c for c in trained if c), "evaluation": sorted(c for c in evaluated if c)}
 
 
-def summarize(out: str | Path) -> dict:
-    """The findings of the reproduce folder ``out`` as a JSON-ready dict (see the module doc)."""
+def summarize(out: str | Path, plan_name: str | None = None) -> dict:
+    """The findings of the reproduce folder ``out`` as a JSON-ready dict (see the module doc); ``plan_name``: how
+    the plan is named (default: as ``reproduce.json`` records it), which decides its family of claims."""
     from noisymix_app.analogue.fidelity import profiles
 
     out = Path(out)
@@ -187,7 +188,7 @@ def summarize(out: str | Path) -> dict:
     shift = calibration_shift_summary(out)
     for method, per in shift_values(shift).items():  # calibration under shift, severities 1-5 (issue 52)
         values.setdefault(method, {}).update(per)
-    name = log.get("plan_name", "custom")
+    name = plan_name or log.get("plan_name", "custom")
     sets = _sets(out, plan)
     summary = {"plan": plan, "plan_name": name, "corrupted_suite": suite, "corruptions": sorted(n_corruptions),
                "git": git_state(CODE_PATHS), "made_at": _made_at(out, plan),
@@ -433,8 +434,7 @@ def write_summary(out: str | Path, plan_name: str | None = None) -> dict:
     """Write ``out/summary.json``, ``out/SUMMARY.md`` and ``out/README-BLOCK.md``, all or none (issue 60:
     a report's files are rendered before any is written); return the summary."""
     out = Path(out)
-    summary = summarize(out)
-    summary["plan_name"] = plan_name or summary["plan_name"]  # the name reproduce.json recorded
+    summary = summarize(out, plan_name)
     write_files({out / "summary.json": summary, out / "SUMMARY.md": render(summary),
                  out / BLOCK: render_readme(summary)})
     return summary

@@ -19,12 +19,13 @@ from noisymix_app.analogue.methods import (
     bootstrap_interval,
     finding,
     kendall_tau_b,
-    paper_columns,
+    order_test,
     render_markdown,
     slope_through_origin,
     spearman,
 )
 from noisymix_app.reproduce.plans import EIGHT_METHODS, PLANS
+from noisymix_figures.paper import method_columns
 
 values = st.lists(st.integers(-5, 5).map(float), min_size=3, max_size=12)
 
@@ -51,10 +52,25 @@ def test_rank_correlations_hand_values():
     assert spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
     assert kendall_tau_b([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(4 / 6)
     assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
-    with pytest.raises(ValueError, match="equal-length"):
-        spearman([1, 2], [1, 2, 3])
-    with pytest.raises(ValueError, match="finite"):
-        kendall_tau_b([1, 2, math.nan], [1, 2, 3])
+    assert math.isnan(spearman([1, 1, 1], [1, 2, 3]))  # a constant side: no order
+
+
+def test_the_order_test_is_an_exact_permutation_test():
+    """Issue 57, goal 6: the p-value of the order agreement, counted over every one of the n! pairings (an
+    independent enumeration with itertools), one-sided."""
+    import itertools
+
+    ours, paper = [5.0, 1.0, 3.0, 2.0, 4.0, 6.0, 0.5], [4.0, 2.0, 3.0, 1.0, 6.0, 5.0, 0.0]
+    found = order_test(ours, paper)
+    observed = scipy.stats.spearmanr(ours, paper).statistic
+    count = sum(scipy.stats.spearmanr(p, paper).statistic >= observed - 1e-12 for p in itertools.permutations(ours))
+    assert found["spearman"]["value"] == pytest.approx(observed)
+    assert found["spearman"]["p"] == pytest.approx(count / math.factorial(7))
+    tau = scipy.stats.kendalltau(ours, paper).statistic
+    count = sum(scipy.stats.kendalltau(p, paper).statistic >= tau - 1e-12 for p in itertools.permutations(ours))
+    assert found["kendall"]["p"] == pytest.approx(count / math.factorial(7))
+    constant = order_test([1.0] * 7, paper)
+    assert constant["spearman"] == {"value": None, "p": None}
 
 
 def test_slope_through_origin_hand_values():
@@ -84,8 +100,8 @@ def test_bootstrap_resamples_seeds_jointly_and_covers_the_point():
 def test_the_plan_holds_the_eight_rows_of_the_paper_and_five_seeds():
     plan = PLANS["analogue-methods"]
     assert plan.methods == EIGHT_METHODS == plan.perturbed_methods
-    assert len(plan.seeds) >= 5
-    paper = paper_columns()
+    assert len(plan.seeds) >= 5 and not set(plan.seeds) & set(range(5))  # issue 57: seeds the first run did not use
+    paper = method_columns(EIGHT_METHODS)
     # tab:results_cifar10's CIFAR-10-C column and tab:results_cifar_p's mFR, as printed in the paper
     assert [paper[m]["corrupted"] for m in EIGHT_METHODS] == [73.8, 80.4, 77.7, 73.0, 84.1, 83.3, 88.8, 91.2]
     assert [paper[m]["mfr"] for m in EIGHT_METHODS] == [9.4, 6.0, 7.4, 14.3, 4.3, 3.5, 2.8, 1.9]
@@ -93,7 +109,7 @@ def test_the_plan_holds_the_eight_rows_of_the_paper_and_five_seeds():
 
 def _runs_like_the_paper(scale: float, noise: float, seeds: int = 5) -> dict:
     """Per-seed numbers whose gains are ``scale`` times the paper's, plus seed noise."""
-    paper = paper_columns()
+    paper = method_columns(EIGHT_METHODS)
     rng = np.random.default_rng(3)
     base_c = np.array([paper["baseline"]["per_corruption"][c] for c in CORRUPTIONS])
     runs = {}
@@ -107,25 +123,42 @@ def _runs_like_the_paper(scale: float, noise: float, seeds: int = 5) -> dict:
 
 
 def test_summary_of_a_half_size_copy_of_the_paper_says_so():
-    summary = analogue_summary(_runs_like_the_paper(0.5, 0.2), draws=300)
-    slopes = {g["method"]: g["slope"]["value"] for g in summary["gains"]}
+    runs = _runs_like_the_paper(0.5, 0.2)
+    summary = analogue_summary(runs, list(range(5)), draws=300)
+    slopes = {g["method"]: g["slope"] for g in summary["gains"]}
     assert all(abs(s - 0.5) < 0.05 for s in slopes.values()), slopes
-    assert summary["order"]["p"]["spearman"]["value"] > 0.9
-    assert "gains about 0.5 times the paper's" in summary["finding"]
+    assert "baseline" not in slopes and summary["unfitted"] == list(EIGHT_METHODS[1:])
+    assert summary["order"]["c"]["spearman"]["p"] < 0.05
+    assert "orders the 7 methods it was not fitted to as CIFAR-10-C does" in summary["finding"]
+    assert "does not reproduce their effect sizes" in summary["finding"] and "0.5 times" in summary["finding"]
     text = render_markdown(summary)
-    # the Baseline is the fitted row, every other row is not
     assert text.count("| not fitted |") == 7 and text.count("| fitted |") == 1
+    assert "seed-resampling range" in text and "not a confidence interval" in text
     assert [r["method"] for r in summary["table"]] == list(EIGHT_METHODS)
+    # per seed, for `noisymix screen` (issue 59): each method's corrupted mean per seed, in the seeds' order
+    row = summary["table"][-1]
+    assert row["per_seed"]["corrupted"] == pytest.approx(list(runs["noisymix"]["per_corruption"].mean(1)), abs=1e-4)
 
 
-def test_finding_words_follow_the_interval():
-    base = {"gains": [{"slope": {"value": 1.0}}],
-            "order": {"c": {"spearman": {"value": 0.95, "interval": (0.85, 0.99)}},
-                      "p": {"spearman": {"value": 0.2, "interval": (-0.5, 0.7)}}}}
+def test_finding_words_follow_the_numbers():
+    """The finding names what the analogue supports and what it does not, from the numbers alone."""
+    gains = [{"method": "mixup", "slope": 1.66, "rank_correlation": 0.7, "share_of_drop": 0.4},
+             {"method": "cutmix", "slope": -0.41, "rank_correlation": -0.55, "share_of_drop": -0.2},
+             {"method": "noisymix", "slope": 0.74, "rank_correlation": 0.6, "share_of_drop": 0.1}]
+    central = {"c": {"ours": {"mean": 0.1, "half_width": 1.2, "n": 5}, "paper": 2.4}}
+    base = {"unfitted": ["mixup", "cutmix", "noisymix"], "gains": gains, "central": central,
+            "order": {"c": {"spearman": {"value": 0.93, "p": 0.01}}, "p": {"spearman": {"value": 0.2, "p": 0.35}}}}
     text = finding(base)
-    assert "orders the eight methods as CIFAR-10-C does" in text
+    assert "orders the 3 methods it was not fitted to as CIFAR-10-C does (Spearman +0.93, exact permutation " \
+           "p = 0.010)" in text
     assert "does not order them reliably as CIFAR-10-P does" in text
-    assert "gains about the paper's size" in text
+    assert "Mixup 1.7×" in text and "CutMix −0.4×" in text  # the methods where the sizes disagree, named
+    assert "the per-corruption gains run against the paper's for CutMix (−0.55)" in text
+    assert "does not separate NoisyMix from AugMix" in text and "+0.1 [−1.1, +1.3]" in text
+    # one seed: no interval, no p; a constant order: undefined, never "does not order"
+    one = {**base, "central": None, "order": {"c": {"spearman": {"value": None, "p": None}},
+                                              "p": {"spearman": {"value": None, "p": None}}}}
+    assert "gives no order" in finding(one) and "does not order" not in finding(one)
 
 
 def _write_fixture_runs(root, runs: dict) -> None:
@@ -135,14 +168,14 @@ def _write_fixture_runs(root, runs: dict) -> None:
     from noisymix_app.reproduce.plans import PLANS
 
     seeds = len(next(iter(runs.values()))["clean"])
-    plan = {**PLANS["analogue-methods"].__dict__, "seeds": list(range(seeds))}
+    plan = {**PLANS["analogue-methods"].__dict__, "seeds": list(PLANS["analogue-methods"].seeds)[:seeds]}
     plan = {k: list(v) if isinstance(v, tuple) else v for k, v in plan.items()}
     root.mkdir(parents=True, exist_ok=True)
     (root / "reproduce.json").write_text(json.dumps({"plan": plan, "plan_name": "analogue-methods",
                                                      "invocation_seconds": 600.0, "steps": []}))
     for m, r in runs.items():
-        for s in range(seeds):
-            folder = root / "runs" / f"{m}-seed{s}" / "eval"
+        for s, seed in enumerate(plan["seeds"]):
+            folder = root / "runs" / f"{m}-seed{seed}" / "eval"
             folder.mkdir(parents=True)
             (folder / "clean.json").write_text(json.dumps({"summary": {"accuracy": r["clean"][s] / 100}}))
             per_c = {c: r["per_corruption"][s][i] / 100 for i, c in enumerate(CORRUPTIONS)}
@@ -152,7 +185,7 @@ def _write_fixture_runs(root, runs: dict) -> None:
             (folder / "digits-p.json").write_text(json.dumps({"results": per_p}))
 
 
-def test_the_command_reads_real_result_files_and_the_docs_copy_is_all_or_nothing(tmp_path):
+def test_the_command_reads_real_result_files_and_the_docs_copy_is_guarded_and_all_or_nothing(tmp_path):
     from noisymix_app.analogue.methods import README_BEGIN, README_END, update_docs
     from noisymix_app.cli import main
 
@@ -161,21 +194,46 @@ def test_the_command_reads_real_result_files_and_the_docs_copy_is_all_or_nothing
     _write_fixture_runs(results, runs)
     assert main(["analogue", "--results", str(results), "--draws", "200"]) in (0, None)
     summary = json.loads((results / "analogue" / "analogue.json").read_text())
-    # read back from the files: the Baseline's mean corrupted accuracy is the fixture's
     base = next(r for r in summary["table"] if r["method"] == "baseline")
     assert base["corrupted"]["mean"] == pytest.approx(runs["baseline"]["per_corruption"].mean(), abs=1e-9)
-    assert summary["plan"]["wall_minutes"] == 10.0
+    assert summary["plan"]["wall_minutes"] == 10.0 and summary["plan"]["differs"] == []
     root = tmp_path / "repo"
     root.mkdir()
     (root / "README.md").write_text("intro\n")
     with pytest.raises(ValueError, match="markers"):
         update_docs(results, root)
     assert not (root / "docs").exists()  # refused before writing anything
-    (root / "README.md").write_text(f"intro\n{README_BEGIN}\nold\n{README_END}\nend\n")
+    (root / "README.md").write_text(f"intro\n{README_BEGIN}\nthe old block\n{README_END}\nend\n")
     update_docs(results, root)
     readme = (root / "README.md").read_text()
-    assert summary["finding"] in readme and "old" not in readme and readme.endswith("end\n")
+    assert summary["finding"] in readme and "the old block" not in readme and readme.endswith("end\n")
     assert (root / "docs" / "figures" / "analogue_methods.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_docs_writer_refuses_any_other_plans_output(tmp_path):
+    """Issue 60, cause 1: a 3-method, 2-seed, 1-epoch folder replaced the README's analogue block, still saying
+    "the eight methods"; the writer itself refuses it, whoever calls it, and writes nothing."""
+    from noisymix_app.analogue.methods import README_BEGIN, README_END, update_docs
+    from noisymix_app.cli import main
+
+    runs = {m: r for m, r in _runs_like_the_paper(1.0, 0.3, seeds=2).items()
+            if m in ("baseline", "mixup", "cutmix", "noisymix")}
+    results = tmp_path / "quick"
+    _write_fixture_runs(results, runs)
+    record = json.loads((results / "reproduce.json").read_text())
+    record["plan"].update(methods=list(runs), perturbed_methods=list(runs), epochs=1)
+    (results / "reproduce.json").write_text(json.dumps(record))
+    root = tmp_path / "repo"
+    (root / "docs").mkdir(parents=True)
+    readme = f"intro\n{README_BEGIN}\nthe committed block\n{README_END}\n"
+    (root / "README.md").write_text(readme)
+    assert main(["analogue", "--results", str(results), "--draws", "200"]) in (0, None)
+    summary = json.loads((results / "analogue" / "analogue.json").read_text())
+    assert set(summary["plan"]["differs"]) >= {"epochs", "methods"}
+    assert "4 methods × 2 seeds" in (results / "analogue" / "analogue.md").read_text()  # named as it is
+    with pytest.raises(ValueError, match="not the analogue-methods plan's complete output"):
+        update_docs(results, root)
+    assert (root / "README.md").read_text() == readme and not list((root / "docs").iterdir())
 
 
 def test_the_command_refuses_a_folder_without_a_job_in_one_line(tmp_path, one_line_error):
@@ -191,7 +249,7 @@ def test_a_broken_evaluation_is_one_line_naming_it_and_writes_nothing(tmp_path, 
 
     results = tmp_path / "results"
     _write_fixture_runs(results, _runs_like_the_paper(1.0, 0.3, seeds=2))
-    broken = results / "runs" / "nfm-seed1" / "eval" / "digits-p.json"
+    broken = results / "runs" / "nfm-seed11" / "eval" / "digits-p.json"
     if spoil == "truncated":
         broken.write_text(broken.read_text()[:40])
     elif spoil == "not an object":
@@ -201,7 +259,7 @@ def test_a_broken_evaluation_is_one_line_naming_it_and_writes_nothing(tmp_path, 
         del record["results"]["tilt"]
         broken.write_text(json.dumps(record))
     assert main(["analogue", "--results", str(results), "--draws", "200"]) == 2
-    assert "nfm-seed1" in one_line_error()
+    assert "nfm-seed11" in one_line_error()
     assert not (results / "analogue").exists()
 
 

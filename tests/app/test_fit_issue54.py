@@ -19,10 +19,10 @@ from fullscale.corruptions.matched import MATCHED_FILE, read_fit_file
 from fullscale.vocabulary import CORRUPTIONS
 from noisymix_app.analogue import fit_c as fit_analogue
 from noisymix_app.analogue import freeze as fit_freeze
+from noisymix_app.analogue.fidelity import made_words
 from noisymix_app.analogue.fit_c import MADE, fit_summary, freeze, missed
 from noisymix_app.analogue.freeze import check_package_writable, freeze_guarded
 from noisymix_app.cli import main
-from noisymix_app.reproduce.claims import analogue_lines
 
 TINY = ["--set", "seeds=100", "--set", "steps=0", "--set", "epochs=1", "--set", "corruptions=gaussian_noise"]
 
@@ -98,16 +98,11 @@ def test_the_reports_paragraph_is_rendered_from_the_record(tiny):
     _, record = tiny
     committed = json.loads(MATCHED_FILE.read_text())
     merged = freeze(json.loads(json.dumps(record)), json.loads(json.dumps(committed)))
-    profile = {"params": "digits-matched", "per_corruption": {}, "rank_correlation": None,
-               "aims": {"rank_correlation": 0.8, "relative": 0.4, "absolute": 5.0, "least_drop": 3.0},
-               "met": {"rank_correlation": False, "within_tolerance": 0, "at_least": 0, "of": 0},
-               "fit": fit_summary(merged)}
-    text = analogue_lines({"analogue": profile})[0]
+    text = made_words(fit_summary(merged))
     assert "1 epochs, not the main job's recipe" in text and record["command"] in text
-    assert "100–102, the main job's recipe" in text  # the other 14 entries' own fit
-    # the committed record alone renders as the fixed text did (the README's copy is unchanged)
-    alone = analogue_lines({"analogue": {**profile, "fit": fit_summary(committed)}})[0]
-    assert "(100–102, the main job's recipe)" in alone and "`noisymix fit-analogue --out fit --freeze`" in alone
+    assert "100–104, the main job's recipe" in text  # the other 14 entries' own fit
+    alone = made_words(fit_summary(committed))
+    assert alone == f"`{committed['command']}` (Baseline seeds 100–104, the main job's recipe)"
 
 
 # --- root cause 3: the freeze is guarded --------------------------------------------------------------
