@@ -43,7 +43,7 @@ COMMANDS: dict[str, Command] = {
     "corrupt": Command("fullscale.cli_corrupt", "generate a -C or -P set in the standard layout"),
     "figures": Command("noisymix_figures.cli", "the paper's tables and figures from run results"),
     "reproduce": Command("noisymix_app.reproduce.command", "the main job on a CPU with built-in data, one report"),
-    "fit-analogue": Command("noisymix_app.analogue.fit_c",
+    "fit-analogue": Command("noisymix_app.analogue.fit_command",
                             "fit the difficulty-matched Digits-C's strengths on Baseline models of unused seeds"),
     "analogue": Command("noisymix_app.analogue.methods",
                         "the analogue's test: the eight methods' order and gains against the paper's (issue 51)"),

@@ -47,7 +47,6 @@ def package(tmp_path, monkeypatch):
     path = tmp_path / "pkg" / "digits_matched.json"
     path.parent.mkdir()
     path.write_bytes(MATCHED_FILE.read_bytes())
-    monkeypatch.setattr(fit_analogue, "MATCHED_FILE", path)
     monkeypatch.setattr(matched, "MATCHED_FILE", path)
     matched.matched_fit.cache_clear()
     yield path
