@@ -219,3 +219,23 @@ def test_the_examples_caption_keeps_each_code_span_on_one_line(tmp_path, params)
         assert any(f"`{span}`" in line for line in caption.split("\n")), caption
     assert all(line.count("`") % 2 == 0 for line in caption.split("\n"))
     assert caption.replace("\n", " ").startswith(f"Digits-C: the 15 corruptions on a test digit, {shown['what']}")
+
+
+# ------------------------------------------------------------------------------ the report's rank correlation
+
+def test_the_reports_spearman_is_that_of_its_two_rankings(digits):
+    """REPORT.md's agreement section (now scipy's spearmanr): rho = 1 - 6 sum d^2 / (n (n^2 - 1)) of the
+    two rankings it prints above it."""
+    from noisymix_figures.report import _agreement
+    from noisymix_figures.tables import build_tables
+
+    lines = _agreement(build_tables(digits))
+    checked = 0
+    for k, line in enumerate(lines):
+        if line.startswith("- Spearman rank correlation:"):
+            paper, ours = (lines[k - 2].split(": ", 1)[1].split(" > "), lines[k - 1].split(":  ", 1)[1].split(" > "))
+            n = len(paper)
+            rho = 1 - 6 * sum((paper.index(r) - ours.index(r)) ** 2 for r in paper) / (n * (n * n - 1))
+            assert line.split(": ")[1].startswith(f"{rho:+.2f};"), (line, paper, ours)
+            checked += 1
+    assert checked > 1
