@@ -7,7 +7,6 @@ pooled over seeds."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import matplotlib
@@ -15,10 +14,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import NullFormatter
 
 from fullscale.metrics import pool_reliability
 from noisymix_figures.methods import method_label, method_order
-from noisymix_infra.io import write_bytes
+from noisymix_figures.plots import save_figure
 
 __all__ = ["MIN_COUNT", "SETS", "STAGES", "calibration_shift", "pooled_diagrams", "reliability_figure"]
 
@@ -55,7 +57,9 @@ def reliability_figure(diagrams: dict[str, dict], title: str = "Reliability unde
     bin for the clean images and severity 5 side by side, the diagonal, and the images per bin below,
     as evaluated (top) and after scaling (bottom).  Issue 52: a bin of fewer than ``MIN_COUNT`` images
     is drawn hollow and faded; the counts are on a log scale, so the clean set's few thousand images show
-    beside the corrupted sets' tens of thousands, and each set's total is in its panel's legend."""
+    beside the corrupted sets' tens of thousands, and each set's total is in the panel's axis label.
+    Issue 57: the legend draws each set solid, as its bins are drawn, and the hollow style as an entry
+    of its own."""
     if not diagrams:
         raise ValueError("no reliability diagrams to draw")
     methods = sorted(diagrams, key=method_order)
@@ -67,30 +71,33 @@ def reliability_figure(diagrams: dict[str, dict], title: str = "Reliability unde
         width = edges[1] - edges[0]
         for row, (stage, stage_title) in enumerate(STAGES):
             top, bottom = axes[2 * row, col], axes[2 * row + 1, col]
-            top.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--", label="perfect calibration")
-            for k, (key, label, color) in enumerate(SETS):
+            top.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
+            for k, (key, _, color) in enumerate(SETS):
                 bins = data[key][stage]
                 left = [e + k * width / 2 for e in edges[:-1]]
                 accuracy = [0.0 if a is None else a for a in bins["accuracy"]]
-                bars = top.bar(left, accuracy, width=width / 2, align="edge", color=color, alpha=0.75, label=label)
+                bars = top.bar(left, accuracy, width=width / 2, align="edge", color=color, alpha=0.75)
                 for bar, count in zip(bars, bins["count"], strict=True):
                     if count < MIN_COUNT:  # hollow and faded: too few images to read an accuracy from
                         bar.set(facecolor="none", edgecolor=color, alpha=0.35, linestyle="--")
-                bottom.bar(left, bins["count"], width=width / 2, align="edge", color=color, alpha=0.75,
-                           label=f"{label.split(',')[0]}: {sum(bins['count']):,} images")
+                bottom.bar(left, bins["count"], width=width / 2, align="edge", color=color, alpha=0.75)
             top.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence (max softmax probability)",
                     ylabel="accuracy in the bin")
             top.set_title(f"{method_label(method)}: {stage_title}\n({data.get('seeds', 1)} seed(s) pooled)",
                           fontsize=9)
-            bottom.set(xlim=(0, 1), xlabel="confidence", ylabel="images (log)", yscale="log")
+            # each set's total in the axis label, not in a legend over the bars (the counts reach its top)
+            totals = "; ".join(f"{label.split()[0].strip(',')} {sum(data[key][stage]['count']):,}"
+                               for key, label, _ in SETS)
+            bottom.set(xlim=(0, 1), xlabel=f"confidence\nimages: {totals}", ylabel="images (log)", yscale="log")
+            bottom.yaxis.set_minor_formatter(NullFormatter())  # "2 x 10^1" labels collide on a short range
             bottom.axhline(MIN_COUNT, color="gray", lw=0.6, ls=":")
-            bottom.legend(fontsize=6, frameon=False, loc="upper left")
-    from matplotlib.patches import Patch
-
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    handles.append(Patch(facecolor="none", edgecolor="gray", linestyle="--"))
-    labels.append(f"hollow: a bin of fewer than {MIN_COUNT} images (dotted line below)")
-    fig.legend(handles, labels, loc="outside lower center", ncol=4, frameon=False)
+    # the legend draws each set as its bins are drawn (solid; issue 57: a series whose first bin was sparse
+    # showed in the hollow style), the sparse bins' style an entry of its own
+    handles = [Line2D([0, 1], [0, 1], color="black", lw=0.8, ls="--", label="perfect calibration"),
+               *(Patch(facecolor=color, alpha=0.75, label=label) for _, label, color in SETS),
+               Patch(facecolor="none", edgecolor="gray", linestyle="--",
+                     label=f"hollow: a bin of fewer than {MIN_COUNT} images (dotted line below)")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=4, frameon=False)
     fig.suptitle(title)
     return fig
 
@@ -109,9 +116,6 @@ def calibration_shift(groups: dict, out: Path) -> Path | None:
         path = out if i == 0 else out.with_name(f"{out.stem}_{dataset}_{model}{out.suffix}")
         fig = reliability_figure(diagrams, f"Reliability under shift: {dataset}-C, {model} (clean vs severity 5; "
                                            "temperature fitted on clean images)")
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-        plt.close(fig)
-        write_bytes(path, buffer.getvalue())
+        save_figure(fig, path)
         written = written or path
     return written

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import shutil
 import textwrap
 import warnings
@@ -15,21 +16,21 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from fullscale.evaluation.resolution import summary_step
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, METHOD_ROWS
-from noisymix_figures.methods import method_color, method_colors, method_label, method_order
-from noisymix_figures.paper import paper_values
+from noisymix_figures.methods import method_color, method_label, method_order
+from noisymix_figures.paper import paper_number, paper_values
 from noisymix_figures.registry import NEEDS_IMAGENET, NEEDS_TOY, has_suite, needs_cifar, register
 from noisymix_infra.io import write_bytes
-from noisymix_infra.stats import interval
+from noisymix_infra.stats import Seeds, interval, paired
 
 __all__ = ["CATEGORY_FIGURES", "calibration_by_severity", "category_bars", "category_figure", "copy_figure",
-           "corruption_examples", "examples_set", "imagenet_points", "robust_c_bars", "robust_c_vs_r", "toy_bars",
-           "write_points"]
-
-_PAPER_TO_OURS = {k: v for k, v in METHOD_ROWS.items() if v}
+           "corruption_examples", "examples_set", "imagenet_points", "robust_c_bars", "robust_c_vs_r", "save_figure",
+           "toy_bars", "write_points"]
 
 
-def _save(fig, path: Path) -> Path:
+def save_figure(fig, path: Path) -> Path:
+    """``fig`` as a PNG at ``path`` (atomic), closed."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
@@ -41,26 +42,36 @@ def _paper_rows(label: str) -> dict:
     return dict(paper_values()[label]["rows"])
 
 
-def __getattr__(name: str):
-    """``METHOD_COLORS``: one colour per method as the paper names it, read from the methods registry
-    (``noisymix_figures.methods.method_colors``)."""
-    if name == "METHOD_COLORS":
-        return method_colors()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def _paper_beside_ours(ax, paper: list, ours: list, errors, colors: list[str]) -> np.ndarray:
+    """Two bars per method in its colour: the paper's (left, hatched, pale) and ours (right, solid,
+    ``errors`` its error bars); a value that is None draws no bar.  Returns the methods' x positions."""
+    x = np.arange(len(colors))
+    nan = [np.nan if v is None else v for v in paper], [np.nan if v is None else v for v in ours]
+    ax.bar(x - 0.2, nan[0], 0.4, color=colors, alpha=0.45, hatch="//", edgecolor="white")
+    ax.bar(x + 0.2, nan[1], 0.4, color=colors, yerr=errors, capsize=3)
+    return x
 
 
-def _color(name: str, default: str | None = None) -> str | None:
-    """The colour of a method (as the paper names it) in every panel, ``default`` for a name without one."""
-    return method_color(name, default)
+def _paper_ours_handles(paper: str, ours: str) -> list:
+    """The legend entries of ``_paper_beside_ours``, in no method's colour (issue 48)."""
+    from matplotlib.patches import Patch
+
+    return [Patch(facecolor="lightgray", hatch="//", edgecolor="white", label=f"left, hatched: {paper}"),
+            Patch(facecolor="dimgray", label=f"right, solid: {ours}")]
+
+
+def _fill(text: str, width: int) -> str:
+    """``text`` wrapped to ``width``, line by line, breaking only at spaces outside `code spans`: a span
+    is one word, and no word is broken at a hyphen (issue 57: the examples' caption broke
+    `--params digits-matched` after "digits-")."""
+    spans = re.sub(r"`[^`]*`", lambda m: m.group().replace(" ", "\u00a0"), text)  # no-break spaces inside
+    return "\n".join(textwrap.fill(line, width, break_on_hyphens=False, break_long_words=False)
+                      for line in spans.split("\n")).replace("\u00a0", " ")
 
 
 def _legend_outside(ax, **kwargs) -> None:
     """The legend below the axes, where it covers no bar."""
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False, **kwargs)
-
-
-def _mean_of(cell) -> float:
-    return cell["mean"] if isinstance(cell, dict) else cell
 
 
 #: the gid of the marks drawn where a bar chart's y-axis is cut (``_shared_range``)
@@ -90,54 +101,112 @@ def _shared_range(axes, values: list[float], *, floor: float = 0.0, ceiling: flo
 
 def robust_c_bars(groups: dict, out: Path) -> Path:
     """fig:robust10vs100 (``robust_c_figure``) written to ``out``."""
-    return _save(robust_c_figure(groups), out)
+    return save_figure(robust_c_figure(groups), out)
+
+
+#: the column of tab:results_cifar10 (PreActResNet-18) each data set of ours is drawn beside: CIFAR-10-C
+#: for CIFAR-10 and for the digits (Digits-C stands for CIFAR-10-C), CIFAR-100-C for CIFAR-100
+ROBUST_C_COLUMNS = {"cifar10": 1, "cifar100": 3, "digits": 1}
+
+
+def _c_seeds(runs: list, dataset: str) -> Seeds:
+    """Each run's mean -C accuracy (%) by its seed, on the grid of its evaluation (one image; issue 54)."""
+    values = Seeds()
+    for run in runs:
+        record = run.evals.get(f"{dataset}-c", {})
+        mean = record.get("summary", {}).get("mean_accuracy")
+        if mean is not None:
+            values[run.config.get("seed")] = 100 * mean
+            step = summary_step(record, ("mean_accuracy",))
+            values.step = values.step if step is None else max(values.step or 0.0, 100 * step)
+    return values
 
 
 def robust_c_figure(groups: dict):
-    """fig:robust10vs100: mean -C accuracy per method, one panel per data set — the paper's CIFAR-10-C
-    and CIFAR-100-C (PreActResNet-18, tab:results_cifar10) and every -C set of ours — each bar coloured
-    by its method as in every other figure, every panel over one y range, its cut marked (issue 48)."""
+    """fig:robust10vs100, one row per data set of ours (``ROBUST_C_COLUMNS``).  Left: the mean -C
+    accuracy of every method, in the paper's table order (tab:results_cifar10, then the methods it
+    lacks), the paper's bar (hatched) beside ours (mean over seeds, 95 % t-interval, dots: seeds), each
+    in its method's colour, the axis from 0 (issue 57: cut at 41 it exaggerated the gaps); a method
+    without runs or paper value is marked.  Right: NoisyMix minus each method, paired over the seeds
+    both ran (``noisymix_infra.stats.paired``: mean, 95 % t-interval), beside the paper's difference
+    in the same column."""
+    from matplotlib.lines import Line2D
+
     paper = _paper_rows("tab:results_cifar10")
-    methods = [m for m in _PAPER_TO_OURS if m in paper]
-    panels: dict[str, tuple[list[str], list[float], list[list[float]] | None]] = {
-        f"paper: {name}-C, PreActResNet-18\n(tab:results_cifar10)":
-            (methods, [_mean_of(paper[m][col]) for m in methods], None)
-        for name, col in (("CIFAR-10", 1), ("CIFAR-100", 3))}
-    for dataset, model in sorted({(d, m) for d, m, _ in groups}):
-        names, means, per_seed = [], [], []
-        for m in methods:
-            runs = groups.get((dataset, model, _PAPER_TO_OURS[m]), [])
-            accs = [100 * r.evals[f"{dataset}-c"]["summary"]["mean_accuracy"] for r in runs
-                    if "mean_accuracy" in r.evals.get(f"{dataset}-c", {}).get("summary", {})]
-            if accs:
-                names.append(m)
-                means.append(float(np.mean(accs)))
-                per_seed.append(accs)
-        if names:
-            width = {r.config.get("model_kwargs", {}).get("width") for m in names
-                     for r in groups.get((dataset, model, _PAPER_TO_OURS[m]), [])} - {None}
-            what = f"{model}" + (f" width {', '.join(map(str, sorted(width)))}" if width else "")
-            panels[f"ours: {dataset}-C, {what}\n(mean, 95 % CI; dots: seeds)"] = (names, means, per_seed)
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.4), squeeze=False)
-    shown: list[float] = []
-    for ax, (title, (names, means, per_seed)) in zip(axes[0], panels.items(), strict=True):
-        x = np.arange(len(names))
-        labels = [method_label(m) for m in names]
-        errors = None if per_seed is None else [
-            (interval(v)["half_width"] or 0.0) if len(v) > 1 else 0.0 for v in per_seed]
-        ax.bar(x, means, 0.7, color=[_color(n, "tab:blue") for n in labels], yerr=errors, capsize=3,
-               hatch="//" if per_seed is None else None, edgecolor="white" if per_seed is None else None)
-        for xi, v in zip(x, per_seed or [], strict=False):
-            ax.scatter([xi] * len(v), v, s=8, color="black", zorder=3)
-        ax.set_xticks(x, labels, rotation=40, ha="right", fontsize=9)
-        ends = [m + sign * e for m, e in zip(means, errors or [], strict=False) for sign in (-1, 1)]
-        shown += [*means, *ends, *(v for seeds in per_seed or [] for v in seeds)]
-        ax.set_title(title, fontsize=10)
-        ax.set_ylabel("robust accuracy (%)", fontsize=9)
-    _shared_range(axes[0], shown)
-    fig.suptitle("Robust accuracy on corrupted test sets (paper's panels hatched; colour: method; one y range)",
-                 fontsize=11)
-    fig.tight_layout()
+    columns = paper_values()["tab:results_cifar10"]["columns"]
+    # (data set, model, the paper's column): each setting of ours with a -C mean of a data set the paper's
+    # table has a column for; without any, the paper's two columns
+    settings = [(d, m, ROBUST_C_COLUMNS[d]) for d, m in sorted({(d, m) for (d, m, _), runs in groups.items()
+                                                               if d in ROBUST_C_COLUMNS and _c_seeds(runs, d)})]
+    settings = settings or [(None, None, 1), (None, None, 3)]
+    fig, axes = plt.subplots(len(settings), 2, figsize=(14, 4.6 * len(settings) + 0.8), squeeze=False,
+                             width_ratios=[3, 2], layout="constrained")
+    seeds, coarse = set(), False
+    for (bars, diffs), (dataset, model, column) in zip(axes, settings, strict=True):
+        # (label, method id, paper value): the paper's rows with a value, then our other methods
+        rows = [(method_label(n), METHOD_ROWS[n], paper_number(c[column])) for n, c in paper.items()
+                if paper_number(c[column]) is not None]
+        rows += [(method_label(m), m, None) for d, mo, m in sorted(groups, key=lambda k: method_order(k[2]))
+                 if (d, mo) == (dataset, model) and m not in {r[1] for r in rows}
+                 and _c_seeds(groups[d, mo, m], d)]
+        ours = {m: _c_seeds(groups.get((dataset, model, m), []), dataset) for _, m, _ in rows if dataset and m}
+        stats = [interval(list(ours[m].values())) if ours.get(m) else None for _, m, _ in rows]
+        x = _paper_beside_ours(bars, [p for *_, p in rows], [s["mean"] if s else None for s in stats],
+                               [s["half_width"] or 0.0 if s else 0.0 for s in stats],
+                               [method_color(label, "tab:blue") for label, *_ in rows])
+        for xi, (*_, p), s in zip(x, rows, stats, strict=True):
+            if s:
+                bars.scatter([xi + 0.2] * s["n"], s["values"], s=8, color="black", zorder=3)
+            for shift, missing in ((-0.2, p is None and "not in the paper"),
+                                   (0.2, s is None and dataset and "no runs")):
+                if missing:
+                    bars.text(xi + shift, 1, missing, rotation=90, ha="center", va="bottom", fontsize=7,
+                              color="dimgray")
+        bars.set_xticks(x, [label for label, *_ in rows], rotation=40, ha="right", fontsize=9)
+        bars.set(ylim=(0, 100), ylabel="robust accuracy (%)")
+        name = columns[column].split(" (")[0]
+        what = "no runs of a matching data set in these results"
+        if dataset:
+            width = {r.config.get("model_kwargs", {}).get("width") for (d, mo, _), runs in groups.items()
+                     if (d, mo) == (dataset, model) for r in runs} - {None}
+            what = f"ours: {dataset}-C, {model}" + (f" width {', '.join(map(str, sorted(width)))}" if width else "")
+        bars.set_title(f"paper: {name}, PreActResNet-18 (tab:results_cifar10)\n{what}", fontsize=10)
+        # the paired differences, NoisyMix minus each other method: the paper's (D, left) beside ours (o, right)
+        others = [(label, m, p) for label, m, p in rows if m != "noisymix"]
+        mine = next((p for _, m, p in rows if m == "noisymix"), None)
+        for xi, (label, m, p) in enumerate(others):
+            color = method_color(label, "tab:blue")
+            if mine is not None and p is not None:
+                diffs.scatter(xi - 0.15, mine - p, marker="D", s=36, facecolors="none", edgecolors=color, zorder=3)
+            d = paired(ours["noisymix"], ours[m]) if ours.get("noisymix") and ours.get(m) else None
+            if d is None and dataset:
+                diffs.text(xi + 0.15, 0, " no paired runs", rotation=90, ha="center", va="bottom", fontsize=7,
+                           color="dimgray")
+            if d is None:
+                continue
+            seeds.add(d["n"])
+            coarse = coarse or d["below_resolution"]
+            diffs.errorbar(xi + 0.15, d["mean"], yerr=d["half_width"], fmt="o", color=color, capsize=3,
+                           mfc="none" if d["below_resolution"] else color)
+        diffs.axhline(0, color="black", lw=0.8)
+        low, high = diffs.get_ylim()  # 0 inside the axes, where "no paired runs" stands
+        diffs.set_ylim(min(low, -0.05 * (high - low)), max(high, 0.05 * (high - low)))
+        diffs.set_xticks(range(len(others)), [label for label, *_ in others], rotation=40, ha="right", fontsize=9)
+        diffs.set_xlim(-0.6, len(others) - 0.4)
+        diffs.set_ylabel("NoisyMix - method (points)")
+        diffs.set_title(f"NoisyMix minus each method, paired over seeds\n(the paper's: its {name} column)",
+                        fontsize=10)
+    handles = [*_paper_ours_handles("paper (tab:results_cifar10)", "ours (mean, 95 % t-interval; dots: seeds)"),
+               Line2D([], [], ls="none", marker="D", mfc="none", color="dimgray", label="paper: NoisyMix - method")]
+    if seeds:
+        handles.append(Line2D([], [], marker="o", color="dimgray", label="ours: NoisyMix - method, paired over "
+                              f"{'/'.join(map(str, sorted(seeds)))} seeds (mean, 95 % t-interval)"))
+    if coarse:
+        handles.append(Line2D([], [], ls="none", marker="o", mfc="none", color="dimgray",
+                              label="hollow: spread below the measurement's resolution (one image)"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False, fontsize=8)
+    fig.suptitle("Robust accuracy on corrupted test sets: the paper's beside ours (colour: method; axis from 0), "
+                 "and NoisyMix's paired differences", fontsize=11)
     return fig
 
 
@@ -173,7 +242,7 @@ def calibration_by_severity(groups: dict, out: Path) -> Path | None:
         return None
     fig, points = drawn
     write_points(out, points)
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def calibration_figure(groups: dict):
@@ -210,7 +279,7 @@ def calibration_figure(groups: dict):
                 label = method_label(method)
                 seeds.add(len(values))
                 ax.errorbar(range(6), mean, yerr=errors, marker="o", capsize=3, label=label,
-                            color=_color(label))
+                            color=method_color(label))
                 points += [{"dataset": dataset, "model": model, "method": method, "measure": key, "severity": s,
                             "mean": round(float(m), 4), "seeds": int(np.sum(~np.isnan(values[:, s])))}
                            for s, m in enumerate(mean)]
@@ -230,7 +299,7 @@ def calibration_figure(groups: dict):
 
 def category_bars(groups: dict, out: Path) -> Path:
     """``category_bars_figure`` written to ``out`` (categories.png)."""
-    return _save(category_bars_figure(groups), out)
+    return save_figure(category_bars_figure(groups), out)
 
 
 def category_bars_figure(groups: dict):
@@ -243,19 +312,16 @@ def category_bars_figure(groups: dict):
     ours = {}
     for (dataset, model, method), runs in groups.items():
         suite = f"{dataset}-c"
-        accs = {cat: [100 * r.evals[suite]["summary"]["per_category"][cat] for r in runs
-                      if suite in r.evals and cat in r.evals[suite]["summary"].get("per_category", {})]
-                for cat in CATEGORIES}
-        if any(accs.values()):  # each category's seeds: the bar is their mean, the error bar their 95 % t-interval
-            ours.setdefault(f"ours {dataset}-C ({model})", {})[method] = {c: v for c, v in accs.items() if v}
+        accs = _our_categories(runs, suite)
+        if accs:  # each category's seeds: the bar is their mean, the error bar their 95 % t-interval
+            ours.setdefault(f"ours {dataset}-C ({model})", {})[method] = accs
     fig, axes = plt.subplots(1, len(panels) + len(ours), figsize=(6 * (len(panels) + len(ours)), 3.8), squeeze=False,
                              layout="constrained")
     heights = []
     for ax, (title, (label, _)) in zip(axes[0], panels.items(), strict=False):
         rows = _paper_rows(label)
         shown = [m for m in rows if m in CATEGORY_ROWS]
-        data = {m: {cat: float(np.mean([_mean_of(rows[m][CORRUPTIONS_INDEX[c]]) for c in members]))
-                    for cat, members in CATEGORIES.items()} for m in shown}
+        data = {m: _paper_categories(rows[m]) for m in shown}
         heights += _category_panel(ax, title, data)
     for ax, (title, data) in zip(axes[0][len(panels):], ours.items(), strict=False):
         heights += _category_panel(ax, title, dict(sorted(data.items(), key=lambda kv: method_order(kv[0]))),
@@ -267,6 +333,19 @@ def category_bars_figure(groups: dict):
 
 
 CORRUPTIONS_INDEX = {c: i for i, c in enumerate(CORRUPTIONS)}
+
+
+def _paper_categories(cells: list) -> dict[str, float]:
+    """A paper row of the 15 corruptions' accuracies as its mean per category (the paper's figures' groups)."""
+    return {cat: float(np.mean([paper_number(cells[CORRUPTIONS_INDEX[c]]) for c in members]))
+            for cat, members in CATEGORIES.items()}
+
+
+def _our_categories(runs: list, suite: str) -> dict[str, list[float]]:
+    """Our runs' accuracy (%) per category of ``suite``, one value per seed; the categories none has left out."""
+    accs = {cat: [100 * r.evals[suite]["summary"]["per_category"][cat] for r in runs
+                  if cat in r.evals.get(suite, {}).get("summary", {}).get("per_category", {})] for cat in CATEGORIES}
+    return {c: v for c, v in accs.items() if v}
 #: the paper's rows the category figure draws: the methods of the main job (NFM among them; issue 52)
 CATEGORY_ROWS = ("Baseline", "NFM", "AugMix", "NoisyMix (ours)")
 
@@ -287,12 +366,12 @@ def _category_panel(ax, title: str, data: dict, seeds: bool = False) -> list[flo
             errors = [(stats[c]["half_width"] or 0.0) if c in stats else 0.0 for c in cats]
         else:
             heights = [values.get(c, np.nan) for c in cats]
-        ax.bar(np.arange(len(cats)) + i * width, heights, width, label=name, color=_color(name),
+        ax.bar(np.arange(len(cats)) + i * width, heights, width, label=name, color=method_color(name),
                yerr=errors, capsize=2 if seeds else 0)
     ax.set_xticks(np.arange(len(cats)) + 0.4 - width / 2, cats)
     heights = [float(np.mean(v)) if seeds else v for values in data.values()
                for v in (values.values() if isinstance(values, dict) else [])]
-    ax.set_title(textwrap.fill(title, 60), fontsize=9, pad=8)
+    ax.set_title(_fill(title, 60), fontsize=9, pad=8)
     ax.set_ylabel("accuracy (%), mean over seeds ± 95 % t-interval" if seeds else "accuracy (%)", fontsize=8)
     # at the right, one column: below the axes two columns of eleven names were clipped (issue 40)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=7)
@@ -333,7 +412,7 @@ def robust_c_vs_r(groups: dict, out: Path) -> Path:
     """``robust_c_vs_r_figure`` written to ``out``, the numbers it draws beside it (CSV)."""
     fig, points = robust_c_vs_r_figure(groups)
     write_points(out, points)
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def robust_c_vs_r_figure(groups: dict):
@@ -347,14 +426,14 @@ def robust_c_vs_r_figure(groups: dict):
     for k, (name, cells) in enumerate(rows.items()):  # a legend, not labels that collide on close points
         x, y = cells[1]["value"], cells[2]
         label = method_label(name)
-        ax.scatter(x, y, color=_color(label, "tab:blue"), marker=markers[k % len(markers)],
+        ax.scatter(x, y, color=method_color(label, "tab:blue"), marker=markers[k % len(markers)],
                    label=f"{label} (paper)")
         points.append({"source": "paper", "method": label, "model": "ResNet-50", "seeds": "",
                        "imagenet_c": x, "imagenet_r": y})
     ours = imagenet_points(groups)
     for k, point in enumerate(ours):
         ax.scatter(point["imagenet_c"], point["imagenet_r"], facecolors="none", s=70, linewidths=1.6,
-                   edgecolors=_color(point["method"], "black"), marker=markers[k % len(markers)],
+                   edgecolors=method_color(point["method"], "black"), marker=markers[k % len(markers)],
                    label=f"{point['method']} (ours, {point['model']}, {point['seeds']} seed(s))")
     _legend_outside(ax, fontsize=7, ncol=2)
     note = ("ours: no run evaluated on both imagenet-c and imagenet-r in these results" if not ours
@@ -379,7 +458,7 @@ def category_figure(groups: dict, label: str, out: Path) -> Path:
     """``category_plot`` of ``label`` written to ``out``, the numbers it draws beside it (CSV)."""
     fig, points = category_plot(groups, label)
     write_points(out, points)
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def category_plot(groups: dict, label: str):
@@ -392,18 +471,15 @@ def category_plot(groups: dict, label: str):
 
     source, dataset, model, what = CATEGORY_FIGURES[label]
     rows = _paper_rows(source)
-    paper = {name: {cat: float(np.mean([_mean_of(cells[CORRUPTIONS_INDEX[c]]) for c in members]))
-                    for cat, members in CATEGORIES.items()} for name, cells in rows.items()}
+    paper = {name: _paper_categories(cells) for name, cells in rows.items()}
     suite = f"{dataset}-c"
     ours: dict[str, dict[str, list[float]]] = {}
     for (d, m, method), runs in groups.items():
         if (d, m) != (dataset, model):
             continue
-        accs = {cat: [100 * r.evals[suite]["summary"]["per_category"][cat] for r in runs
-                      if suite in r.evals and cat in r.evals[suite].get("summary", {}).get("per_category", {})]
-                for cat in CATEGORIES}
-        if any(accs.values()):
-            ours[method] = {c: v for c, v in accs.items() if v}
+        accs = _our_categories(runs, suite)
+        if accs:
+            ours[method] = accs
     fig, axes = plt.subplots(1, 2 if ours else 1, figsize=(13 if ours else 7, 4.4), squeeze=False,
                              layout="constrained")
     heights = _category_panel(axes[0][0], f"paper: {what} ({source})", paper)
@@ -421,7 +497,7 @@ def category_plot(groups: dict, label: str):
     if flagged:
         title += (f"\npaper rows with a note in {source} (the paper contradicts itself or renames them): "
                   + ", ".join(flagged))
-    fig.suptitle("\n".join(textwrap.fill(part, 100) for part in title.split("\n")), fontsize=9)
+    fig.suptitle(_fill(title, 100), fontsize=9)
     _shared_range(axes[0], heights)
     return fig, points
 
@@ -469,13 +545,18 @@ def examples_set(results=None) -> dict:
 
 def corruption_examples(out: Path, severities: tuple[int, ...] = (1, 2, 3, 4, 5), *,
                         shown: dict | None = None) -> Path:
+    """``corruption_examples_figure`` written to ``out``."""
+    return save_figure(corruption_examples_figure(severities, shown=shown), out)
+
+
+def corruption_examples_figure(severities: tuple[int, ...] = (1, 2, 3, 4, 5), *, shown: dict | None = None):
     """fig:cimages for the data set our tables report: the 15 corruptions of Digits-C on one test digit
     (scikit-learn's digits upscaled to 32 x 32, as the main job makes them: our own ``fullscale.corruptions``)
     at the strengths of the set the runs evaluated (``shown``, from ``examples_set``: the published rows or
     the difficulty-matched strengths; default: the package's matched fit; issues 46, 54), at
     ``severities``, each column named as the tables name it (tab:results_cifar10_c's headers), not by our
     code's names (issue 40).  All five severities, one row each, every panel 1.3 inches a side (issue 52:
-    severities 3 and 5 only, tiny)."""
+    severities 3 and 5 only, tiny); the caption breaks between words, never in a code span (``_fill``)."""
     import torch
 
     from fullscale.corruptions import corrupt
@@ -497,27 +578,25 @@ def corruption_examples(out: Path, severities: tuple[int, ...] = (1, 2, 3, 4, 5)
             except Exception as error:  # a panel that cannot be drawn is labelled, not fatal
                 ax.text(0.5, 0.5, type(error).__name__, ha="center", va="center", fontsize=7)
             if row == 0:
-                ax.set_title(textwrap.fill(title, 10), fontsize=10)
+                ax.set_title(_fill(title, 10), fontsize=10)
             ax.set_xticks([])
             ax.set_yticks([])
         axes[row][0].set_ylabel(f"severity {severity}", fontsize=10)
-    fig.suptitle(textwrap.fill(f"Digits-C: the 15 corruptions on a test digit, {shown['what']} (ours: "
-                               "fullscale.corruptions, 32 x 32; columns named as in the tables)", 150), fontsize=10)
+    fig.suptitle(_fill(f"Digits-C: the 15 corruptions on a test digit, {shown['what']} (ours: "
+                       "fullscale.corruptions, 32 x 32; columns named as in the tables)", 150), fontsize=10)
     fig.tight_layout()
-    return _save(fig, out)
+    return fig
 
 
 def toy_bars(toy: dict, out: Path) -> Path:
     """``toy_bars_figure`` written to ``out``."""
-    return _save(toy_bars_figure(toy), out)
+    return save_figure(toy_bars_figure(toy), out)
 
 
 def toy_bars_figure(toy: dict):
     """fig:toy_example accuracies: ours (mean and 95% CI over seeds) beside the paper's single run, each
     scheme in its method's colour as in every other figure (``noisymix_figures.methods``): the paper's
     bar hatched and pale, ours solid; the legend says which is which, in no method's colour (issue 48)."""
-    from matplotlib.patches import Patch
-
     from toy.schemes import PAPER_SCHEMES
 
     schemes = toy["schemes"]
@@ -527,22 +606,18 @@ def toy_bars_figure(toy: dict):
     ci = np.array([[100 * schemes[n]["accuracy"]["mean"] - 100 * schemes[n]["accuracy"]["ci95"][0],
                     100 * schemes[n]["accuracy"]["ci95"][1] - 100 * schemes[n]["accuracy"]["mean"]] for n in names]).T
     paper = [100 * schemes[n].get("paper_accuracy", np.nan) for n in names]
-    colors = [_color(schemes[n]["label"], "tab:blue") for n in names]
+    colors = [method_color(schemes[n]["label"], "tab:blue") for n in names]
     fig, ax = plt.subplots(figsize=(8, 4.2))
-    x = np.arange(len(names))
-    ax.bar(x - 0.2, paper, 0.4, color=colors, alpha=0.45, hatch="//", edgecolor="white")
-    ax.bar(x + 0.2, ours, 0.4, color=colors, yerr=ci, capsize=3)
+    x = _paper_beside_ours(ax, paper, ours, ci, colors)
     # level labels, long ones on two lines, so that no two touch
-    ax.set_xticks(x, [textwrap.fill(schemes[n]["label"], 15) for n in names], fontsize=8)
+    ax.set_xticks(x, [_fill(schemes[n]["label"], 15) for n in names], fontsize=8)
     lows = [o - c for o, c in zip(ours, ci[0], strict=True)]
     highs = [o + c for o, c in zip(ours, ci[1], strict=True)]
     ax.set_title("Toy test accuracy in the paper's order (its panels); colour: scheme, as its method elsewhere",
                  fontsize=9)
     ax.set_ylabel("test accuracy (%)")
     _shared_range([ax], [*paper, *lows, *highs])
-    handles = [Patch(facecolor="lightgray", hatch="//", edgecolor="white", label="left, hatched: paper (one run)"),
-               Patch(facecolor="dimgray",
-                     label=f"right, solid: ours (mean, 95% CI, {toy['experiment']['seeds']} seeds)")]
+    handles = _paper_ours_handles("paper (one run)", f"ours (mean, 95% CI, {toy['experiment']['seeds']} seeds)")
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False, fontsize=8, ncol=2)
     return fig
 

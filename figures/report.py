@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.stats import spearmanr
 
 from noisymix_figures.coverage import coverage_section
 from noisymix_figures.registry import portable
@@ -59,7 +60,7 @@ def _agreement(tables: list[Table]) -> list[str]:
             order = "best first" + ("" if higher else ", lower is better")
             lines.append(f"- ranking ({order}), paper: {' > '.join(rank_p)}")
             lines.append(f"- ranking ({order}), ours:  {' > '.join(rank_o)}")
-            rho = _spearman([rank_p.index(r) for r in pairs], [rank_o.index(r) for r in pairs])
+            rho = spearmanr([rank_p.index(r) for r in pairs], [rank_o.index(r) for r in pairs]).statistic
             lines.append(f"- Spearman rank correlation: {rho:+.2f}; best method agrees: "
                          f"{'yes' if rank_p[0] == rank_o[0] else 'no'}")
             base = next((r for r in pairs if r.lower().startswith("baseline") or r == "----"), None)
@@ -114,13 +115,6 @@ def _lower_is_better(table: Table, column: str) -> bool:
     """Flip rates and probabilities (the -P tables), mCE and calibration errors: lower is better
     (the paper's arrows, where it prints them)."""
     return "↓" in column or "mCE" in column or table.name.startswith(("results_imagenet_p", "results_cifar_p"))
-
-
-def _spearman(a: list[int], b: list[int]) -> float:
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if a.std() == 0 or b.std() == 0:
-        return float("nan")
-    return float(np.corrcoef(a, b)[0, 1])
 
 
 def theory_section(results: Results) -> list[str]:

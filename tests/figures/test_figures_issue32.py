@@ -97,7 +97,7 @@ def test_the_report_folder_is_claimed_and_a_run_folder_refused(tmp_path, capsys)
     assert folder_kind(tmp_path / "rep") == "reproduce"
 
 
-def test_category_bars_show_the_seeds_95_percent_interval(tmp_path, monkeypatch):
+def test_category_bars_show_the_seeds_95_percent_interval(tmp_path):
     from matplotlib.container import ErrorbarContainer
 
     from noisymix_figures import plots
@@ -106,10 +106,8 @@ def test_category_bars_show_the_seeds_95_percent_interval(tmp_path, monkeypatch)
     root = tmp_path / "runs"
     for seed, acc in enumerate((0.6, 0.7, 0.8)):
         _run(root, f"s{seed}", seed, _c_eval(acc))
-    figures = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
-    plots.category_bars(collect(root).groups(), tmp_path / "categories.png")
-    ours = [ax for ax in figures[0].axes if ax.get_title().startswith("ours")]
+    fig = plots.category_bars_figure(collect(root).groups())
+    ours = [ax for ax in fig.axes if ax.get_title().startswith("ours")]
     assert ours
     bars = [c for c in ours[0].containers if isinstance(c, ErrorbarContainer)]
     assert bars, "no error bars on our seeds"

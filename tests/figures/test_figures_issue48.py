@@ -59,16 +59,6 @@ def _legend_outside(fig, ax) -> bool:
     return not box.overlaps(area)
 
 
-def _bar_colors(fig) -> dict[str, tuple]:
-    """Each bar's x tick label (a method) and its face colour, over every panel."""
-    out = {}
-    for ax in fig.axes:
-        labels = [t.get_text() for t in ax.get_xticklabels()]
-        for patch, label in zip(ax.patches, labels, strict=False):
-            out.setdefault(label, mcolors.to_rgb(patch.get_facecolor()))
-    return out
-
-
 def _y_axis_honest(ax) -> bool:
     """A bar axis starts at 0, or its cut is drawn on it and named in its label."""
     if ax.get_ylim()[0] == 0:
@@ -104,17 +94,6 @@ def test_toy_classes_use_no_method_colour():
 
 
 # ------------------------------------------------------------------------------ one test per figure
-
-def test_robust_c_bars_share_one_honest_axis_in_method_colours(groups):
-    fig = plots.robust_c_figure(groups)
-    assert fig.get_suptitle()
-    assert len({ax.get_ylim() for ax in fig.axes}) == 1  # one y range across panels
-    for ax in fig.axes:
-        assert ax.get_title() and ax.get_ylabel() and _y_axis_honest(ax)
-        assert all(t.get_text() for t in ax.get_xticklabels())
-    for label, rgb in _bar_colors(fig).items():
-        assert rgb == mcolors.to_rgb(method_color(label)), label
-
 
 def test_category_figures_share_one_axis_and_keep_their_legends_outside(groups):
     figures = [plots.category_bars_figure(groups), plots.category_plot(groups, "fig:cifar10_wrs_type")[0]]
