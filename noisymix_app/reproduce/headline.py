@@ -62,6 +62,8 @@ def _calibration_words(summary: dict, claims: list[dict]) -> str | None:
                            ("fails", "worse than")):
         if by.get(verdict):
             parts.append(f"{words} {join(by[verdict])}")
+    if not parts:  # one seed, or no spread: no verdict to say
+        return None
     text = ("On the paper's own calibration metrics (the RMS calibration error and AURRA as evaluated, no "
             "temperature, averaged over the corrupted sets), NoisyMix is " + "; ".join(parts) + ".")
     gap = _mean(summary, "noisymix", "confidence_gap_corrupted")

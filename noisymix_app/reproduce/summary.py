@@ -311,9 +311,11 @@ def _claim_line(c: dict) -> str:
               + ("" if c["matching"] else "; another setting, so only the direction is tested") + ").")
     if d is None:
         return head + ": not measured (no paired runs)." + source
-    holm = "" if c["role"] == "primary" else f", after Holm {_p(c['p_adjusted'])}"
-    line = (f"{head}: {interval_text(d)} ({c['paper_metric'].split(',')[0]}; ours: `{c['metric']}`, "
-            f"{d['n']} seeds); p {_p(c['p'])}{holm}")
+    seeds = f"{d['n']} seed" + ("s" if d["n"] != 1 else "")
+    line = (f"{head}: {interval_text(d)} (the paper's metric: {c['paper_metric'].split(',')[0]}; ours: "
+            f"`{c['metric']}`, {seeds})")
+    if c.get("p") is not None:
+        line += f"; p {_p(c['p'])}" + ("" if c["role"] == "primary" else f", after Holm {_p(c['p_adjusted'])}")
     if c.get("mdd") is not None:
         line += f"; MDD {c['mdd']:.1f} at level {c['level']:.3g}"
     line += f" — **{c['verdict']}**, {MARKS[c.get('firm')]}"
