@@ -30,6 +30,7 @@ from typing import Literal
 import torch
 
 from fullscale.corruptions import PARAMS, find_frost_dir
+from fullscale.corruptions.matched_sets import matched_set
 from fullscale.corruptions.registry import NATIVE_SIDE
 from fullscale.corruptions.writer import check_names, check_tree, default_names, write_imagenet_c, write_npy_set
 from fullscale.data import DATASETS, load_dataset
@@ -59,13 +60,6 @@ def _frost_digest(folder: str | None) -> str | None:
     return digest.hexdigest()
 
 
-def _strengths(kind: str = "c") -> dict[str, float]:
-    """The difficulty-matched set's fitted strengths: Digits-C's (``matched``) or Digits-P's (``matched_p``)."""
-    if kind == "p":
-        from fullscale.corruptions.matched_p import matched_p_fit as fitted
-    else:
-        from fullscale.corruptions.matched import matched_fit as fitted
-    return {name: float(k) for name, k in fitted()["strengths"].items()}
 
 __all__ = ["MIN_SIDE", "THREADS", "CorruptOptions", "add_arguments", "check_matched", "check_rows", "pixel_scale_for",
            "resize_u8", "run"]
@@ -234,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
         # every image decoded (and hashed) once before the manifest: a bad one is refused with
         # nothing written, and a tree changed in place is another source (issue 32)
         count, source_sha256 = check_tree(args.dataset)
-        source, params = str(Path(args.dataset).resolve()), "imagenet"
+        source, params, matched = str(Path(args.dataset).resolve()), "imagenet", None
     else:
         if args.dataset not in DATASETS:
             raise FileNotFoundError(f"--dataset {args.dataset!r} is neither one of {', '.join(DATASETS)} "
@@ -244,16 +238,12 @@ def run(args: argparse.Namespace) -> int:
         if args.limit:
             images, labels = images[:args.limit], labels[:args.limit]
         params = args.params or "cifar"
+        matched = matched_set(args.kind, params)
         check_matched(params, args.dataset, args.kind, args.size)
-        if params == "digits-matched" and args.kind == "p":
-            from fullscale.vocabulary import P_COLUMNS
-
-            if args.corruptions is None:  # every perturbation: the ten that have a fitted strength
-                names = [n for n in names if n in P_COLUMNS]
-            other = [n for n in names if n not in P_COLUMNS]
-            if other:
-                raise ValueError(f"the difficulty-matched Digits-P has the ten perturbations of tab:results_cifar_p "
-                                 f"only, not {', '.join(other)}")
+        if matched is not None:  # the difficulty-matched Digits-C or Digits-P (one registry: issue 60)
+            if args.corruptions is None:  # every name: those that have a fitted strength (Digits-P's ten)
+                names = [n for n in names if n in matched.strengths()]
+            matched.check_names(names)
         if args.size and args.size != images.shape[-1]:
             images = resize_u8(images, args.size)
         count, source = len(labels), data.source
@@ -271,8 +261,9 @@ def run(args: argparse.Namespace) -> int:
         # the rows' lengths in pixels for images of this side (1.0: the table's own side)
         "pixel_scale": 1.0 if folder_tree else pixel_scale_for(int(images.shape[-1]), params),
         "generator": "per chunk: crc32(f'{seed}:{name}:{severity}:{chunk index}')",
-        # the difficulty-matched rows' strengths: a refit is another set, never resumed into this one
-        "strengths": _strengths(args.kind) if params == "digits-matched" else None,
+        # the difficulty-matched rows' strengths: a refit is another set, never resumed into this one, and
+        # what `reproduce` reads a set's identity from (``matched_sets.MatchedSet.manifest_identity``)
+        "strengths": matched.strengths() if matched is not None else None,
     }
     if args.kind == "c" and not folder_tree:  # the rows, before the folder is claimed (issue 54)
         check_rows(names, params, severities, manifest["pixel_scale"])
