@@ -44,6 +44,10 @@ _IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities"
              "source_sha256", "pixel_scale", "strengths")
 # identity fields that older manifests lack, with the value they were made with
 _IDENTITY_DEFAULTS = {"pixel_scale": 1.0, "strengths": None}
+# identity fields that only a run making one name sets (a rerun may leave that name out): the name -> its fields.
+# A run that lacks them keeps the stored ones in the merged manifest (issue 60: a run without frost nulled
+# them, and the next run's other photographs were taken and named for a frost.npy they did not make)
+_NAME_IDENTITY = {"frost": ("frost_sha256", "frost_photographs")}
 
 
 def _frost_digest(folder: str | None) -> str | None:
@@ -307,8 +311,9 @@ def _undo_start(out: Path, found: set[str] | None) -> None:
 
 
 def _merge_manifest(path: Path, new: dict) -> dict:
-    """``new``, or with the names of the set already in the folder added; a one-line
-    ``ValueError`` when the folder holds a set made with other values."""
+    """``new``, or with the names of the set already in the folder added and the stored identity of a name
+    this run does not make kept (``_NAME_IDENTITY``); a one-line ``ValueError`` when the folder holds a set
+    made with other values, or files whose identity its manifest lost."""
     if not path.exists():
         return new
     old = read_json(path)
@@ -329,4 +334,17 @@ def _merge_manifest(path: Path, new: dict) -> dict:
         raise ValueError(f"{printable(path.parent)} holds a set made with other values ({detail}); "
                          "give another --out or the stored values (source_sha256: the source images' content)")
     names = [n for n in old.get("names") or [] if isinstance(n, str)]
-    return {**new, "names": names + [n for n in new["names"] if n not in names]}
+    merged = {**new, "names": names + [n for n in new["names"] if n not in names]}
+    for name, fields in _NAME_IDENTITY.items():
+        made = (path.parent / f"{name}.npy").exists() or (path.parent / name).is_dir()
+        if made and name in names and new[fields[0]] is not None and all(old.get(f) is None for f in fields):
+            raise ValueError(f"{printable(path.parent)}: its {name} was made with {name} photographs its manifest "
+                             f"does not name ({fields[0]} null, merged by an older noisymix after a run without "
+                             f"{name}); delete {name}.npy (or {name}/) to make it again, or give another --out")
+        for field in fields:  # kept from the stored manifest where this run makes no such file
+            if new[field] is None:
+                if field in old:
+                    merged[field] = old[field]
+                else:  # a manifest older than the field stays judged by the ones it has
+                    del merged[field]
+    return merged
