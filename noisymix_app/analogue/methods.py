@@ -24,7 +24,6 @@ strength, recipe or seed was chosen from it, and whatever it shows is said as it
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -149,14 +148,12 @@ def paper_columns(methods: Sequence[str] = EIGHT_METHODS) -> dict:
 
 # ----------------------------------------------------------------------------- our runs
 
-def _read(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path}: not a readable evaluation ({error})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: not an evaluation (a JSON object)")
-    return data
+def _read(path: Path, *numbers: str) -> dict:
+    """The evaluation at ``path`` with a finite number at each dotted key of ``numbers``: else one line naming
+    the file (issue 60: ``{"summary": null}`` was a traceback)."""
+    from noisymix_infra.io import read_json_object
+
+    return read_json_object(path, "an evaluation of noisymix", dict.fromkeys(numbers, "number"))
 
 
 def load_runs(results: Path, methods: Sequence[str], seeds: Sequence[int], *, corrupted_suite: str = "digits-c",
@@ -168,13 +165,15 @@ def load_runs(results: Path, methods: Sequence[str], seeds: Sequence[int], *, co
         clean, per_c, per_p = [], [], []
         for seed in seeds:
             folder = Path(results) / "runs" / f"{method}-seed{seed}" / "eval"
-            clean.append(100.0 * float(_read(folder / "clean.json")["summary"]["accuracy"]))
-            c = _read(folder / f"{corrupted_suite}.json")["summary"]["per_corruption"]
+            clean.append(100.0 * float(_read(folder / "clean.json", "summary.accuracy")["summary"]["accuracy"]))
+            c = _read(folder / f"{corrupted_suite}.json", *(f"summary.per_corruption.{n}" for n in CORRUPTIONS))[
+                "summary"]["per_corruption"]
             missing = [name for name in CORRUPTIONS if name not in c]
             if missing:
                 raise ValueError(f"{folder / (corrupted_suite + '.json')} lacks {', '.join(missing)}")
             per_c.append([100.0 * float(c[name]) for name in CORRUPTIONS])
-            p = _read(folder / f"{perturbed_suite}.json")["results"]
+            p = _read(folder / f"{perturbed_suite}.json", *(f"results.{n}.flip_probability" for n in P_COLUMNS))[
+                "results"]
             missing = [name for name in P_COLUMNS if name not in p]
             if missing:
                 raise ValueError(f"{folder / (perturbed_suite + '.json')} lacks {', '.join(missing)}")

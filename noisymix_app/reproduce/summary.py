@@ -68,7 +68,7 @@ from noisymix_app.reproduce.report_ablation import ablation_lines, read_ablation
 from noisymix_app.reproduce.report_calibration import calibration_shift_lines, calibration_shift_summary
 from noisymix_app.reproduce.report_published import published_lines, read_published
 from noisymix_figures.results import stale_evaluation
-from noisymix_infra.io import read_json, write_json, write_text
+from noisymix_infra.io import read_json, read_json_object, write_json, write_text
 from noisymix_infra.provenance import git_state, machine
 from noisymix_infra.stats import Seeds, interval
 from theory.results import checks_of, tally, tally_sentence
@@ -541,8 +541,9 @@ def rerender(path: str, root: Path = ROOT, kept: str = "reproduce") -> dict:
 
 def _summary_at(where: str) -> dict:
     """A summary.json file, or ``COMMIT:PATH`` of one committed in this repository (``git show``)."""
-    if Path(where).is_file() or ":" not in where:
-        return read_json(Path(where))
+    if Path(where).is_file() or ":" not in where:  # every malformed file one line naming it (issue 60)
+        return read_json_object(Path(where), "a summary.json of noisymix reproduce", {"plan": "object",
+                                                                                     "table": "object"})
     import subprocess
 
     shown = subprocess.run(["git", "show", where], cwd=ROOT, capture_output=True, text=True)
@@ -597,4 +598,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from noisymix_app.cli import main_in_one_line
+
+    raise SystemExit(main_in_one_line("python -m noisymix_app.reproduce.summary", main))
