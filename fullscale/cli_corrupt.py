@@ -30,6 +30,7 @@ from typing import Literal
 import torch
 
 from fullscale.corruptions import PARAMS, find_frost_dir
+from fullscale.corruptions.matched_sets import matched_set
 from fullscale.corruptions.registry import NATIVE_SIDE
 from fullscale.corruptions.writer import check_names, check_tree, default_names, write_imagenet_c, write_npy_set
 from fullscale.data import DATASETS, load_dataset
@@ -43,6 +44,10 @@ _IDENTITY = ("dataset", "kind", "count", "seed", "chunk", "params", "severities"
              "source_sha256", "pixel_scale", "strengths")
 # identity fields that older manifests lack, with the value they were made with
 _IDENTITY_DEFAULTS = {"pixel_scale": 1.0, "strengths": None}
+# identity fields that only a run making one name sets (a rerun may leave that name out): the name -> its fields.
+# A run that lacks them keeps the stored ones in the merged manifest (issue 60: a run without frost nulled
+# them, and the next run's other photographs were taken and named for a frost.npy they did not make)
+_NAME_IDENTITY = {"frost": ("frost_sha256", "frost_photographs")}
 
 
 def _frost_digest(folder: str | None) -> str | None:
@@ -59,13 +64,6 @@ def _frost_digest(folder: str | None) -> str | None:
     return digest.hexdigest()
 
 
-def _strengths(kind: str = "c") -> dict[str, float]:
-    """The difficulty-matched set's fitted strengths: Digits-C's (``matched``) or Digits-P's (``matched_p``)."""
-    if kind == "p":
-        from fullscale.corruptions.matched_p import matched_p_fit as fitted
-    else:
-        from fullscale.corruptions.matched import matched_fit as fitted
-    return {name: float(k) for name, k in fitted()["strengths"].items()}
 
 __all__ = ["MIN_SIDE", "THREADS", "CorruptOptions", "add_arguments", "check_matched", "check_rows", "pixel_scale_for",
            "resize_u8", "run"]
@@ -234,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
         # every image decoded (and hashed) once before the manifest: a bad one is refused with
         # nothing written, and a tree changed in place is another source (issue 32)
         count, source_sha256 = check_tree(args.dataset)
-        source, params = str(Path(args.dataset).resolve()), "imagenet"
+        source, params, matched = str(Path(args.dataset).resolve()), "imagenet", None
     else:
         if args.dataset not in DATASETS:
             raise FileNotFoundError(f"--dataset {args.dataset!r} is neither one of {', '.join(DATASETS)} "
@@ -244,16 +242,12 @@ def run(args: argparse.Namespace) -> int:
         if args.limit:
             images, labels = images[:args.limit], labels[:args.limit]
         params = args.params or "cifar"
+        matched = matched_set(args.kind, params)
         check_matched(params, args.dataset, args.kind, args.size)
-        if params == "digits-matched" and args.kind == "p":
-            from fullscale.vocabulary import P_COLUMNS
-
-            if args.corruptions is None:  # every perturbation: the ten that have a fitted strength
-                names = [n for n in names if n in P_COLUMNS]
-            other = [n for n in names if n not in P_COLUMNS]
-            if other:
-                raise ValueError(f"the difficulty-matched Digits-P has the ten perturbations of tab:results_cifar_p "
-                                 f"only, not {', '.join(other)}")
+        if matched is not None:  # the difficulty-matched Digits-C or Digits-P (one registry: issue 60)
+            if args.corruptions is None:  # every name: those that have a fitted strength (Digits-P's ten)
+                names = [n for n in names if n in matched.strengths()]
+            matched.check_names(names)
         if args.size and args.size != images.shape[-1]:
             images = resize_u8(images, args.size)
         count, source = len(labels), data.source
@@ -271,8 +265,9 @@ def run(args: argparse.Namespace) -> int:
         # the rows' lengths in pixels for images of this side (1.0: the table's own side)
         "pixel_scale": 1.0 if folder_tree else pixel_scale_for(int(images.shape[-1]), params),
         "generator": "per chunk: crc32(f'{seed}:{name}:{severity}:{chunk index}')",
-        # the difficulty-matched rows' strengths: a refit is another set, never resumed into this one
-        "strengths": _strengths(args.kind) if params == "digits-matched" else None,
+        # the difficulty-matched rows' strengths: a refit is another set, never resumed into this one, and
+        # what `reproduce` reads a set's identity from (``matched_sets.MatchedSet.manifest_identity``)
+        "strengths": matched.strengths() if matched is not None else None,
     }
     if args.kind == "c" and not folder_tree:  # the rows, before the folder is claimed (issue 54)
         check_rows(names, params, severities, manifest["pixel_scale"])
@@ -316,8 +311,9 @@ def _undo_start(out: Path, found: set[str] | None) -> None:
 
 
 def _merge_manifest(path: Path, new: dict) -> dict:
-    """``new``, or with the names of the set already in the folder added; a one-line
-    ``ValueError`` when the folder holds a set made with other values."""
+    """``new``, or with the names of the set already in the folder added and the stored identity of a name
+    this run does not make kept (``_NAME_IDENTITY``); a one-line ``ValueError`` when the folder holds a set
+    made with other values, or files whose identity its manifest lost."""
     if not path.exists():
         return new
     old = read_json(path)
@@ -338,4 +334,17 @@ def _merge_manifest(path: Path, new: dict) -> dict:
         raise ValueError(f"{printable(path.parent)} holds a set made with other values ({detail}); "
                          "give another --out or the stored values (source_sha256: the source images' content)")
     names = [n for n in old.get("names") or [] if isinstance(n, str)]
-    return {**new, "names": names + [n for n in new["names"] if n not in names]}
+    merged = {**new, "names": names + [n for n in new["names"] if n not in names]}
+    for name, fields in _NAME_IDENTITY.items():
+        made = (path.parent / f"{name}.npy").exists() or (path.parent / name).is_dir()
+        if made and name in names and new[fields[0]] is not None and all(old.get(f) is None for f in fields):
+            raise ValueError(f"{printable(path.parent)}: its {name} was made with {name} photographs its manifest "
+                             f"does not name ({fields[0]} null, merged by an older noisymix after a run without "
+                             f"{name}); delete {name}.npy (or {name}/) to make it again, or give another --out")
+        for field in fields:  # kept from the stored manifest where this run makes no such file
+            if new[field] is None:
+                if field in old:
+                    merged[field] = old[field]
+                else:  # a manifest older than the field stays judged by the ones it has
+                    del merged[field]
+    return merged

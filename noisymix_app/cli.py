@@ -21,7 +21,7 @@ import importlib
 import re
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from noisymix_infra.arguments import OneLineParser
@@ -121,25 +121,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with torch_threads(args.threads):
             status = module.run(args)
-    except _INPUT_ERRORS as error:
-        from noisymix_infra.io import printable  # here, not at the top: `noisymix --help` imports no torch
-
-        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        print(f"noisymix {args.command}: error: {_bounded(printable(message))}", file=sys.stderr)
-        return 2
-    except OSError as error:  # a full disk, a read-only folder, ...: the system's reason, one line
-        if error.errno is None:
+    except (*_INPUT_ERRORS, OSError) as error:
+        line = error_line(error)
+        if line is None:
             raise
-        from noisymix_infra.io import printable
-
-        where = f": {printable(error.filename)}" if error.filename else ""
-        reason = error.strerror or errno.errorcode.get(error.errno, str(error.errno))
-        print(f"noisymix {args.command}: error: {_bounded(reason + where)}", file=sys.stderr)
+        print(f"noisymix {args.command}: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"noisymix {args.command}: interrupted; {_continue_hint(args.command, argv)}", file=sys.stderr)
         return 130
     return int(status or 0)
+
+
+def error_line(error: BaseException) -> str | None:
+    """The one line a command ends with for ``error``: bad input (``_INPUT_ERRORS``: its message's first
+    line) or a system error (a full disk, a read-only folder: the system's reason and the file); None for
+    anything else, which is a bug to show whole."""
+    from noisymix_infra.io import printable  # here, not at the top: `noisymix --help` imports no torch
+
+    if isinstance(error, _INPUT_ERRORS):
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return _bounded(printable(message))
+    if isinstance(error, OSError) and error.errno is not None:
+        where = f": {printable(error.filename)}" if error.filename else ""
+        reason = error.strerror or errno.errorcode.get(error.errno, str(error.errno))
+        return _bounded(reason + where)
+    return None
+
+
+def main_in_one_line(prog: str, module_main: Callable[[], int | None]) -> int:
+    """``module_main()``'s exit status, ending as a ``noisymix`` command does (``error_line``: one line
+    ``PROG: error: ...`` and status 2): for a module's own command line (``python -m MODULE``), which
+    the front door does not run (issue 60: ``python -m noisymix_app.reproduce.summary --rerender`` of a
+    missing file was a traceback)."""
+    try:
+        return int(module_main() or 0)
+    except (*_INPUT_ERRORS, OSError) as error:
+        line = error_line(error)
+        if line is None:
+            raise
+        print(f"{prog}: error: {line}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -90,23 +90,74 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise ValueError(f"{path}: not a JSON file ({detail})") from None
 
 
-def read_json_object(path: str | os.PathLike[str], what: str, required: tuple[str, ...] = ()) -> dict:
-    """The JSON object at ``path`` with the keys ``required``; a missing, unreadable, truncated or non-object
-    file, or one without a required key, is a one-line ``ValueError`` naming it and ``what`` it should be
-    (issue 60, cause 5: only a ValueError became one line, so a missing file or ``[1]`` gave a traceback)."""
+#: the kinds of value ``read_json_object`` checks a required key for
+_JSON_KINDS = ("any", "object", "list", "string", "number")
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    if kind == "object":
+        return isinstance(value, dict)
+    if kind == "list":
+        return isinstance(value, list)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "number":  # a bool is no number, nor is a NaN or an infinity (Python's json reads them)
+        import math
+
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return True
+
+
+def read_json_object(path: str | os.PathLike[str], what: str,
+                     required: Mapping[str, str] | Iterable[str] = ()) -> dict:
+    """The JSON object at ``path``, a file a user hands us; a one-line ``ValueError`` naming the file and
+    ``what`` it should be (``"an evaluation of noisymix"``) when it is missing, unreadable, not UTF-8 JSON
+    (a truncated file), not an object (``[1]``, ``null``), or lacks a ``required`` key.
+
+    ``required``: dotted key paths (``summary.accuracy``), each step an object and the value not null; as
+    a mapping, each path's value is also of its kind: ``object``, ``list``, ``string``, ``number`` (finite,
+    not a bool) or ``any``.  Issue 60: a reader that indexed into what ``read_json`` gave turned
+    ``{"summary": null}`` into a ``TypeError`` traceback, where only a ``ValueError`` is one line."""
+    name = printable(os.fspath(path))
     try:
         data = read_json(path)
     except FileNotFoundError:
-        raise ValueError(f"{printable(str(path))}: no such file ({what} was expected)") from None
-    except IsADirectoryError:
-        raise ValueError(f"{printable(str(path))} is a folder, not {what}") from None
-    except OSError as error:
-        raise ValueError(f"{printable(str(path))}: cannot read it ({error.strerror or error})") from None
+        raise ValueError(f"{name} not found ({what} was expected there)") from None
+    except OSError as error:  # a folder, no permission, ...
+        raise ValueError(f"{name} cannot be read ({error.strerror or type(error).__name__}); "
+                         f"{what} was expected there") from None
+    except ValueError as error:  # read_json's one line names the file and the JSON error
+        raise ValueError(f"{printable(str(error))}: it is not {what}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{printable(str(path))} is not {what} (a JSON {type(data).__name__}, not an object)")
-    missing = [key for key in required if data.get(key) is None]
-    if missing:
-        raise ValueError(f"{printable(str(path))} is not {what}: {', '.join(missing)} missing or null")
+        raise ValueError(f"{name}: {what} must be a JSON object, got {_json_kind(data)}")
+    kinds = dict(required) if isinstance(required, Mapping) else dict.fromkeys(required, "any")
+    for key, kind in kinds.items():
+        if kind not in _JSON_KINDS:
+            raise ValueError(f"read_json_object: kind {kind!r} of {key!r} is none of {', '.join(_JSON_KINDS)}")
+        value: Any = data
+        parts = key.split(".")
+        for depth, part in enumerate(parts):
+            if not isinstance(value, dict):
+                raise ValueError(f"{name}: not {what}: {'.'.join(parts[:depth])!r} must be an object, "
+                                 f"got {printable(repr(value))[:80]}")
+            if part not in value:
+                raise ValueError(f"{name}: not {what}: {'.'.join(parts[:depth + 1])!r} is missing")
+            value = value[part]
+            if value is None:
+                raise ValueError(f"{name}: not {what}: {'.'.join(parts[:depth + 1])!r} is null")
+        if not _is_kind(value, kind):
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise ValueError(f"{name}: not {what}: {key!r} must be {article} {kind}, got {printable(repr(value))[:80]}")
     return data
 
 

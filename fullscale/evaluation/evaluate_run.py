@@ -41,7 +41,15 @@ from fullscale.run_model import load_bare_model, load_run_model
 from fullscale.run_record import config_sha256
 from fullscale.runs import split_run_record
 from noisymix_infra.folder_kind import KINDS, check_out_path, folder_kind, require_kind
-from noisymix_infra.io import data_fingerprint, directory_lock, printable, read_json, sha256_file, write_json
+from noisymix_infra.io import (
+    data_fingerprint,
+    directory_lock,
+    printable,
+    read_json,
+    read_json_object,
+    sha256_file,
+    write_json,
+)
 from noisymix_infra.provenance import provenance
 from noisymix_infra.validate import check_device_name
 
@@ -146,11 +154,16 @@ def evaluate_model(net: torch.nn.Module, config: dict, suite: str, run_dir: Path
     with directory_lock(run_dir, "evaluating"):
         done, identity = {}, {}
         if suite in RESUMABLE and target.is_file():
-            previous = read_json(target)
+            try:  # a partial result it cannot read is started anew
+                previous = read_json_object(target, "an evaluation of noisymix", {"checkpoint.sha256": "string",
+                                                                                  "results": "object"})
+            except ValueError:
+                previous = None
             # a partial result resumes only on the same checkpoint, options and data folder; within it,
             # each entry also carries the identity of the files it read (Context.done_identity)
-            if (isinstance(previous, dict) and not previous.get("complete", True)
-                    and (previous.get("checkpoint") or {}).get("sha256") == digest
+            if (previous is not None and not previous.get("complete", True)
+                    and isinstance(previous.get("data_identity") or {}, dict)
+                    and previous["checkpoint"]["sha256"] == digest
                     and previous.get("config_sha256") == record.get("config_sha256")
                     and previous.get("options") == record["options"]
                     and previous.get("data_root") == record["data_root"]):
@@ -344,15 +357,20 @@ def _clean_accuracy(eval_dir: Path, digest: str, options: EvalOptions,
     path = eval_dir / "clean.json"
     if not path.is_file():
         return None, None
-    clean = read_json(path)
-    if not isinstance(clean, dict) or not clean.get("complete") or clean.get("checkpoint", {}).get("sha256") != digest:
+    try:  # a file it cannot use is as none (issue 60: ``"checkpoint": null`` was a traceback)
+        clean = read_json_object(path, "an evaluation of noisymix", {"checkpoint.sha256": "string",
+                                                                     "summary.accuracy": "number"})
+    except ValueError:
+        return None, None
+    if clean.get("complete") is not True or clean["checkpoint"]["sha256"] != digest:
         return None, None
     preprocess = options.as_dict()["preprocess"]
-    if folders and (clean.get("options") or {}).get("preprocess") != preprocess:
+    used, data = clean.get("options"), clean.get("data")
+    if folders and (used.get("preprocess") if isinstance(used, dict) else None) != preprocess:
         return None, None
     where = {"path": str(path), "data_root": clean.get("data_root"), "options": {"preprocess": preprocess},
-             "files": (clean.get("data") or {}).get("files")}
-    return clean.get("summary", {}).get("accuracy"), where
+             "files": data.get("files") if isinstance(data, dict) else None}
+    return clean["summary"]["accuracy"], where
 
 
 def _now() -> str:

@@ -121,6 +121,14 @@ def bootstrap_interval(per_seed: dict[str, np.ndarray], statistic: Callable[[dic
 
 # ----------------------------------------------------------------------------- our runs
 
+def _read(path: Path, *numbers: str) -> dict:
+    """The evaluation at ``path`` with a finite number at each dotted key of ``numbers``: else one line naming
+    the file (issue 60: ``{"summary": null}`` was a traceback)."""
+    from noisymix_infra.io import read_json_object
+
+    return read_json_object(path, "an evaluation of noisymix", dict.fromkeys(numbers, "number"))
+
+
 def load_runs(results: Path, methods: Sequence[str], seeds: Sequence[int], *, corrupted_suite: str = "digits-c",
               perturbed_suite: str = "digits-p") -> dict[str, dict[str, np.ndarray]]:
     """Our per-seed numbers, per method: ``clean`` (seeds,), ``per_corruption`` (seeds, 15) and
@@ -131,20 +139,13 @@ def load_runs(results: Path, methods: Sequence[str], seeds: Sequence[int], *, co
         clean, per_c, per_p = [], [], []
         for seed in seeds:
             folder = Path(results) / "runs" / f"{method}-seed{seed}" / "eval"
-            summary = read_json_object(folder / "clean.json", "a clean evaluation", ("summary",))["summary"]
-            if not isinstance(summary, dict) or not isinstance(summary.get("accuracy"), (int, float)):
-                raise ValueError(f"{folder / 'clean.json'} holds no accuracy")
-            clean.append(100.0 * float(summary["accuracy"]))
-            c = read_json_object(folder / f"{corrupted_suite}.json", "a -C evaluation", ("summary",))["summary"]
-            found = c.get("per_corruption") if isinstance(c, dict) else None
-            missing = [n for n in CORRUPTIONS if not isinstance(found, dict) or n not in found]
-            if missing:
-                raise ValueError(f"{folder / (corrupted_suite + '.json')} lacks {', '.join(missing)}")
-            per_c.append([100.0 * float(found[n]) for n in CORRUPTIONS])
-            p = read_json_object(folder / f"{perturbed_suite}.json", "a -P evaluation", ("results",))["results"]
-            missing = [n for n in P_COLUMNS if not isinstance(p, dict) or "flip_probability" not in (p.get(n) or {})]
-            if missing:
-                raise ValueError(f"{folder / (perturbed_suite + '.json')} lacks {', '.join(missing)}")
+            # every number each needs, at its dotted key (issue 60: ``{"summary": null}`` was a traceback)
+            clean.append(100.0 * float(_read(folder / "clean.json", "summary.accuracy")["summary"]["accuracy"]))
+            c = _read(folder / f"{corrupted_suite}.json", *(f"summary.per_corruption.{n}" for n in CORRUPTIONS))[
+                "summary"]["per_corruption"]
+            per_c.append([100.0 * float(c[name]) for name in CORRUPTIONS])
+            p = _read(folder / f"{perturbed_suite}.json", *(f"results.{n}.flip_probability" for n in P_COLUMNS))[
+                "results"]
             per_p.append([100.0 * float(p[n]["flip_probability"]) for n in P_COLUMNS])
         out[method] = {"clean": np.array(clean), "per_corruption": np.array(per_c),
                        "per_perturbation": np.array(per_p)}

@@ -51,7 +51,7 @@ def _where(log: dict) -> dict[str, float]:
 
 
 def _one(plan: str, folder: Path, fresh: bool) -> dict:
-    from noisymix_infra.io import read_json
+    from noisymix_infra.io import read_json_object
 
     command = [sys.executable, "-m", "noisymix_app.cli", "reproduce", "--plan", plan, "--out", str(folder),
                *(("--fresh",) if fresh else ())]
@@ -62,7 +62,9 @@ def _one(plan: str, folder: Path, fresh: bool) -> dict:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
         raise RuntimeError(f"noisymix reproduce --plan {plan} failed (exit {done.returncode}): {last[:300]}")
-    log, summary = read_json(folder / "reproduce.json"), read_json(folder / "summary.json")
+    log = read_json_object(folder / "reproduce.json", "the log of noisymix reproduce", {"steps": "list"})
+    summary = read_json_object(folder / "summary.json", "a summary.json of noisymix reproduce",
+                               {"claims": "list", "table": "object"})
     claims = {c["id"]: {"verdict": c["verdict"], "mean": _round(c, "mean"), "mdd80": _round(c, "mdd80")}
               for c in summary["claims"]}
     clean_sd = {m: round(row["clean"]["sd"], 2) for m, row in summary["table"].items()

@@ -170,10 +170,38 @@ def _public_loop(code: Path, workers: int, steps: int, warmup: int, data_root: P
             "process_s": round(time.perf_counter() - start, 1)}
 
 
+#: the preset our runs train
+OURS_PRESET = "noisymix"
+
+
+def _ours_sets(data_root: Path, epochs: int, variant: str, device: str, sets: list[str]) -> list[str]:
+    """The ``--set`` items of one run of ours: the data, epochs and device, ``--ours-set``, the variant's."""
+    return [f"data_root={data_root}", f"epochs={epochs}", f"device={device}", *sets,
+            *(kv for kv in variant.split(",") if kv.strip())]
+
+
 def _ours_command(run: Path, data_root: Path, epochs: int, variant: str, device: str, sets: list[str]) -> list[str]:
-    return [sys.executable, "-m", "noisymix_app.cli", "train", "--preset", "noisymix", "--out", str(run),
-            "--set", f"data_root={data_root}", "--set", f"epochs={epochs}", "--set", f"device={device}",
-            *[a for kv in [*sets, *variant.split(",")] for a in ("--set", kv)]]
+    return [sys.executable, "-m", "noisymix_app.cli", "train", "--preset", OURS_PRESET, "--out", str(run),
+            *[a for kv in _ours_sets(data_root, epochs, variant, device, sets) for a in ("--set", kv)]]
+
+
+def _check_ours(args: argparse.Namespace, variants: list[str]) -> None:
+    """Every run of ours resolved as ``noisymix train`` resolves it (the one ``--set`` dialect,
+    ``noisymix_infra.config``): an unknown key, a value of the wrong type or a key given twice (by
+    ``--ours-set``, a variant or the benchmark's own data, epochs and device) is one line before the data
+    or any run (issue 60: ``--ours-set nope=1`` exited 0, every run an error cut to its last characters)."""
+    from fullscale.training.config import FLAT_KEYS
+    from fullscale.training.presets import resolve_config
+    from noisymix_infra.config import check_distinct
+
+    for variant in variants:
+        sets = _ours_sets(Path("data"), args.ours_epochs, variant, args.device, args.ours_set)
+        try:
+            check_distinct(sets, FLAT_KEYS)
+            resolve_config(OURS_PRESET, sets)
+        except (ValueError, TypeError) as error:
+            detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise ValueError(f"--ours-set / --ours-variants (run {variant!r}): {detail}") from None
 
 
 def _ours(data_root: Path, epochs: int, variant: str, device: str, timeout: float, sets: list[str]) -> dict:
@@ -187,7 +215,7 @@ def _ours(data_root: Path, epochs: int, variant: str, device: str, timeout: floa
             return {"variant": variant, "error": done}
         if done.returncode != 0:
             last = (done.stdout + done.stderr).strip().splitlines() or [f"exit {done.returncode}"]
-            return {"variant": variant, "error": last[-1][-500:]}
+            return {"variant": variant, "error": last[-1][:500]}  # its start: where `train` names the cause
         entries = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
         batch = json.loads((run / "config.json").read_text())["config"]["optim"]["batch_size"]
     rate = entries[-1]["images_per_s"] / batch
@@ -203,12 +231,14 @@ def run(args: argparse.Namespace) -> dict:
     if code is not None and not (code / "cifar.py").is_file():
         raise ValueError(f"--code {code}: no cifar.py there (give a checkout of the public NoisyMix code)")
     seeds = [int(s) for s in args.public_seeds.split(",") if s.strip()]
+    variants = [v.strip() for v in args.ours_variants.split(";") if v.strip()]
+    _check_ours(args, variants)
     with tempfile.TemporaryDirectory() as data_root:  # one CIFAR-10 folder for both loops and every variant
         write_synthetic_cifar(data_root, n_train=args.images, n_test=1000)
         public = [_public_loop(code, w, args.steps, args.warmup, Path(data_root), seed, args.child_timeout)
                   for w in workers for seed in seeds] if args.code else []
-        ours = [_ours(Path(data_root), args.ours_epochs, v.strip(), args.device, args.child_timeout, args.ours_set)
-                for v in args.ours_variants.split(";") if v.strip()]
+        ours = [_ours(Path(data_root), args.ours_epochs, v, args.device, args.child_timeout, args.ours_set)
+                for v in variants]
     result = {"benchmark": "official-loop", "recipe": " ".join(RECIPE), "public": public, "ours": ours,
               "data": f"write_synthetic_cifar: {args.images} training images, both loops",
               "cpu_count": os.cpu_count(),

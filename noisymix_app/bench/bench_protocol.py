@@ -21,7 +21,7 @@ from pathlib import Path
 
 from fullscale.training.config import TrainConfig
 from noisymix_infra.config import apply_overrides
-from noisymix_infra.io import read_json
+from noisymix_infra.io import read_json_object
 from noisymix_infra.stats import interval, mdd80, paired
 
 __all__ = ["add_arguments", "run"]
@@ -54,7 +54,8 @@ def _values(folder: Path, suite: str, key: str) -> dict[str, dict[int, float]]:
         method, seed = run.name.rsplit("-seed", 1)
         path = run / "eval" / f"{suite}.json"
         if path.is_file():
-            out.setdefault(method, {})[int(seed)] = 100 * read_json(path)["summary"][key]
+            record = read_json_object(path, "an evaluation of noisymix", {f"summary.{key}": "number"})
+            out.setdefault(method, {})[int(seed)] = 100 * record["summary"][key]
     return out
 
 
@@ -64,7 +65,7 @@ def _timings(folder: Path) -> dict[str, dict[str, list[float]]]:
     for state in sorted((folder / "sweep" / "state").glob("*-seed*.json")):
         method = state.stem.rsplit("-seed", 1)[0]
         entry = out.setdefault(method, {"train": [], "evaluate": []})
-        steps = read_json(state).get("timings") or []
+        steps = read_json_object(state, "a run's sweep state").get("timings") or []
         entry["train"].append(sum(s for step, s in steps if step == "train"))
         entry["evaluate"].append(sum(s for step, s in steps if step.startswith("evaluate")))
     return out

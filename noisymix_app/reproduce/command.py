@@ -40,7 +40,7 @@ from noisymix_app.reproduce.steps import (
     _corrupted,
     _drop_other_plans_runs,
     _output_of,
-    _perturbed,
+    _remade_suites,
     _runs,
     _steps,
 )
@@ -117,8 +117,7 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     for step in before:  # none of them reads another's output: only their own arguments count
         if _command_step(step, finished, [], command, log, log_path, started, fresh=fresh):
             rerun.append(_output_of(step))
-    corrupted_changed = _corrupted(plan, out) in rerun
-    perturbed_changed = _perturbed(plan, out) in rerun  # None (no -P suite) is never in it
+    remade = _remade_suites(plan, out, rerun)  # the suites of a -C or -P set just made anew
     for spec in runs.runs:
         run_dir = out / "runs" / spec.name
         if fresh and run_dir.exists():
@@ -129,10 +128,8 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
         except ValueError as error:
             _clear_run(out, spec.name, str(error))
             continue
-        if corrupted_changed:  # its -C evaluation read a set that was just made anew
-            (run_dir / "eval" / f"{plan.corrupted_suite}.json").unlink(missing_ok=True)
-        if perturbed_changed:  # the same for the -P set
-            (run_dir / "eval" / f"{plan.perturbed_suite}.json").unlink(missing_ok=True)
+        for suite in remade:  # its evaluation read a set that was just made anew
+            (run_dir / "eval" / f"{suite}.json").unlink(missing_ok=True)
     ran: list[str] = []
     pending = [spec.name for spec in runs.runs if run_state(out, spec) != "done"]
     workers = run_workers(plan, len(pending))

@@ -62,7 +62,10 @@ def _progress_line(out: Path, pending: list[str], started: float):
         scores, errors = [], []
         for suite_file in sorted((out / "runs" / name / "eval").glob("*.json")):
             with contextlib.suppress(ValueError, OSError):
-                summary = read_json(suite_file).get("summary") or {}
+                record = read_json(suite_file)
+                summary = (record.get("summary") if isinstance(record, dict) else None) or {}
+                if not isinstance(summary, dict):  # a file that is no evaluation: no score (issue 60)
+                    continue
                 # the calibration suite's figure is its error (its accuracy is the clean one again)
                 error = summary.get("rms_calibration_error")
                 value = summary.get("mean_accuracy", summary.get("accuracy"))

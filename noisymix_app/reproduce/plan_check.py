@@ -94,10 +94,29 @@ def check_plan(plan: ReproducePlan, data_root: str | None = None) -> None:
             raise ValueError(f"plan field {field} must be >= {least}"
                              + (" (0: every test image)" if field == "perturbed_limit" else "") + f", got {value}")
     _check_training(plan, data_root)
-    if plan.corruption_params == "digits-matched":  # the package's hand-editable strengths, checked whole (issue 54)
-        from fullscale.corruptions.matched import matched_fit
+    _check_matched_sets(plan)
 
-        matched_fit()
+
+def _check_matched_sets(plan: ReproducePlan) -> None:
+    """Each difficulty-matched set the plan makes, of any kind (``fullscale.corruptions.matched_sets``): its
+    package file checked whole, and every name the plan asks of it fitted (issue 60: a broken
+    ``digits_p_matched.json``, or ``perturbations=speckle_noise``, was refused after verify, toy and
+    corrupt had run; issue 54 had checked the -C file only)."""
+    from fullscale.corruptions.matched_sets import matched_set
+    from noisymix_app.reproduce.steps import _plan_sets
+
+    for made in _plan_sets(plan):
+        kind = matched_set(made.kind, made.params)
+        if kind is None:
+            continue
+        try:
+            kind.fit()  # the package file, checked whole: its error names it
+        except ValueError as error:
+            raise ValueError(f"plan field {made.params_field}={made.params}: {error}") from None
+        try:
+            kind.check_names(made.names)
+        except ValueError as error:
+            raise ValueError(f"plan field {made.field}: {error}") from None
 
 
 def _check_training(plan: ReproducePlan, data_root: str | None) -> None:

@@ -22,36 +22,70 @@ class _Step:
     # what else shapes the output and is not in argv: ``key=value`` items, recorded in the log with the
     # argv and compared as part of the step's identity (the matched set's strengths: issue 54)
     inputs: tuple[str, ...] = ()
+    # the kind of difficulty-matched set the step makes (``fullscale.corruptions.matched_sets``), whose
+    # strengths ``inputs`` names and whose manifest says what a set on disk was made with (issue 60)
+    matched: str | None = None
 
 
-def _matched_inputs() -> tuple[str, ...]:
-    """The identity of the package's difficulty-matched strengths (``digits_matched.json``) for the -C
-    step: its argv (``--params digits-matched``) names the table, not the strengths in it, so a refit or an
-    edit of the package file kept the old set "done (kept)" and the report paired the new fit's
-    residuals with drops measured on the old set (issue 54, root cause 1).  The file is checked whole here,
-    before any step runs."""
-    from fullscale.corruptions.matched import matched_fit, strengths_sha256
+@dataclass(frozen=True)
+class _SetOfPlan:
+    """A set the plan makes before its runs (issue 60: -C and -P through one description, not a copy each).
 
-    return (f"strengths_sha256={strengths_sha256(matched_fit()['strengths'])}",)
+    Attributes:
+        kind: ``noisymix corrupt --kind``.
+        dataset: the data set it is made of.
+        params: its parameter table (``digits-matched``: a difficulty-matched set).
+        names: what it holds (None: the default names).
+        suite: the suite that reads it (every run's ``eval/<suite>.json``).
+        field: the plan field of ``names``; ``params_field``: of ``params``.
+    """
+
+    kind: str
+    dataset: str
+    params: str
+    names: tuple[str, ...] | None
+    suite: str
+    field: str
+    params_field: str
+
+    def folder(self, out: Path) -> Path:
+        """``data/<dataset>-<kind>`` at the published table (``cifar``: the rows and sequences of CIFAR-10-C
+        and -P), ``data/<dataset>-<kind>-<params>`` at another (``data/digits-c-digits-matched``)."""
+        tail = "" if self.params == "cifar" else f"-{self.params}"
+        return out / "data" / f"{self.dataset}-{self.kind}{tail}"
 
 
-def _set_inputs(folder: Path) -> tuple[str, ...] | None:
-    """The ``inputs`` of a -C set already on disk, from its ``manifest.json`` (for a log written before
-    steps recorded their inputs); None where the folder does not say."""
-    from fullscale.corruptions.matched import strengths_sha256
-    from noisymix_infra.io import read_json
+def _plan_sets(plan: ReproducePlan) -> tuple[_SetOfPlan, ...]:
+    """The sets the plan makes: its -C set, and its -P set where it has a -P suite (the stability claims')."""
+    sets = [_SetOfPlan("c", plan.dataset, plan.corruption_params, plan.corruptions, plan.corrupted_suite,
+                       "corruptions", "corruption_params")]
+    if plan.perturbed_suite:
+        sets.append(_SetOfPlan("p", plan.dataset, plan.perturbation_params, plan.perturbations, plan.perturbed_suite,
+                               "perturbations", "perturbation_params"))
+    return tuple(sets)
 
-    try:
-        manifest = read_json(folder / "manifest.json")
-    except (OSError, ValueError):
-        return None
-    strengths = manifest.get("strengths") if isinstance(manifest, dict) else None
-    if not isinstance(strengths, dict):
-        return None
-    try:
-        return (f"strengths_sha256={strengths_sha256(strengths)}",)
-    except (TypeError, ValueError):
-        return None
+
+def _set_identity(kind: str, params: str) -> tuple[str | None, tuple[str, ...]]:
+    """(the matched kind, the identity of its package strengths) of the set ``--kind kind --params params``,
+    or (None, ()) for a published table: its argv names all it is made of."""
+    from fullscale.corruptions.matched_sets import matched_set
+
+    found = matched_set(kind, params)
+    return (None, ()) if found is None else (found.kind, found.identity())
+
+
+def _set_inputs(step: _Step) -> tuple[str, ...] | None:
+    """The ``inputs`` of the set already in the step's folder, from its ``manifest.json`` (what ``corrupt``
+    made it with); None where the step makes no matched set or the folder does not say."""
+    from fullscale.corruptions.matched_sets import MATCHED_SETS
+
+    return None if step.matched is None else MATCHED_SETS[step.matched].set_identity(_output_of(step))
+
+
+def _remade_suites(plan: ReproducePlan, out: Path, rerun: list[Path]) -> tuple[str, ...]:
+    """The suites whose set a step of this invocation made anew (``rerun``: the steps' output folders):
+    every run's evaluation on them read the old set and is done again, for -C and -P alike."""
+    return tuple(s.suite for s in _plan_sets(plan) if s.folder(out) in rerun)
 
 
 def _run_name(method: str, seed: int) -> str:
@@ -59,19 +93,14 @@ def _run_name(method: str, seed: int) -> str:
 
 
 def _corrupted(plan: ReproducePlan, out: Path) -> Path:
-    """The plan's -C set: ``data/<dataset>-c`` at the published rows, ``data/<dataset>-c-<params>`` at
-    another table (the difficulty-matched Digits-C: ``data/digits-c-digits-matched``)."""
-    tail = "" if plan.corruption_params == "cifar" else f"-{plan.corruption_params}"
-    return out / "data" / f"{plan.dataset}-c{tail}"
+    """The plan's -C set (``_SetOfPlan.folder``)."""
+    return _plan_sets(plan)[0].folder(out)
 
 
 def _perturbed(plan: ReproducePlan, out: Path) -> Path | None:
-    """The plan's -P set: ``data/<dataset>-p`` at the published sequences, ``data/<dataset>-p-<params>``
-    at another table (the difficulty-matched Digits-P: ``data/digits-p-digits-matched``)."""
-    if not plan.perturbed_suite:
-        return None
-    tail = "" if plan.perturbation_params == "cifar" else f"-{plan.perturbation_params}"
-    return out / "data" / f"{plan.dataset}-p{tail}"
+    """The plan's -P set (``_SetOfPlan.folder``), None without a -P suite."""
+    sets = _plan_sets(plan)
+    return sets[1].folder(out) if len(sets) > 1 else None
 
 
 def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> tuple[list[_Step], _Step]:
@@ -89,20 +118,21 @@ def _steps(plan: ReproducePlan, out: Path, data_root: str | None) -> tuple[list[
     corrupted = _corrupted(plan, out)
     root = () if data_root is None else ("--data-root", data_root)
     corruptions = () if plan.corruptions is None else ("--corruptions", ",".join(plan.corruptions))
+    matched, inputs = _set_identity("c", plan.corruption_params)
     steps.append(_Step("corrupt", ("corrupt", "--dataset", plan.dataset, "--kind", "c",
                                    "--out", str(corrupted), *root, *corruptions, "--seed", "0",
                                    "--params", plan.corruption_params),
-                       corrupted / "labels.npy",
-                       _matched_inputs() if plan.corruption_params == "digits-matched" else ()))
+                       corrupted / "labels.npy", inputs, matched))
     perturbed = _perturbed(plan, out)
     if perturbed is not None:  # the stability claims' -P set: the plan's perturbations of its first images
         names = () if plan.perturbations is None else ("--corruptions", ",".join(plan.perturbations))
         limit = ("--limit", str(plan.perturbed_limit)) if plan.perturbed_limit else ()
+        matched, inputs = _set_identity("p", plan.perturbation_params)
         steps.append(_Step("corrupt-p", ("corrupt", "--dataset", plan.dataset, "--kind", "p", "--out", str(perturbed),
                                          *root, *names, *limit, "--seed", "0",
                                          *(() if plan.perturbation_params == "cifar"
                                            else ("--params", plan.perturbation_params))),
-                           perturbed / "labels.npy"))
+                           perturbed / "labels.npy", inputs, matched))
     # the paper-only replots stay with `noisymix figures`: the report shows what the job ran (issue 52)
     figures = _Step("figures", ("figures", "--results", str(out), "--out", str(out / "figures"), "--no-paper-only"),
                     out / "figures" / "REPORT.md")
@@ -162,15 +192,18 @@ def _clear_run(out: Path, name: str, why: str) -> None:
 
 
 def _same_step(step: _Step, finished: dict) -> bool:
-    """``step`` ran to the end before with the same identity: the same argv and the same ``inputs``
-    (a log entry older than ``inputs``: those its output's manifest records, ``_set_inputs``)."""
+    """``step`` ran to the end before with the same identity: the same argv and the same ``inputs``.
+
+    A matched set's own manifest says what it was made with (``_set_inputs``), and it decides: a log entry
+    older than ``inputs`` (None), or older than the -P step's (``[]``, before issue 60), is judged by it
+    alone, so a set of today's strengths is kept and one of others is made anew."""
     key = (step.name, step.argv)
     if not step.done.exists() or key not in finished:
         return False
-    logged = finished[key]
-    if logged is None and step.inputs:
-        logged = _set_inputs(_output_of(step))
-    return tuple(logged or ()) == step.inputs
+    logged = tuple(finished[key] or ())
+    if step.matched is not None:
+        return _set_inputs(step) == step.inputs and logged in ((), step.inputs)
+    return logged == step.inputs
 
 
 def _command_step(step: _Step, finished: dict, rerun: list[Path], command: Callable[[list[str]], int],
@@ -185,8 +218,9 @@ def _command_step(step: _Step, finished: dict, rerun: list[Path], command: Calla
     if _same_step(step, finished) and not rerun:
         print(f"reproduce: {step.name}: done (kept)", flush=True)
         return False
-    # a set half made (killed) with other strengths than today's: resuming it would be refused by `corrupt`
-    stale_inputs = bool(step.inputs) and _set_inputs(_output_of(step)) not in (None, step.inputs)
+    # a set half made (killed) with other strengths than today's, of any matched kind: resuming it would be
+    # refused by `corrupt` (issue 60: a -P set so left blocked every rerun)
+    stale_inputs = _set_inputs(step) not in (None, step.inputs)
     if (fresh or stale_inputs or (step.done.exists() and step.name in {name for name, _ in finished})) \
             and "--out" in step.argv and step.name != "figures":
         _clear_for_rerun(step)  # same step, other arguments or inputs: its old results must not be resumed from

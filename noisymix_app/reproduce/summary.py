@@ -47,7 +47,7 @@ from noisymix_app.reproduce.report_calibration import calibration_shift_lines, c
 from noisymix_app.reproduce.report_published import published_lines, read_published
 from noisymix_app.reproduce.words import MARKS, interval_text, label
 from noisymix_figures.results import stale_evaluation
-from noisymix_infra.io import read_json, write_files
+from noisymix_infra.io import read_json, read_json_object, write_files
 from noisymix_infra.provenance import git_state, machine
 from noisymix_infra.stats import Seeds, interval
 from theory.results import checks_of, tally, tally_sentence
@@ -458,11 +458,10 @@ def rerender(path: str, root: Path = ROOT, kept: str = "reproduce") -> dict:
 
 def _summary_at(where: str) -> dict:
     """A summary.json file, or ``COMMIT:PATH`` of one committed in this repository (``git show``); a missing,
-    unreadable or malformed one is one line naming it."""
-    from noisymix_infra.io import read_json_object
-
+    unreadable or malformed one is one line naming it (issue 60)."""
     if Path(where).is_file() or ":" not in where:
-        return read_json_object(Path(where), "a summary.json", ("plan", "table"))
+        return read_json_object(Path(where), "a summary.json of noisymix reproduce", {"plan": "object",
+                                                                                     "table": "object"})
     import subprocess
 
     shown = subprocess.run(["git", "show", where], cwd=ROOT, capture_output=True, text=True)
@@ -496,29 +495,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--update-readme", action="store_true",
                         help="copy the summary to docs/reproduce-summary.* and into README.md (the main job's only)")
     args = parser.parse_args(argv)
-    try:
-        if args.margins:
-            measured = cross_machine_margins([rederive(_summary_at(p), margins={}) for p in args.margins])
-            measured["how"] = "python -m noisymix_app.reproduce.summary --margins " + " ".join(args.margins)
-            write_files({MARGINS: merge_margins(measured)})
-            print(json.dumps(measured))
-            if not args.out and not args.rerender:
-                return 0
-        if args.rerender:
-            rerender(args.rerender, kept=args.kept)
-            print(json.dumps({"rerendered": args.rerender}))
+    if args.margins:
+        measured = cross_machine_margins([rederive(_summary_at(p), margins={}) for p in args.margins])
+        measured["how"] = "python -m noisymix_app.reproduce.summary --margins " + " ".join(args.margins)
+        write_files({MARGINS: merge_margins(measured)})
+        print(json.dumps(measured))
+        if not args.out and not args.rerender:
             return 0
-        if not args.out:
-            parser.error("--out is required (or --margins alone)")
-        write_summary(args.out)
-        if args.update_readme:
-            update_readme(args.out)
-    except ValueError as error:  # one line, as the noisymix commands say it (issue 60, cause 5)
-        print(f"{parser.prog}: {error}", file=__import__("sys").stderr)
-        return 2
+    if args.rerender:
+        rerender(args.rerender, kept=args.kept)
+        print(json.dumps({"rerendered": args.rerender}))
+        return 0
+    if not args.out:
+        parser.error("--out is required (or --margins alone)")
+    write_summary(args.out)
+    if args.update_readme:
+        update_readme(args.out)
     print(json.dumps({"summary": str(Path(args.out) / "SUMMARY.md"), "readme_updated": args.update_readme}))
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from noisymix_app.cli import main_in_one_line
+
+    raise SystemExit(main_in_one_line("python -m noisymix_app.reproduce.summary", main))

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from noisymix_app.sweep.plan import RunSpec, config_identity
-from noisymix_infra.io import directory_lock, read_json, write_json
+from noisymix_infra.io import directory_lock, read_json, read_json_object, write_json
 
 __all__ = ["check_config", "eval_done", "read_state", "run_record", "run_state", "stale_reason", "stored_config",
            "sweep_dir", "write_state"]
@@ -38,8 +38,8 @@ def _state_path(out: Path, name: str) -> Path:
 
 def read_state(out: Path, name: str) -> dict:
     path = _state_path(out, name)
-    try:
-        return read_json(path) if path.is_file() else {}
+    try:  # a file that is no object (``[1]``) is as none, as a truncated one (issue 60: a traceback)
+        return read_json_object(path, "a run's sweep state") if path.is_file() else {}
     except ValueError:
         return {}
 
@@ -99,20 +99,21 @@ def eval_done(run_dir: Path, ev) -> bool:
     path = run_dir / "eval" / f"{ev.suite}.json"
     if not path.is_file() or not (run_dir / "final.pt").is_file():
         return False
-    try:
-        record = read_json(path)
+    try:  # issue 60: ``[1]`` or ``"checkpoint": null`` was a traceback; what cannot be read is not done
+        record = read_json_object(path, "an evaluation of noisymix", {"checkpoint.sha256": "string"})
     except ValueError:
         return False
     if ev.data_root is not None:
-        used = record.get("data_root") or (record.get("data") or {}).get("root")
-        if used is None or Path(used).resolve() != Path(ev.data_root).resolve():
+        data = record.get("data")
+        used = record.get("data_root") or (data.get("root") if isinstance(data, dict) else None)
+        if not isinstance(used, str) or Path(used).resolve() != Path(ev.data_root).resolve():
             return False
         if not Path(ev.data_root).is_dir() or record.get("data_fingerprint") != data_fingerprint(ev.data_root):
             return False
-    if ev.suite == "calibration" and "temperature_scaled" not in (record.get("summary") or {}):
+    summary = record.get("summary")
+    if ev.suite == "calibration" and not (isinstance(summary, dict) and "temperature_scaled" in summary):
         return False  # written before temperature scaling was recorded (issue 40): evaluated again
-    return bool(record.get("complete")) and record.get("checkpoint", {}).get("sha256") == sha256_file(
-        run_dir / "final.pt")
+    return record.get("complete") is True and record["checkpoint"]["sha256"] == sha256_file(run_dir / "final.pt")
 
 
 

@@ -73,6 +73,55 @@ def test_the_script_names_no_fixed_path_and_installs_only_when_asked():
     assert len(installs) == 1 and code[installs[0] - 1].strip() == 'if [ "$install" = 1 ]; then'
 
 
+def test_the_gpu_mode_without_cuda_is_refused_in_one_line_and_writes_nothing(tmp_path):
+    """Issue 60: the GPU mode on a machine where torch sees no CUDA exited 0, its CUDA tests all skipped and
+    recorded as passed.  It is refused before OUT is made (CUDA hidden here, so a CUDA machine tests it too)."""
+    done = _run([str(tmp_path / "out")], tmp_path, CUDA_VISIBLE_DEVICES="", TOTAL_SECONDS="1")  # a regression ends soon
+    err = done.stderr.strip()
+    assert done.returncode == 2 and err.startswith("gpu-check: ") and "\n" not in err and done.stdout == "", done
+    assert "CUDA" in err and "--smoke" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+RECORD = SCRIPT.with_name("junit-record")
+
+
+def _junit(tmp_path, outcomes: list[str]) -> Path:
+    cases = "".join(f'<testcase classname="tests.gpu.t" name="test_{i}" time="0.1">'
+                    + ("" if outcome == "passed" else f'<{outcome} message="m">m</{outcome}>') + "</testcase>"
+                    for i, outcome in enumerate(outcomes))
+    path = tmp_path / "tests.xml"
+    path.write_text(f'<?xml version="1.0"?><testsuites><testsuite name="pytest">{cases}</testsuite></testsuites>')
+    return path
+
+
+@pytest.mark.parametrize("outcomes, mode, verdict, status", [
+    (["passed", "passed"], "--gpu", "passed", 0),
+    (["skipped", "skipped"], "--gpu", "failed", 1),  # all skipped: never passed
+    (["passed", "skipped"], "--gpu", "failed", 1),
+    (["passed", "failure"], "--gpu", "failed", 1),
+    (["passed", "skipped"], "--smoke", "passed with skips", 0),  # a CPU skips the CUDA tests: said so
+    (["skipped"], "--smoke", "nothing ran", 0),
+    ([], "--gpu", "failed", 1),
+])
+def test_the_tests_record_never_counts_a_skipped_test_as_passed(tmp_path, outcomes, mode, verdict, status):
+    target = tmp_path / "tests.json"
+    done = subprocess.run(["python3", str(RECORD), mode, str(_junit(tmp_path, outcomes)), str(target), "0", "3"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == status, done
+    record = json.loads(target.read_text())
+    assert record["verdict"].startswith(verdict), record
+    assert record["counts"]["passed"] == outcomes.count("passed")
+    assert record["counts"]["skipped"] == outcomes.count("skipped")
+
+
+def test_a_missing_junit_report_is_recorded_as_an_error(tmp_path):
+    target = tmp_path / "tests.json"
+    done = subprocess.run(["python3", str(RECORD), "--gpu", str(tmp_path / "none.xml"), str(target), "0", "3"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and json.loads(target.read_text())["verdict"].startswith("failed")
+
+
 @pytest.mark.slow
 def test_the_cpu_smoke_run_writes_under_out_alone_and_stamps_every_json(tmp_path):
     """The whole smoke run (a few minutes on two loaded cores): every part runs, each JSON of the
