@@ -20,7 +20,8 @@ Everything else is the process-per-run launcher's: each run's output goes to ``s
 a worker that dies during a run (killed, ``os._exit``, a segfault) fails that run, which is retried
 in a new worker; workers end with the parent (``noisymix_infra.workers``), and an interruption of the
 parent (Ctrl-C, an exception) stops them, each keeping its last checkpoint.  A worker whose run failed
-is retired: the next run starts in a fresh process.
+in a way a retry may mend is retired: the next run starts in a fresh process (one that failed
+deterministically, a non-finite loss or a config error, leaves its process as it was).
 """
 
 from __future__ import annotations
@@ -250,7 +251,8 @@ def run_pool(out: Path, pending: list[RunSpec], *, workers: int, retries: int, t
                            time.monotonic() - worker.started)
             finished(spec, "done")
             return
-        retire(worker)  # the next run starts in a fresh process
+        if code != 3:  # a failure a retry may mend may have left the process unwell: the next run gets a fresh one
+            retire(worker)
         if read_state(out, spec.name).get("state") == "running":  # killed: it wrote no state
             write_state(out, spec.name, state="failed", error=why)
         if code != 3 and worker.attempt < retries:  # 3: a deterministic failure
