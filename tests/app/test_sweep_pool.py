@@ -293,3 +293,62 @@ def test_process_cpu_ticks_reads_a_name_with_spaces_and_parentheses():
         child.kill()
         child.wait()
     assert threads_module.process_cpu_ticks(child.pid) is None  # gone
+
+
+# ---------------------------------------------------------------------------------------------- reproduce
+
+
+class _Meter:
+    """A reading of the load that says ``free`` cores are free, whatever the machine does."""
+
+    min_seconds = 0.0
+
+    def __init__(self, free):
+        self._free = free
+
+    def watch(self, own):
+        pass
+
+    def free(self, own=()):
+        return float(self._free)
+
+
+def test_reproduce_trains_while_it_makes_the_sets_and_records_the_workers_over_time(tmp_path, monkeypatch):
+    """With two cores free the quick plan's runs train while verify, toy and the -C/-P sets are made (the
+    toy step here ends only once a run has trained), evaluate only after the sets are made, and the log
+    records how many ran side by side over time (``workers_timeline``) and the most (``workers``)."""
+    from noisymix_app.cli import main
+    from noisymix_app.reproduce.command import reproduce
+
+    monkeypatch.setattr(threads_module, "usable_cores", lambda: 2)
+    monkeypatch.setattr(threads_module, "CoreMeter", lambda: _Meter(2))
+    out = tmp_path / "out"
+    seen = {}
+
+    def command(argv):
+        if argv[0] == "toy":
+            deadline = time.monotonic() + 120
+            while not list(out.glob("runs/*/final.pt")) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            seen["trained_before_toy_ended"] = bool(list(out.glob("runs/*/final.pt")))
+        if argv[0] == "figures":  # not what is tested here
+            (out / "figures").mkdir(parents=True, exist_ok=True)
+            (out / "figures" / "REPORT.md").write_text("")
+            return 0
+        return main([*argv, "--only", "lemma1"] if argv[0] == "verify" else argv)  # one check: seconds
+
+    log = reproduce(dataclasses.replace(PLANS["quick"], workers=0), out, command=command)
+    assert seen == {"trained_before_toy_ended": True}
+    names = [entry["name"] for entry in log["steps"]]
+    assert names[:4] == ["verify", "toy", "corrupt", "corrupt-p"] and names[-1] == "figures"
+    assert {n for n in names if n.startswith(("train", "evaluate"))} == {
+        f"{kind} {m}-seed0{suite}" for m in ("baseline", "noisymix")
+        for kind, suite in (("train", ""), ("evaluate", " clean"), ("evaluate", " digits16-c"),
+                            ("evaluate", " digits16-p"))}
+    sets_made = max((out / "data" / d / "labels.npy").stat().st_mtime for d in ("digits16-c", "digits16-p"))
+    assert min(p.stat().st_mtime for p in out.glob("runs/*/eval/*.json")) >= sets_made
+    timeline = log["workers_timeline"]
+    assert log["workers"] == 2 == max(n for _, n in timeline)
+    assert all(t >= 0 for t, _ in timeline) and [t for t, _ in timeline] == sorted(t for t, _ in timeline)
+    assert timeline[-1][1] == 0  # none left running at the end
+    assert json.loads((out / "reproduce.json").read_text())["workers_timeline"] == timeline
