@@ -195,7 +195,7 @@ def run_pool(out: Path, pending: list[RunSpec], *, workers: int, retries: int, t
 
     def sample(force: bool) -> None:
         now = time.monotonic()
-        if not follow_load or (not force and now - state["sampled"] < sample_every):
+        if not follow_load or (not force and now - state["sampled"] < 0.9 * sample_every):
             return
         free = free_cores([w.process.pid for w in pool if w.process.pid is not None])
         state["target"] = workers if free is None else max(1, min(workers, int(free + 0.5)))
@@ -303,26 +303,23 @@ def run_pool(out: Path, pending: list[RunSpec], *, workers: int, retries: int, t
                     if worker.spec is None:
                         retire(worker)
             report()
-            timeout = None
-            if follow_load and queue and len(busy()) < workers:
-                timeout = sample_every
+            # readings every few seconds while runs wait, even with every worker busy: the reading when a
+            # run ends then covers the last few seconds, not the whole run
+            timeout = sample_every if follow_load and queue else None
             if gate is not None and not gate.opened.is_set():
                 timeout = _GATE_POLL if timeout is None else min(timeout, _GATE_POLL)
             ready = wait([w.conn for w in busy()] + [w.process.sentinel for w in pool], timeout)
             ended = False
             for worker in list(pool):
-                if worker.conn in ready and worker in pool:
+                had = worker.spec
+                if worker.conn in ready:
                     try:
-                        text = worker.conn.recv()
-                    except (EOFError, OSError):
-                        continue  # it died: its sentinel says so
-                    had = worker.spec
-                    message(worker, text)
-                    ended = ended or (had is not None and worker.spec is None)
-            for worker in list(pool):
-                if worker.process.sentinel in ready:
-                    ended = ended or worker.spec is not None
+                        message(worker, worker.conn.recv())
+                    except (EOFError, OSError):  # its end of the pipe closed: it is ending
+                        died(worker)
+                elif worker.process.sentinel in ready:
                     died(worker)
+                ended = ended or (had is not None and worker.spec is None)
             sample(force=ended)
         report()
     except BaseException:
