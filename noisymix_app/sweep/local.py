@@ -166,6 +166,8 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
             if on_workers is not None and pending:
                 on_workers(1)
             _serial(plan, out, pending, retries, counts, finished, show, members, threads)
+            if on_workers is not None and pending:
+                on_workers(0)
         elif _pooled(plan, workers, runs_per_gpu):
             run_pool(out, pending, workers=workers, retries=retries, finished=finished, counts=counts, show=show,
                      threads=threads or (1 if follow_load else max(1, (os.cpu_count() or 1) // workers)),
@@ -337,6 +339,8 @@ def _parallel(out: Path, pending: list[RunSpec], slots: list[int | None], retrie
                 if schedule is not None and not any(group["codes"]) and isinstance(seconds, (int, float)):
                     schedule.ended(group["spec"], float(seconds))
                 _group_ended(out, group, retries, queue, finished)
+        if on_workers is not None and shown > 0:
+            on_workers(0)
     except BaseException:
         for _key, process in owner.values():  # SIGTERM: each keeps its last checkpoint
             process.terminate()
