@@ -27,7 +27,7 @@ from noisymix_app.sweep.execute import RunFailed, execute_run
 from noisymix_app.sweep.plan import Plan, RunSpec
 from noisymix_app.sweep.plan_files import write_plan
 from noisymix_app.sweep.pool import Gate, run_pool
-from noisymix_app.sweep.schedule import Schedule
+from noisymix_app.sweep.schedule import ORDERS, Schedule
 from noisymix_app.sweep.state import read_state, run_state, stale_reason, sweep_dir, write_state
 from noisymix_app.sweep.table import refresh_table
 from noisymix_infra.progress import progress
@@ -118,6 +118,8 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
     The caller claims ``out`` for its kind (a sweep, a reproduce report), not this function.
     KeyboardInterrupt stops the workers (each keeps its last checkpoint) and propagates."""
     out = Path(out)
+    if order not in ORDERS:  # before anything is written
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     wide = [spec.name for spec in plan.runs if spec.gpus > 1]
     if wide and workers == 0:
         raise ValueError(f"runs {', '.join(wide[:3])} need several processes each (one per GPU): "
@@ -158,7 +160,6 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
             after_run(spec.name, state)
 
     show()
-    schedule = Schedule(list(plan.runs), order, out)
     try:
         if workers == 0:
             if gate is not None:
@@ -171,13 +172,13 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
         elif _pooled(plan, workers, runs_per_gpu):
             run_pool(out, pending, workers=workers, retries=retries, finished=finished, counts=counts, show=show,
                      threads=threads or (1 if follow_load else max(1, (os.cpu_count() or 1) // workers)),
-                     schedule=schedule, follow_load=follow_load, gate=gate, on_workers=on_workers,
-                     free_cores=free_cores, job=execute_run)
+                     schedule=Schedule(list(plan.runs), order, out), follow_load=follow_load, gate=gate,
+                     on_workers=on_workers, free_cores=free_cores, job=execute_run)
         else:
             if gate is not None:
                 gate.wait()
             _parallel(out, pending, _slots(workers, runs_per_gpu), retries, threads, counts, finished, show,
-                      schedule, on_workers)
+                      Schedule(list(plan.runs), order, out), on_workers)
     finally:
         bar.close()
     if tabulate:
