@@ -117,10 +117,8 @@ def _serve(conn, parent_pid: int, threads: int, own_log: str) -> None:
             message = conn.recv()
         except (EOFError, OSError):
             message = None
-        if message is None:  # nothing of ours is left open (every run's files are written atomically): end
-            sys.stdout.flush()  # now, not after the interpreter's teardown (~2 s under load, measured)
-            sys.stderr.flush()
-            os._exit(0)
+        if message is None:  # a normal exit: multiprocessing's finalizers release what the imports made
+            return
         _, job, spec, out, log, gated = message
         handle = _redirect(Path(log), handle)
         torch.set_num_threads(threads)  # each run's, whatever a run before it left
@@ -330,11 +328,8 @@ def run_pool(out: Path, pending: list[RunSpec], *, workers: int, retries: int, t
             worker.process.join(30)
         raise
     finally:
+        # told to end, the workers end on their own: an interpreter with torch loaded takes ~2 s to tear down
+        # under load (measured), which the job need not wait for (multiprocessing reaps them later)
         for worker in pool:
             retire(worker)
-        for worker in pool:
-            worker.process.join(10)
-            if worker.process.is_alive():
-                worker.process.terminate()
-                worker.process.join(10)
             worker.conn.close()
