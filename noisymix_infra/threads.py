@@ -15,7 +15,10 @@ them.  Chosen from ``noisymix bench threads`` (benchmarks/RESULTS.md, "Threads o
 against one thread always (robust, but slower on an idle machine) and OpenMP's passive wait
 (``OMP_WAIT_POLICY=PASSIVE``: no faster beside a busy core than one thread, and much slower idle, as
 every parallel region then wakes a sleeping thread).  Long jobs decide again per run
-(``noisymix reproduce`` and local sweeps), so load that comes or goes is followed between runs.
+(``noisymix reproduce`` and local sweeps), so load that comes or goes is followed between runs:
+the serial runner sets each run's threads as it starts, and the local launcher's pool of one-thread
+workers (``noisymix_app.sweep.pool``) starts another worker when a core frees up, reading the load
+with a ``CoreMeter``, which counts the pool's own workers as theirs, not as load.
 
 The previous count is restored afterwards.  More threads than ``MAX_PER_CORE`` per core are refused in
 one line (torch crashed with a segmentation fault at ``--threads 99999``).
@@ -29,8 +32,8 @@ import os
 import time
 from collections.abc import Iterator
 
-__all__ = ["ENV", "MAX_PER_CORE", "add_threads_argument", "auto_threads", "free_cores",
-           "resolve_threads", "torch_threads", "usable_cores"]
+__all__ = ["ENV", "MAX_PER_CORE", "CoreMeter", "add_threads_argument", "auto_threads", "free_cores",
+           "process_cpu_ticks", "resolve_threads", "torch_threads", "usable_cores"]
 
 ENV = "NOISYMIX_THREADS"
 
@@ -72,20 +75,23 @@ def _cpu_times(cpus: set[int] | None) -> dict[int, tuple[int, int]] | None:
     return times or None
 
 
-def free_cores(sample_seconds: float = 0.25) -> float | None:
-    """How many of the usable cores were idle over ``sample_seconds`` (a fraction counts: 1.5 means
-    three half-idle cores or one idle and one half-busy); ``None`` where ``/proc/stat`` is missing."""
+def process_cpu_ticks(pid: int) -> int | None:
+    """The CPU time process ``pid`` has used so far (all its threads, user + system), in the clock ticks
+    ``/proc/stat`` counts in; ``None`` where ``/proc/PID/stat`` cannot be read (gone, not Linux)."""
     try:
-        cpus = set(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = None
-    before = _cpu_times(cpus)
-    if before is None:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
         return None
-    time.sleep(sample_seconds)
-    after = _cpu_times(cpus)
-    if after is None:
+    # the command name (field 2) is in parentheses and may hold spaces: the fields follow the last ")"
+    fields = text[text.rfind(")") + 2:].split()
+    try:
+        return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+    except (IndexError, ValueError):
         return None
+
+
+def _idle_cores(before: dict, after: dict) -> float:
     free = 0.0
     for cpu, (idle, total) in after.items():
         if cpu not in before:
@@ -94,6 +100,75 @@ def free_cores(sample_seconds: float = 0.25) -> float | None:
         if d_total > 0:
             free += min(1.0, max(0.0, (idle - before[cpu][0]) / d_total))
     return free
+
+
+def _ticks_per_core(before: dict, after: dict) -> float:
+    """The ticks one core counted between two readings (the mean over the cores read)."""
+    spans = [after[c][1] - before[c][1] for c in after if c in before]
+    return sum(spans) / len(spans) if spans else 0.0
+
+
+class CoreMeter:
+    """The cores free for a pool of worker processes, read without waiting: each ``free(own)`` looks at
+    the time since the previous reading, so a launcher that reads it on every event (a run ended, a
+    few seconds passed) learns the load of the last few seconds and never sleeps to sample it.
+
+    "Free for the pool" is the cores that were idle plus the cores the processes ``own`` (the pool's
+    workers) kept busy: their work is not load, and counting it as load would stop the pool from
+    keeping the cores it already uses.  A reading closer than ``min_seconds`` to the previous one is
+    too short to measure (the kernel counts in ticks of 10 ms) and returns the previous figure."""
+
+    def __init__(self, min_seconds: float = 0.25):
+        try:
+            self._cpus: set[int] | None = set(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            self._cpus = None
+        self.min_seconds = min_seconds
+        self._at = time.monotonic()
+        self._times = _cpu_times(self._cpus)
+        self._own: dict[int, int] = {}
+        self._last: float | None = None
+
+    def _own_ticks(self, own) -> dict[int, int]:
+        ticks = {}
+        for pid in own:
+            value = process_cpu_ticks(pid)
+            if value is not None:
+                ticks[pid] = value
+        return ticks
+
+    def watch(self, own) -> None:
+        """Start counting the CPU time of ``own`` from now (call it when a worker starts)."""
+        self._own.update({p: t for p, t in self._own_ticks(own).items() if p not in self._own})
+
+    def free(self, own=()) -> float | None:
+        """The cores free for the pool since the previous reading: idle cores plus those ``own`` used,
+        at most the usable cores; ``None`` where ``/proc/stat`` cannot be read."""
+        now = time.monotonic()
+        if self._times is None:
+            return None
+        if now - self._at < self.min_seconds and self._last is not None:
+            return self._last
+        times = _cpu_times(self._cpus)
+        if times is None:
+            return None
+        ticks = self._own_ticks(own)
+        per_core = _ticks_per_core(self._times, times)
+        used = sum(t - self._own[p] for p, t in ticks.items() if p in self._own)
+        free = _idle_cores(self._times, times) + (used / per_core if per_core > 0 else 0.0)
+        self._at, self._times, self._own = now, times, ticks
+        self._last = min(float(len(times)), max(0.0, free))
+        return self._last
+
+
+def free_cores(sample_seconds: float = 0.25, own=()) -> float | None:
+    """How many of the usable cores were idle over ``sample_seconds`` (a fraction counts: 1.5 means
+    three half-idle cores or one idle and one half-busy), plus those the processes ``own`` kept busy
+    (``CoreMeter``); ``None`` where ``/proc/stat`` is missing."""
+    meter = CoreMeter(min_seconds=0.0)
+    meter.watch(own)
+    time.sleep(sample_seconds)
+    return meter.free(own)
 
 
 def auto_threads(sample_seconds: float = 0.25) -> int:

@@ -35,6 +35,7 @@ BENCHMARKS: dict[str, str] = {
     "official-loop": "noisymix_app.bench.bench_official_loop",
     "protocol": "noisymix_app.bench.bench_protocol",
     "puzzlemix": "noisymix_app.bench.bench_puzzlemix",
+    "schedule": "noisymix_app.bench.bench_schedule",
     "step-ops": "noisymix_app.bench.bench_step_ops",
     "toy": "noisymix_app.bench.bench_toy",
     "train-step": "noisymix_app.bench.bench_train_step",

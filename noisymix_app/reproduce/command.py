@@ -26,6 +26,7 @@ import dataclasses
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -42,6 +43,7 @@ from noisymix_app.reproduce.steps import (
     _output_of,
     _remade_suites,
     _runs,
+    _same_step,
     _steps,
 )
 from noisymix_infra.config import add_set_argument, apply_overrides
@@ -114,10 +116,11 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
         if (out / "figures").is_dir():
             shutil.rmtree(out / "figures")
     rerun: list[Path] = []  # output folders of command steps run in this invocation
-    for step in before:  # none of them reads another's output: only their own arguments count
-        if _command_step(step, finished, [], command, log, log_path, started, fresh=fresh):
-            rerun.append(_output_of(step))
-    remade = _remade_suites(plan, out, rerun)  # the suites of a -C or -P set just made anew
+    # the command steps that will run (``_command_step``'s own rule: a step runs unless done with the same
+    # identity), known before any runs: a run's evaluation of a set about to be made anew is cleared first, for
+    # -C and -P alike (``_remade_suites``), and the runs may train while the sets are made (``_StepsBeside``)
+    making = {_output_of(step) for step in before if not _same_step(step, finished)}
+    remade = _remade_suites(plan, out, list(making))
     for spec in runs.runs:
         run_dir = out / "runs" / spec.name
         if fresh and run_dir.exists():
@@ -128,31 +131,63 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
         except ValueError as error:
             _clear_run(out, spec.name, str(error))
             continue
-        for suite in remade:  # its evaluation read a set that was just made anew
+        for suite in remade:  # its evaluation read a set that is made anew
             (run_dir / "eval" / f"{suite}.json").unlink(missing_ok=True)
     ran: list[str] = []
     pending = [spec.name for spec in runs.runs if run_state(out, spec) != "done"]
     workers = run_workers(plan, len(pending))
-    if pending:  # the count the runs that made the numbers ran beside each other (a resume keeps it)
-        log["workers"] = workers
+    follow = plan.workers == 0 and workers > 1  # worker processes, as many as the cores free
+    beside = None
+    if follow and pending and making:  # the steps beside the runs' training; their evaluations wait
+        beside = _StepsBeside(before, finished, command, log, log_path, started, fresh)
+    else:
+        for step in before:  # none of them reads another's output: only their own arguments count
+            if _command_step(step, finished, [], command, log, log_path, started, fresh=fresh):
+                rerun.append(_output_of(step))
+    how = (f"as many at a time as cores are free (at most {workers})" if follow else f"{workers} at a time")
     print(f"reproduce: {len(runs.runs) - len(pending)} of {len(runs.runs)} runs already done; training and "
-          f"evaluating {len(pending)}, {workers} at a time, one torch thread each", flush=True)
+          f"evaluating {len(pending)}, {how}, one torch thread each"
+          + (f", training while {', '.join(s.name for s in before)} run" if beside else ""), flush=True)
     line = _progress_line(out, pending, time.perf_counter())
+    timeline: list[list[float]] = []  # [seconds since the invocation started, runs side by side]
+
+    def on_workers(count: int) -> None:
+        timeline.append([round(time.perf_counter() - started, 1), count])
 
     def after_run(name: str, state: str) -> None:
         ran.append(name)
-        print(line(name, state, len(ran)), flush=True)
+        now = timeline[-1][1] if timeline else 1
+        print(f"{line(name, state, len(ran))}, {now} running side by side", flush=True)
 
+    from noisymix_app.sweep.pool import GateFailed
+
+    if beside is not None:
+        beside.start()
     try:
-        # one run at a time: in this process; more: a process each.  Either way one thread per run
+        # one run at a time: in this process; more: worker processes.  Either way one thread per run
         # (``threads`` when the caller fixes another count): the numbers do not depend on the load
-        states = run_local(runs, out, workers=0 if workers == 1 else workers, retries=0, tabulate=False,
+        states = run_local(runs, out, workers=workers if workers > 1 else 0, retries=0, tabulate=False,
                            retry_failed=True, threads=threads or 1, after_run=after_run,
-                           members=plan.members if workers == 1 else 1)
+                           members=plan.members if workers == 1 else 1, follow_load=follow,
+                           on_workers=on_workers, gate=beside.gate if beside is not None else None)
+    except GateFailed:  # a step beside the runs failed: its own error names it
+        beside.join()
+        raise beside.error from None
     finally:
+        if beside is not None and beside.is_alive():  # its record is written when its step ends
+            print(f"reproduce: waiting for the step under way ({beside.current}) to end, so its record is "
+                  "kept", file=sys.stderr, flush=True)
+            beside.join()
+        if timeline:  # how many ran side by side, over time, and the most (a resume that ran none keeps them)
+            log["workers"] = max(count for _, count in timeline)
+            log["workers_timeline"] = timeline
         for spec in runs.runs:
             if spec.name in ran or run_record(out, spec.name).get("state") in ("failed", "interrupted"):
                 _log_run(log, log_path, out, spec, started)
+    if beside is not None:
+        if beside.error is not None:
+            raise beside.error
+        rerun.extend(beside.rerun)
     for spec in runs.runs:
         if states[spec.name] != "done":
             record = run_record(out, spec.name)
@@ -184,15 +219,51 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
 
 
 def run_workers(plan: ReproducePlan, pending: int) -> int:
-    """How many runs go side by side: the plan's ``workers``, or for 0 the cores free as the runs
-    start (``noisymix_infra.threads.auto_threads``), at least 1 and at most the runs to do.  Each run computes
-    with one torch thread whatever this count is, so a busy machine takes longer and computes the
-    same numbers (issue 40)."""
+    """The most runs that go side by side: the plan's ``workers``, or for 0 the usable cores
+    (``noisymix_infra.threads.usable_cores``), at least 1 and at most the runs to do.  One: one run
+    after another in this process.  More with ``workers=0``: worker processes, as many running as
+    cores are free, followed while the job runs (``noisymix_app.sweep.pool``; issue 58: the count was
+    decided once, from a 0.25 s look at the load, and a moment's load at the start slowed the whole
+    job).  Each run computes with one torch thread whatever the count, so a busy machine takes longer
+    and computes the same numbers (issue 40)."""
     if plan.workers:
         return max(1, min(plan.workers, max(pending, 1)))
-    from noisymix_infra.threads import auto_threads
+    from noisymix_infra.threads import usable_cores
 
-    return max(1, min(auto_threads(), max(pending, 1)))
+    return max(1, min(usable_cores(), max(pending, 1)))
+
+
+class _StepsBeside(threading.Thread):
+    """The command steps before the runs (verify, toy, the -C and -P sets), run in a thread of this
+    process while the worker processes train: training reads none of their outputs, and the
+    evaluations, which read the sets, wait at ``gate`` until every step has ended (``opened``; a failed
+    step sets ``failed`` and the runs stop, each keeping its checkpoint).  The steps compute what they
+    computed in line (each command sets its own torch threads); the cores they use are load to the
+    pool, which starts another worker when they end.  Only this thread writes the log until it ends."""
+
+    def __init__(self, steps, finished, command, log, log_path, started, fresh):
+        super().__init__(name="reproduce-steps", daemon=True)
+        from noisymix_app.sweep.pool import Gate
+
+        self.steps, self.finished, self.command = steps, finished, command
+        self.log, self.log_path, self.started, self.fresh = log, log_path, started, fresh
+        self.gate = Gate()
+        self.rerun: list[Path] = []
+        self.error: BaseException | None = None
+        self.current = ""
+
+    def run(self) -> None:
+        try:
+            for step in self.steps:
+                self.current = step.name
+                if _command_step(step, self.finished, [], self.command, self.log, self.log_path, self.started,
+                                 fresh=self.fresh):
+                    self.rerun.append(_output_of(step))
+        except BaseException as error:  # handed to the main thread, which raises it
+            self.error = error
+            self.gate.failed.set()
+        else:
+            self.gate.opened.set()
 
 
 def _other_plan(old: dict, log: dict) -> str | None:

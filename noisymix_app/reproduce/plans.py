@@ -46,8 +46,9 @@ class ReproducePlan:
     needs_data_root: bool = False
     # training/evaluation runs side by side, each of ONE torch thread whatever the load (issue 40: a
     # run's thread count decided by the load changed its trajectory, and 3 of 12 verdicts with it):
-    # 0: as many as the cores free when the runs start (at least 1); N: N.  One: one after another
-    # in this process; more: one process each (``noisymix_app.sweep.local``).  Load changes the time only.
+    # 0: as many as cores are free, followed while the job runs (at least 1, at most the usable cores;
+    # issue 58); N: N.  One: one after another in this process; more: long-lived worker processes
+    # (``noisymix_app.sweep.pool``).  Load changes the time only.
     workers: int = 0
     # seeds of one method trained as one stacked model (fullscale.training.members; 1: one seed at a time);
     # with workers=1 only (one process): on a GPU, where M small members cost about one

@@ -16,6 +16,8 @@ One idea per module:
 * ``state``: one run's bookkeeping (state file, lock, stored config, done evaluations, staleness);
 * ``execute``: one run, the job every launcher runs (``execute_run``, ``RunFailed``);
 * ``local``: the local launcher (a process queue over GPUs or CPU workers, or in this process);
+* ``pool``: its long-lived CPU worker processes, following the free cores (``run_pool``);
+* ``schedule``: which waiting run goes next (the longest first; ``Schedule``);
 * ``slurm``: the SLURM launcher through submitit (``RunJob``, ``submit_slurm``);
 * ``plan_files``: ``DIR/sweep/plan.json`` and the input checks; ``estimates``: device-hours;
 * ``table``: the table rewritten under its lock as runs finish (what it holds:
@@ -23,7 +25,7 @@ One idea per module:
 * ``command``: the command line (``add_arguments``, ``run``, the status and dry-run text).
 
 Bookkeeping lives in ``DIR/sweep/``: ``plan.json``, ``state/<run>.json`` (state, attempts,
-error), ``logs/<run>.log`` (local launcher), ``slurm/`` (submitit's files) and
+error), ``logs/<run>.log`` and ``logs/worker-<n>.log`` (local launcher), ``slurm/`` (submitit's files) and
 ``locks/<run>/.lock``.  A run is worked on by one process at a time (``state``'s docstring says
 why the lock holds across the nodes of a cluster, and where it does not).
 

@@ -15,6 +15,7 @@ import os
 import socket
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from noisymix_app.sweep.plan import RunSpec
@@ -36,13 +37,16 @@ class RunFailed(RuntimeError):
 
 
 def execute_run(spec: RunSpec, out: str | Path, *, device: str | None = None,
-                train_seconds: float | None = None) -> str:
+                train_seconds: float | None = None, before_evaluate: Callable[[], None] | None = None) -> str:
     """Train (or resume, or skip) and evaluate one run of the sweep; return ``"done"``.
 
     Typed calls of ``fullscale.training.loop.train`` and ``fullscale.evaluation.evaluate``;
     ``train_seconds``: this run's share of the stacked group that trained it (``--members``).  Under
     ``torchrun``-style environments (``RANK``) only rank 0 takes the run's lock, writes its
-    state and evaluates; every rank trains.  A failure raises ``RunFailed``."""
+    state and evaluates; every rank trains.  ``before_evaluate()`` is called after training when an
+    evaluation is still to do, and may wait: ``noisymix reproduce`` trains while it makes the -C and
+    -P sets, and the evaluations that read them wait until they are made (the wait counts in no step's
+    seconds).  A failure raises ``RunFailed``."""
     out = Path(out)
     run_dir = out / "runs" / spec.name
     rank0 = int(os.environ.get("RANK", "0")) == 0
@@ -61,8 +65,15 @@ def execute_run(spec: RunSpec, out: str | Path, *, device: str | None = None,
         started = time.perf_counter()
         # step -> seconds, for the steps run by this call (and its share of a group's training)
         timings: dict[str, float] = {} if train_seconds is None else {"train": train_seconds}
+        waited = [0.0]
+
+        def gate() -> None:
+            t0 = time.perf_counter()
+            before_evaluate()
+            waited[0] += time.perf_counter() - t0
+
         try:
-            _train_and_evaluate(spec, run_dir, out, device, rank0, timings)
+            _train_and_evaluate(spec, run_dir, out, device, rank0, timings, gate if before_evaluate else None)
         except BaseException as error:
             deterministic = type(error).__name__ in _DETERMINISTIC
             message = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
@@ -77,7 +88,8 @@ def execute_run(spec: RunSpec, out: str | Path, *, device: str | None = None,
         if rank0:
             timings.pop("_current", None)
             write_state(out, spec.name, state="done", error=None, step=None, timings=list(timings.items()),
-                         seconds=round(time.perf_counter() - started, 2), traceback=None, deterministic=None,
+                         seconds=round(time.perf_counter() - started - waited[0], 2), traceback=None,
+                         deterministic=None,
                          ran_on=ran_on())
     return "done"
 
@@ -95,7 +107,7 @@ def ran_on() -> dict:
 
 
 def _train_and_evaluate(spec: RunSpec, run_dir: Path, out: Path, device: str | None, rank0: bool,
-                        timings: dict) -> None:
+                        timings: dict, before_evaluate: Callable[[], None] | None = None) -> None:
     """``timings["_current"]`` names the step under way (``train`` or ``evaluate SUITE``); each
     finished step adds its seconds under that name."""
     timings["_current"] = "train"
@@ -113,6 +125,8 @@ def _train_and_evaluate(spec: RunSpec, run_dir: Path, out: Path, device: str | N
     from fullscale.evaluation import EvalOptions, evaluate
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if before_evaluate is not None and not all(eval_done(run_dir, ev) for ev in spec.evals):
+        before_evaluate()
     for ev in spec.evals:
         if eval_done(run_dir, ev):
             continue

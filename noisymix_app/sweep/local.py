@@ -1,13 +1,16 @@
 """The local launcher: every unfinished run of a plan on this machine (``run_local``).
 
-A queue over the visible GPUs (``--runs-per-gpu`` runs share one) or, without a GPU, ``--workers``
-CPU processes (``--workers 0``: one run after another in this process, what ``noisymix reproduce``
-does with one free core (more: as many one-thread workers), where ``--members`` may train several
-seeds as one stacked model); a multi-GPU run gets one process per GPU with the ``torch.distributed``
-env:// variables (as torchrun would set them; gloo on the CPU); a run that crashes is retried
-``--retries`` times, one that fails deterministically (a non-finite loss,
-``fullscale.training.checks.NonFiniteLoss``; a config error) is reported and never retried.
-Each worker's output goes to ``DIR/sweep/logs/<run>.log``.
+A queue over the visible GPUs (``--runs-per-gpu`` runs share one, a process per run) or, without a
+GPU, ``--workers`` long-lived CPU worker processes that take runs one at a time
+(``noisymix_app.sweep.pool``: no run pays the interpreter's and torch's start-up; with
+``follow_load``, as many run side by side as cores are free, re-read as runs end, what
+``noisymix reproduce`` does); ``--workers 0``: one run after another in this process, where
+``--members`` may train several seeds as one stacked model.  A multi-GPU run gets one process per
+GPU with the ``torch.distributed`` env:// variables (as torchrun would set them; gloo on the CPU); a
+run that crashes is retried ``--retries`` times, one that fails deterministically (a non-finite
+loss, ``fullscale.training.checks.NonFiniteLoss``; a config error) is reported and never retried.
+Waiting runs are taken longest first (``noisymix_app.sweep.schedule``).  Each run's output goes to
+``DIR/sweep/logs/<run>.log``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from pathlib import Path
 from noisymix_app.sweep.execute import RunFailed, execute_run
 from noisymix_app.sweep.plan import Plan, RunSpec
 from noisymix_app.sweep.plan_files import write_plan
+from noisymix_app.sweep.pool import Gate, run_pool
+from noisymix_app.sweep.schedule import ORDERS, Schedule
 from noisymix_app.sweep.state import read_state, run_state, stale_reason, sweep_dir, write_state
 from noisymix_app.sweep.table import refresh_table
 from noisymix_infra.progress import progress
@@ -56,6 +61,12 @@ def _worker(spec_dict: dict, out: str, env: dict[str, str], log: str, threads: i
         sys.exit(3 if error.deterministic else 1)
 
 
+def _pooled(plan: Plan, workers: int, runs_per_gpu: int) -> bool:
+    """Whether the runs go to the pool of long-lived CPU workers: no GPU, and no run needs several
+    processes (those keep a process per rank and run)."""
+    return all(s is None for s in _slots(workers, runs_per_gpu)) and all(spec.gpus <= 1 for spec in plan.runs)
+
+
 def _slots(workers: int, runs_per_gpu: int) -> list[int | None]:
     """One entry per process the queue may run at once: a GPU index, or None for a CPU worker."""
     import torch
@@ -86,7 +97,8 @@ def _rank_envs(slots: list[int | None]) -> list[dict[str, str]]:
 
 def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: int = 1, retries: int = 2,
               threads: int = 0, retry_failed: bool = False, after_run=None, tabulate: bool = True,
-              members: int = 1) -> dict[str, str]:
+              members: int = 1, follow_load: bool = False, order: str = "longest", on_workers=None,
+              gate: Gate | None = None, free_cores=None) -> dict[str, str]:
     """Run every unfinished run of ``plan``; return {run: final state}.
 
     ``workers=0``: in this process, one after another (``noisymix reproduce`` with one free core); there
@@ -95,10 +107,19 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
     ``after_run(name, state)`` is called when a run ends (tests inject interruptions there);
     ``tabulate=False`` leaves the table to the caller (``noisymix reproduce`` makes its figures).
     ``threads``: torch's threads per run (0: with ``workers=0`` decided as each run starts, from
-    ``NOISYMIX_THREADS`` or the free cores; with workers, the cores shared among them).
+    ``NOISYMIX_THREADS`` or the free cores; with workers, the cores shared among them, and one with
+    ``follow_load``).
+    ``follow_load`` (CPU workers): ``workers`` is the most runs side by side, as many running as cores
+    are free (``noisymix_app.sweep.pool``; ``free_cores(own_pids)`` replaces its reading of the load);
+    ``on_workers(n)`` is called whenever the number of runs side by side changes.
+    ``order``: which waiting run goes next (``noisymix_app.sweep.schedule.ORDERS``; ``longest`` first by
+    default).  ``gate``: trained runs wait for it to open before their evaluations (the pool; the other
+    paths start no run before it opens).
     The caller claims ``out`` for its kind (a sweep, a reproduce report), not this function.
     KeyboardInterrupt stops the workers (each keeps its last checkpoint) and propagates."""
     out = Path(out)
+    if order not in ORDERS:  # before anything is written
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     wide = [spec.name for spec in plan.runs if spec.gpus > 1]
     if wide and workers == 0:
         raise ValueError(f"runs {', '.join(wide[:3])} need several processes each (one per GPU): "
@@ -141,9 +162,23 @@ def run_local(plan: Plan, out: str | Path, *, workers: int = 1, runs_per_gpu: in
     show()
     try:
         if workers == 0:
+            if gate is not None:
+                gate.wait()
+            if on_workers is not None and pending:
+                on_workers(1)
             _serial(plan, out, pending, retries, counts, finished, show, members, threads)
+            if on_workers is not None and pending:
+                on_workers(0)
+        elif _pooled(plan, workers, runs_per_gpu):
+            run_pool(out, pending, workers=workers, retries=retries, finished=finished, counts=counts, show=show,
+                     threads=threads or (1 if follow_load else max(1, (os.cpu_count() or 1) // workers)),
+                     schedule=Schedule(list(plan.runs), order, out), follow_load=follow_load, gate=gate,
+                     on_workers=on_workers, free_cores=free_cores, job=execute_run)
         else:
-            _parallel(out, pending, _slots(workers, runs_per_gpu), retries, threads, counts, finished, show)
+            if gate is not None:
+                gate.wait()
+            _parallel(out, pending, _slots(workers, runs_per_gpu), retries, threads, counts, finished, show,
+                      Schedule(list(plan.runs), order, out), on_workers)
     finally:
         bar.close()
     if tabulate:
@@ -237,8 +272,9 @@ def _take(free: list[int], slots: list[int | None], n: int) -> list[int] | None:
 
 
 def _parallel(out: Path, pending: list[RunSpec], slots: list[int | None], retries: int, threads: int,
-              counts: dict, finished, show) -> None:
-    """The queue: each run in its own process(es) (one per GPU of the run), as slots free up."""
+              counts: dict, finished, show, schedule: Schedule | None = None, on_workers=None) -> None:
+    """The queue over GPUs: each run in its own process(es) (one per GPU of the run), as slots free up,
+    the waiting runs taken in ``schedule``'s order."""
     import multiprocessing
     from multiprocessing.connection import wait
 
@@ -250,8 +286,11 @@ def _parallel(out: Path, pending: list[RunSpec], slots: list[int | None], retrie
     free = list(range(len(slots)))
     groups: dict[int, dict] = {}  # id -> {"spec", "attempt", "slots", "processes", "codes"}
     owner: dict = {}  # sentinel -> (group id, process)
+    shown = -1
     try:
         while queue or groups:
+            if schedule is not None and schedule.order == "longest":  # a stable sort: ties keep their order
+                queue.sort(key=lambda item: -schedule.estimate(item[0]))
             for item in list(queue):
                 spec, attempt = item
                 if spec.gpus > capacity:
@@ -278,6 +317,9 @@ def _parallel(out: Path, pending: list[RunSpec], slots: list[int | None], retrie
                     owner[process.sentinel] = (id(group), process)
             counts["running"] = len(groups)
             show()
+            if on_workers is not None and len(groups) != shown:
+                shown = len(groups)
+                on_workers(shown)
             if not owner:  # nothing started (every queued run failed before starting)
                 continue
             for sentinel in wait(list(owner)):
@@ -294,7 +336,12 @@ def _parallel(out: Path, pending: list[RunSpec], slots: list[int | None], retrie
                 del groups[key]
                 free.extend(group["slots"])
                 counts["running"] = len(groups)
+                seconds = read_state(out, group["spec"].name).get("seconds")
+                if schedule is not None and not any(group["codes"]) and isinstance(seconds, (int, float)):
+                    schedule.ended(group["spec"], float(seconds))
                 _group_ended(out, group, retries, queue, finished)
+        if on_workers is not None and shown > 0:
+            on_workers(0)
     except BaseException:
         for _key, process in owner.values():  # SIGTERM: each keeps its last checkpoint
             process.terminate()

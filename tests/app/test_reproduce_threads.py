@@ -26,16 +26,33 @@ def _fake_command(argv):  # every command step but the figures (not what is test
 
 
 def test_workers_follow_the_free_cores_and_threads_stay_one(monkeypatch):
+    """The most runs side by side: the usable cores (issue 58: how many of them run is followed while the
+    job runs, ``noisymix_app.sweep.pool``, no longer decided once at the start)."""
     import noisymix_infra.threads
 
     plan = dataclasses.replace(PLANS["laptop"], workers=0)
-    monkeypatch.setattr(noisymix_infra.threads, "auto_threads", lambda: 1)  # a busy core beside the job
+    monkeypatch.setattr(noisymix_infra.threads, "usable_cores", lambda: 1)  # a one-core machine: in this process
     assert run_workers(plan, 36) == 1
-    monkeypatch.setattr(noisymix_infra.threads, "auto_threads", lambda: 2)  # both cores idle
+    monkeypatch.setattr(noisymix_infra.threads, "usable_cores", lambda: 2)
     assert run_workers(plan, 36) == 2
     assert run_workers(plan, 1) == 1  # never more processes than runs
     assert run_workers(dataclasses.replace(plan, workers=3), 36) == 3
     assert PLANS["laptop"].workers == 0 and "min" not in PLANS["laptop"].description  # no promised duration
+
+
+class _Meter:
+    """A reading of the load that says ``free`` cores are free, whatever the machine does."""
+
+    min_seconds = 0.0
+
+    def __init__(self, free):
+        self._free = free
+
+    def watch(self, own):
+        pass
+
+    def free(self, own=()):
+        return float(self._free)
 
 
 @pytest.mark.slow
@@ -47,7 +64,8 @@ def test_idle_and_busy_give_the_same_numbers(tmp_path, monkeypatch):
 
     numbers = {}
     for free in (1, 2):
-        monkeypatch.setattr(noisymix_infra.threads, "auto_threads", lambda free=free: free)
+        monkeypatch.setattr(noisymix_infra.threads, "usable_cores", lambda free=free: free)
+        monkeypatch.setattr(noisymix_infra.threads, "CoreMeter", lambda free=free: _Meter(free))
         plan = dataclasses.replace(PLANS["quick"], workers=0)
         out = tmp_path / f"free{free}"
         log = reproduce(plan, out, command=_fake_command)

@@ -1,0 +1,62 @@
+"""`noisymix bench schedule` (issue 58): the tail's idle core-seconds and the replay of an order worked by
+hand, and the benchmark end to end on the quick plan (its numbers are meaningless; the comparison that
+chooses the default order runs on an idle machine)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from noisymix_app.bench.bench_schedule import replay, tail_idle
+from noisymix_app.cli import main
+
+
+def test_the_tail_is_each_workers_idle_time_after_its_last_run():
+    # 2 workers; runs ended at 1, 4, 5, 9: the last two ends are each worker's last; one idles 9 - 5 = 4 s
+    assert tail_idle([4.0, 1.0, 9.0, 5.0], 2) == (4.0, 4.0)
+    # 3 workers, two runs: the third worker never ran, idle the whole 6 s; the other from 2 to 6
+    assert tail_idle([2.0, 6.0], 3) == (4.0, 4.0 + 6.0)
+    assert tail_idle([], 2) == (0.0, 0.0)
+
+
+def test_replay_takes_the_long_run_first_and_shortens_the_tail():
+    """Two one-second Baseline runs and a three-second NoisyMix run (the launcher's estimate: three views
+    against one), in that order, on 2 workers.  By hand: the plan's order runs both Baselines (0-1), then
+    NoisyMix (1-4): 4 s, one worker idle from 1 to 4 (3 core-seconds); longest first runs NoisyMix (0-3)
+    beside the Baselines one after the other (0-1, 1-2): 3 s, idle from 2 to 3 (1); shortest first is the
+    plan's order here."""
+    from noisymix_app.reproduce.plans import PLANS
+    from noisymix_app.sweep.plan import plan_from_reproduce
+
+    runs = {s.name: s for s in plan_from_reproduce(PLANS["laptop"], "/c", seeds=(0, 1), perturbed="/p").runs}
+    specs = [runs["baseline-seed0"], runs["baseline-seed1"], runs["noisymix-seed0"]]
+    seconds = {"baseline-seed0": 1.0, "baseline-seed1": 1.0, "noisymix-seed0": 3.0}
+    assert replay(seconds, "plan", specs, 2) == {"makespan_s": 4.0, "tail_idle_core_s": 3.0}
+    assert replay(seconds, "longest", specs, 2) == {"makespan_s": 3.0, "tail_idle_core_s": 1.0}
+    assert replay(seconds, "shortest", specs, 2) == {"makespan_s": 4.0, "tail_idle_core_s": 3.0}
+
+
+def test_bench_schedule_runs_each_order_and_replays_them(tmp_path):
+    out = tmp_path / "schedule.json"
+    assert main(["bench", "schedule", "--out", str(out), "--", "--quick", "--workers", "2",
+                 "--workdir", str(tmp_path / "w")]) == 0
+    result = json.loads(out.read_text())
+    assert result["plan"] == "quick" and result["runs"] == 4 and result["workers"] == 2
+    assert [s["order"] for s in result["sweeps"]] == ["longest", "plan"]
+    assert result["cpu_model"] and result["machine"]["load_average_before"] is not None
+    for sweep in result["sweeps"]:
+        ends = [t for _, t in sweep["ended"]]
+        assert len(ends) == 4 and sweep["tail_idle_core_s"] == pytest.approx(tail_idle(ends, 2)[1], abs=0.11)
+        assert max(n for _, n in sweep["timeline"]) == 2 and sweep["timeline"][-1][1] == 0
+    longest = next(s for s in result["sweeps"] if s["order"] == "longest")
+    assert longest["ended"][0][0].startswith("noisymix")  # both workers took a NoisyMix run first
+    assert set(result["run_seconds_median"]) == {f"{m}-seed{k}" for m in ("baseline", "noisymix") for k in (0, 1)}
+    for order, figures in result["replay"].items():
+        assert figures["makespan_s"] >= result["lower_bound_s"] - 0.1, order
+    assert result["fastest_measured"] in ("longest", "plan")
+
+
+def test_bench_schedule_refuses_an_unknown_order_before_any_work(tmp_path, capsys):
+    assert main(["bench", "schedule", "--", "--orders", "longest,random", "--workdir", str(tmp_path / "w")]) == 2
+    assert "--orders" in capsys.readouterr().err and not (tmp_path / "w").exists()
