@@ -27,7 +27,7 @@ from pathlib import Path
 
 __all__ = ["add_arguments", "run"]
 
-HEADLINE = "robust_noisymix"
+HEADLINE = "robust_noisymix_vs_baseline"  # the primary claim (figures/paper_claims.json)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, str] = {
     "augmix": "noisymix_app.bench.bench_augmix",
     "corruptions": "noisymix_app.bench.bench_corruptions",
     "evaluate": "noisymix_app.bench.bench_evaluate",
+    "first-run": "noisymix_app.bench.bench_first_run",
     "gpu": "noisymix_app.bench.bench_gpu",
     "graph-equal": "noisymix_app.bench.bench_graph_equal",
     "imagenet-loader": "noisymix_app.bench.bench_imagenet_loader",
