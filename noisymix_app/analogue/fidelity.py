@@ -3,8 +3,8 @@
 The fits (``fit_c``, ``fit_p``) chose each strength so that the fit's own Baseline models (seeds 100+), on
 the digits' fit split, lose on Digits-C what the paper's Baseline loses on CIFAR-10-C and flip on Digits-P
 as often as it flips on CIFAR-10-P: *in sample*, that match holds by construction.  What the report can
-claim of the analogue is the same profile measured on what the fit never saw: the main job's own Baseline
-seeds (0-8) on the evaluated sets, made from the test split.  For each set this gives, per corruption
+claim of the analogue is the same profile measured on what the fit never saw: a run's own Baseline seeds
+(the main job's 0-8, the eight-method plan's 10-14) on the evaluated sets, made from the test split.  For each set this gives, per corruption
 (or perturbation), our Baseline's drop (or flip rate) out of sample, the paper's, and the fit's in-sample
 value (only where the evaluated set was made with the frozen record's strengths), the rank correlation
 with the paper's (scipy), and how many lie within tolerance (Digits-C: 40 % of the paper's or 5 points,
@@ -191,8 +191,8 @@ def lines(found: dict | None) -> list[str]:
     c = found.get("c")
     if c:
         text += ["**Is Digits-C as hard as CIFAR-10-C, out of sample?** The strengths were fitted on held-out digits "
-                 f"by {made_words(c.get('made'))} (in sample, the match holds by construction). On the main job's "
-                 f"own {c['seeds']} Baseline seeds and the evaluated set, our Baseline's drop per corruption (clean "
+                 f"by {made_words(c.get('made'))}; in sample the match holds by construction. On this run's own "
+                 f"{c['seeds']} Baseline seeds and the evaluated set, our Baseline's drop per corruption (clean "
                  "minus the mean of the five severities) against the paper's on CIFAR-10-C: rank correlation "
                  f"{_rho(c['rank_correlation'])} (in sample {_rho(c['in_sample_rank_correlation'])}; aim ≥ "
                  f"{PROFILE_AIMS['rank_correlation']:g}); {c['within_tolerance']} of {c['of']} within 40 % or 5 points "
@@ -211,7 +211,7 @@ def lines(found: dict | None) -> list[str]:
         text += (["", ""] if text else []) + [
             "**Does Digits-P flip as CIFAR-10-P does, out of sample?** The strengths were fitted on held-out digits "
             f"by {made_words(p.get('made'))}. Our Baseline's flip probability per "
-            f"perturbation (%, mean and sd over the main job's {p['seeds']} Baseline seeds) against the paper's "
+            f"perturbation (%, mean and sd over this run's {p['seeds']} Baseline seeds) against the paper's "
             f"Baseline on CIFAR-10-P: rank correlation {_rho(p['rank_correlation'])} (in sample "
             f"{_rho(p['in_sample_rank_correlation'])}); {p['within_tolerance']} of {p['of']} within 40 % or 0.5 points "
             "of the paper's.", "",
