@@ -1,15 +1,15 @@
 """How well the difficulty-matched sets match the paper's Baseline **out of sample** (issue 57, goal 4).
 
-The fits (``fit_c``, ``fit_p``) chose each strength so that the fit's own Baseline models (seeds 100+), on
-the digits' fit split, lose on Digits-C what the paper's Baseline loses on CIFAR-10-C and flip on Digits-P
-as often as it flips on CIFAR-10-P: *in sample*, that match holds by construction.  What the report can
-claim of the analogue is the same profile measured on what the fit never saw: a run's own Baseline seeds
-(the main job's 0-8, the eight-method plan's 10-14) on the evaluated sets, made from the test split.  For
-each set this gives, per corruption (or perturbation), our Baseline's drop (or flip rate) out of sample, the
-paper's, and the fit's in-sample value (only where the evaluated set was made with the frozen record's strengths), the rank correlation
-with the paper's (scipy), and how many lie within tolerance (Digits-C: 40 % of the paper's or 5 points,
-each at least 3; Digits-P: 40 % or 0.5 points); and for Digits-C each severity's out-of-sample accuracy
-with its flags (``severities``).  Read from the runs' evaluation records; written into the summary by
+The fits (``fit_c``, ``fit_p``) chose each strength so that the fit's own Baseline models (seeds 100+), on the
+digits' fit split, lose on Digits-C what the paper's Baseline loses on CIFAR-10-C and flip on Digits-P as
+often as it flips on CIFAR-10-P: *in sample*, that match holds by construction. What the report can claim of
+the analogue is the same profile measured on what the fit never saw: a run's own Baseline seeds (the main
+job's 0-8, the eight-method plan's 10-14) on the evaluated sets, made from the test split. For each set this
+gives, per corruption (or perturbation), our Baseline's drop (or flip rate) out of sample, the paper's, and
+the fit's in-sample value (only where the evaluated set was made with the frozen record's strengths), the rank
+correlation with the paper's (scipy), and how many lie within tolerance (Digits-C: 40 % of the paper's or 5
+points, each at least 3; Digits-P: 40 % or 0.5 points); and for Digits-C each severity's out-of-sample
+accuracy with its flags (``severities``). Read from the runs' evaluation records; written into the summary by
 ``noisymix_app.reproduce.summary`` and worded by ``lines``.
 """
 
