@@ -47,6 +47,7 @@ COMMANDS: dict[str, Command] = {
                             "fit the difficulty-matched Digits-C's strengths on Baseline models of unused seeds"),
     "analogue": Command("noisymix_app.analogue.methods",
                         "the analogue's test: the eight methods' order and gains against the paper's (issue 51)"),
+    "screen": Command("noisymix_app.screen.command", "your augmentation on the digits proxy: its CIFAR-10-C/-P place"),
     "sweep": Command("noisymix_app.sweep.command",
                      "every run of a paper table (local or SLURM), resumable; `status DIR`"),
     "bench": Command("noisymix_app.bench.cli", "speed benchmarks, written as JSON"),
