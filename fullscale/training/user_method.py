@@ -67,6 +67,11 @@ _SPEC = re.compile(r"^(?P<module>[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*):(?P<attr>[
 _LOADED: dict[str, Method] = {}
 
 
+def _shown(spec: str) -> str:
+    """A pinned name as the user gave it (its digest left out of messages)."""
+    return spec.split("@")[0]
+
+
 def is_user_spec(name: object) -> bool:
     """Whether ``name`` names a user's method (``package.module:name``) rather than a built-in one."""
     return isinstance(name, str) and ":" in name
@@ -137,9 +142,10 @@ def load_method(spec: str) -> Method:
     elif callable(obj):
         method = Method(spec, attr, mixing=_function_kind(spec, obj).name)
     elif obj is None and not hasattr(module, attr):
-        raise ValueError(f"method {printable(spec)}: {printable(module_name)} has no {printable(repr(attr))}")
+        raise ValueError(f"method {printable(_shown(spec))}: {printable(module_name)} has no {printable(repr(attr))}")
     else:
-        raise ValueError(f"method {printable(spec)}: {printable(attr)} is a {type(obj).__name__}, neither a batch "
+        raise ValueError(f"method {printable(_shown(spec))}: {printable(attr)} is of type {type(obj).__name__}, "
+                         "neither a batch "
                          "function (images, labels, generator) -> (images, targets) nor a "
                          "fullscale.training.methods.Method")
     _LOADED[spec] = method
@@ -174,26 +180,27 @@ def _soft_target_loss(logits: Tensor, targets: Tensor, extra: Tensor, options: N
 def _checked(result: Any, images: Tensor, spec: str) -> tuple[Tensor, Tensor]:
     """The function's result, its shapes and dtypes checked (no value read: nothing waits for the
     device); every step, so a batch of another size (the last of an epoch) cannot slip through."""
+    name = printable(_shown(spec))
     if not (isinstance(result, tuple | list) and len(result) == 2):
-        raise ValueError(f"method {printable(spec)} returned {type(result).__name__}, not (images, targets)")
+        raise ValueError(f"method {name} returned {type(result).__name__}, not (images, targets)")
     out, targets = result
     for what, value in (("images", out), ("targets", targets)):
         if not isinstance(value, Tensor):
-            raise ValueError(f"method {printable(spec)} returned {what} of type {type(value).__name__}, not a tensor")
+            raise ValueError(f"method {name} returned {what} of type {type(value).__name__}, not a tensor")
         labels = what == "targets" and value.dtype == torch.int64 and value.ndim == 1
         if value.dtype != torch.float32 and not labels:
-            raise ValueError(f"method {printable(spec)} returned {what} of dtype {value.dtype}, expected torch.float32"
+            raise ValueError(f"method {name} returned {what} of dtype {value.dtype}, expected torch.float32"
                              + (" (soft labels) or the int64 labels" if what == "targets" else ""))
         if value.device != images.device:
-            raise ValueError(f"method {printable(spec)} returned {what} on {value.device}, the batch is on "
+            raise ValueError(f"method {name} returned {what} on {value.device}, the batch is on "
                              f"{images.device}")
     if out.shape != images.shape:
         changed = " (the batch size changed)" if out.ndim and out.shape[0] != images.shape[0] else ""
-        raise ValueError(f"method {printable(spec)} returned images of shape {tuple(out.shape)} for a batch of "
+        raise ValueError(f"method {name} returned images of shape {tuple(out.shape)} for a batch of "
                          f"shape {tuple(images.shape)}{changed}; return one image per input, of the same shape")
     if targets.ndim != (1 if targets.dtype == torch.int64 else 2) or targets.shape[0] != images.shape[0]:
         changed = " (the batch size changed)" if targets.ndim and targets.shape[0] != images.shape[0] else ""
-        raise ValueError(f"method {printable(spec)} returned targets of shape {tuple(targets.shape)} for "
+        raise ValueError(f"method {name} returned targets of shape {tuple(targets.shape)} for "
                          f"{images.shape[0]} images{changed}; expected (images, classes) soft labels or (images,) "
                          "labels")
     return out, targets
@@ -206,6 +213,7 @@ def check_function(spec: str, images: Tensor, labels: Tensor, num_classes: int) 
     rows not summing to 1; a NaN or infinite value; and a result that changes with torch's, NumPy's or
     Python's global generator (it must draw from the generator it is given: a run is reproducible
     from its seed alone).  A ``Method`` (the feature-space form) is left to a step's check."""
+    name = printable(_shown(spec))
     import random
 
     import numpy as np
@@ -218,7 +226,7 @@ def check_function(spec: str, images: Tensor, labels: Tensor, num_classes: int) 
     try:
         inspect.signature(fn).bind(images, labels, torch.Generator())
     except TypeError as error:
-        raise ValueError(f"method {printable(spec)}: cannot be called as fn(images, labels, generator) ({error})"
+        raise ValueError(f"method {name}: cannot be called as fn(images, labels, generator) ({error})"
                          ) from None
     except ValueError:  # a builtin without a signature: the call below says
         pass
@@ -236,7 +244,7 @@ def check_function(spec: str, images: Tensor, labels: Tensor, num_classes: int) 
                 except Exception as error:
                     from fullscale.models.external import _whole_message
 
-                    raise ValueError(f"method {printable(spec)} raised {_whole_message(error)} on a batch of "
+                    raise ValueError(f"method {name} raised {_whole_message(error)} on a batch of "
                                      f"{images.shape[0]} digits") from None
                 results.append(_checked(result, images, spec))
     finally:
@@ -245,18 +253,18 @@ def check_function(spec: str, images: Tensor, labels: Tensor, num_classes: int) 
     (out, targets), (out2, targets2) = results
     if not targets.is_floating_point():
         if bool((targets < 0).any()) or bool((targets >= num_classes).any()):
-            raise ValueError(f"method {printable(spec)} returned labels outside 0..{num_classes - 1}")
+            raise ValueError(f"method {name} returned labels outside 0..{num_classes - 1}")
         targets = torch.zeros(len(targets), num_classes).scatter_(1, targets.view(-1, 1), 1.0)
         targets2 = torch.zeros(len(targets2), num_classes).scatter_(1, targets2.view(-1, 1), 1.0)
     if targets.shape[1] != num_classes:
-        raise ValueError(f"method {printable(spec)} returned targets of {targets.shape[1]} classes; the data has "
+        raise ValueError(f"method {name} returned targets of {targets.shape[1]} classes; the data has "
                          f"{num_classes}")
     for what, value in (("images", out), ("targets", targets)):
         if not bool(torch.isfinite(value).all()):
-            raise ValueError(f"method {printable(spec)} returned {what} with NaN or infinite values")
+            raise ValueError(f"method {name} returned {what} with NaN or infinite values")
     if bool((targets < 0).any()) or not torch.allclose(targets.sum(1), torch.ones(len(targets)), atol=1e-4):
-        raise ValueError(f"method {printable(spec)} returned targets that are not soft labels (rows of non-negative "
+        raise ValueError(f"method {name} returned targets that are not soft labels (rows of non-negative "
                          "weights summing to 1)")
     if not (torch.equal(out, out2) and torch.equal(targets, targets2)):
-        raise ValueError(f"method {printable(spec)} gives another result when torch's, NumPy's or Python's global "
+        raise ValueError(f"method {name} gives another result when torch's, NumPy's or Python's global "
                          "random state changes: draw every random number from the generator it is given")

@@ -122,9 +122,14 @@ def _check_folder(out: Path, spec: Spec, runs, fresh: bool) -> list[str]:
             was = read_json(log).get("spec", {}).get("method")
         except (ValueError, AttributeError):
             was = None
-        if was is not None and was != spec.method and not fresh:
-            raise ValueError(f"{printable(str(out))} holds a screen of {printable(was)}, not {printable(spec.method)}: "
-                             "give --fresh to replace it, or another --out")
+        if isinstance(was, str) and was != spec.method and not fresh:
+            if was.split("@")[0] == spec.method.split("@")[0]:  # the same function, its file edited since
+                raise ValueError(f"{printable(str(out))} holds a screen of {printable(spec.given)} whose source "
+                                 f"changed since (sha256 {printable(was.partition('@')[2])}... then, "
+                                 f"{spec.method.partition('@')[2]}... now): give --fresh to screen it anew (its runs "
+                                 "are replaced), or another --out")
+            raise ValueError(f"{printable(str(out))} holds a screen of {printable(was.split('@')[0])}, not "
+                             f"{printable(spec.given)}: give --fresh to replace it, or another --out")
     clear = []
     names = {r.name for r in runs.runs}
     folder = out / "runs"

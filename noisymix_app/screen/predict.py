@@ -111,11 +111,13 @@ def map_record(names: Sequence[str], x: Sequence[float], y: Sequence[float], lev
             "proxy_range": [float(a.min()), float(a.max())]}
 
 
-def predict(record: dict, value: float, *, leave_out: str | None = None) -> dict:
+def predict(record: dict, value: float, *, leave_out: str | None = None,
+            bounds: tuple[float, float] = (0.0, 100.0)) -> dict:
     """A screened method's prediction at proxy value ``value``, with its interval: the line and the
     half-width of ``record`` (``map_record``); ``leave_out``, a reference method the screened one is
     (a built-in screened by name), is left out of both, as in its own leave-one-out row: a method is
-    never predicted by a line fitted to it."""
+    never predicted by a line fitted to it.  The prediction and its interval are cut to ``bounds`` (a
+    percentage), which ``clipped`` says; the half-width is the uncut one."""
     if leave_out is None:
         centre = record["intercept"] + record["slope"] * value
         width = record["half_width"]
@@ -130,5 +132,8 @@ def predict(record: dict, value: float, *, leave_out: str | None = None) -> dict
         width = half_width(b - loo(a, b), record["level"])
     low, high = (record["proxy_range"] if leave_out is None
                  else (min(r["proxy"] for r in rows), max(r["proxy"] for r in rows)))
-    return {"value": float(centre), "low": float(centre - width), "high": float(centre + width),
-            "half_width": float(width), "extrapolated": not (low <= value <= high), "left_out": leave_out}
+    lo, hi = bounds
+    cut = [min(max(v, lo), hi) for v in (centre, centre - width, centre + width)]
+    return {"value": float(cut[0]), "low": float(cut[1]), "high": float(cut[2]), "half_width": float(width),
+            "clipped": cut != [centre, centre - width, centre + width],
+            "extrapolated": not (low <= value <= high), "left_out": leave_out}

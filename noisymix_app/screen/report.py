@@ -143,8 +143,17 @@ def finding(record: dict) -> str:
                         f"{fitted['rmse']:.1f}, is as large as the eight methods' spread, {fitted['spread']:.1f})")
         else:
             said.append(f"{benchmark} {p['value']:.1f} [{p['low']:.1f}, {p['high']:.1f}]"
-                        + (" (outside the eight's range: extrapolated)" if p["extrapolated"] else ""))
+                        + (" (outside the eight's range: extrapolated)" if p["extrapolated"] else "")
+                        + (" (cut to 0-100 %)" if p["clipped"] else ""))
     return " ".join(parts) + " Predicted: " + "; ".join(said) + "."
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def _fmt(value: float | None, digits: int = 1, sign: bool = False) -> str:
@@ -157,7 +166,7 @@ def render_markdown(record: dict) -> str:
     """The page as Markdown (every word generated from ``record``)."""
     spec, own, seeds = record["spec"], record["ours"], record["seeds"]
     rows_named = record["maps"]["corrupted"]["rows"]
-    seed_words = f"{len(seeds)} seeds ({', '.join(map(str, seeds))})"
+    seed_words = f"{_count(len(seeds), 'seed')} ({', '.join(map(str, seeds))})"
     lines = [f"# Screen: {spec['title']} (`{spec['given']}`)", "", f"**{record['finding']}**", ""]
     what = {"built-in": "a built-in method, by name",
             "function": "an input-space batch function (images, labels, generator) -> (images, targets)",
@@ -165,10 +174,10 @@ def render_markdown(record: dict) -> str:
     lines.append(f"What was screened: {what}" + (f"; source `{spec['source']}`, sha256 {spec['source_sha256'][:16]}…"
                                                   if spec["source"] else "") + ".")
     plan = record["plan"]
+    overrides = ", ".join(plan["train_overrides"]) or "no overrides"
     lines += ["", f"Trained with the reference methods' recipe (`{plan['name']}`: {plan['model']} width "
-              f"{plan['width']}, {plan['epochs']} epochs, {', '.join(plan['train_overrides']) or 'no overrides'}) on "
-              f"their {seed_words}, evaluated on the difficulty-matched Digits-C and Digits-P "
-              f"({plan['perturbed_limit'] or 'all'} sequences).", ""]
+              f"{plan['width']}, {_count(plan['epochs'], 'epoch')}, {overrides}) on their {seed_words}, evaluated on "
+              f"the difficulty-matched Digits-C and Digits-P ({plan['perturbed_limit'] or 'all'} sequences).", ""]
     lines += ["## Its numbers", "", f"Mean ± 95 % t-interval over the {seed_words}, %.", "",
               "| clean | Digits-C | Digits-P mean flip probability |", "|---:|---:|---:|",
               f"| {_pm(own['clean'])} | {_pm(own['corrupted'])} | {_pm(own['mean_flip'])} |", ""]
@@ -215,7 +224,8 @@ def render_markdown(record: dict) -> str:
         place = ("yes" if fitted["placeable"] else
                  f"**no**: leave-one-out RMSE {fitted['rmse']:.1f} ≥ the eight paper values' sd {fitted['spread']:.1f}")
         lines.append(f"| {benchmark} | {p['value']:.1f} | [{p['low']:.1f}, {p['high']:.1f}] | {proxy_name} "
-                     f"{own[m]['mean']:.1f}{' (extrapolated)' if p['extrapolated'] else ''} | "
+                     f"{own[m]['mean']:.1f}{' (extrapolated)' if p['extrapolated'] else ''}"
+                     f"{' (cut to 0-100 %)' if p['clipped'] else ''} | "
                      f"{low:.1f} – {high:.1f} | {place} |")
     if record.get("reproduces"):
         lines += ["", f"The prediction for {rows_named.get(record['reproduces']['method'])} is its leave-one-out "
@@ -243,11 +253,13 @@ def render_markdown(record: dict) -> str:
               "![the screened method on the map of the eight](screen.png)", ""]
     runs = record["runs"]
     if runs:
-        minutes = [v["seconds"] / 60 for v in runs.values() if isinstance(v.get("seconds"), int | float)]
-        if minutes:
-            lines.append(f"Runs: {len(runs)}, {min(minutes):.1f}–{max(minutes):.1f} min each (training and "
-                         "evaluation, one torch thread, as recorded when each ran)"
-                         + (f"; this invocation {record['wall_seconds'] / 60:.1f} min wall"
+        seconds = [v["seconds"] for v in runs.values() if isinstance(v.get("seconds"), int | float)]
+        if seconds:
+            spread = (_duration(min(seconds)) if _duration(min(seconds)) == _duration(max(seconds))
+                      else f"{_duration(min(seconds))} to {_duration(max(seconds))}")
+            lines.append(f"Runs: {len(runs)}, {spread} each (training and evaluation, one torch thread, as recorded "
+                         "when each ran)"
+                         + (f"; this invocation {_duration(record['wall_seconds'])} wall"
                             if record.get("wall_seconds") is not None else "") + ".")
     return "\n".join(lines) + "\n"
 
