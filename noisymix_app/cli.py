@@ -75,13 +75,13 @@ def _parser(selected: str | None) -> tuple[argparse.ArgumentParser, dict[str, ar
 
 def _continue_hint(command: str, argv: list[str]) -> str:
     """How to pick up where an interrupted command stopped: ``train`` resumes from its last
-    checkpoint with ``--resume``; reproduce, sweep, corrupt and evaluate skip what they finished."""
+    checkpoint with ``--resume``; reproduce, sweep, corrupt, evaluate and screen skip what they finished."""
     again = shlex.join(["noisymix", *argv])
     if command == "train":
         if "--resume" not in argv:
             again += " --resume"
         return f"continue from the last checkpoint with: {again}"
-    if command in ("reproduce", "sweep", "corrupt", "evaluate"):
+    if command in ("reproduce", "sweep", "corrupt", "evaluate", "screen"):
         return f"rerun to continue (finished work is kept): {again}"
     return "nothing was kept"
 

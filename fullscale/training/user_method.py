@@ -23,6 +23,11 @@
    (``function <spec>``: the batch op calls it, the loss reads its targets), and the method is a
    ``Method`` of that kind, so the epochs, draws, checkpoints and checks are the trainer's own.  With
    nothing drawn and the labels one-hot, a step is a Baseline step exactly (tests/app/test_screen*.py).
+   Mixup written as such a function trains Mixup's law, not the built-in's very draws: the built-in
+   draws a chunk of steps' lambdas at once from generators keyed by (seed, epoch, chunk)
+   (``fullscale.training.draws``, issue 38) and mixes the normalised image (its stage ``input``), so no
+   function of one batch and one generator can replay its numbers bit for bit; Mixup in the second
+   form (``Method(..., mixing="input", strengths=(("mix.alpha", 1.0),))``) is the built-in exactly.
 
 2. **A feature-space method** (NFM-, Manifold-Mixup-like): a ``fullscale.training.methods.Method``,
    the trainer's own record of a method: AugMix views on or off, the kind of mixing (``fullscale.mixings``:
