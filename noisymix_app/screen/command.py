@@ -143,26 +143,26 @@ def _check_folder(out: Path, spec: Spec, runs, fresh: bool) -> list[str]:
             clear.append(r.name)
     if clear and not fresh:
         other = [n for n in clear if n in names]
-        why = ("holds runs of another configuration (the method's source changed since: "
-               f"{printable(other[0])})" if other else f"holds runs of another method ({printable(clear[0])})")
+        why = (f"holds runs of another configuration ({printable(other[0])}: the method's source or the recipe "
+               "changed since)" if other else f"holds runs this screen does not make ({printable(clear[0])}: another "
+               "method's, or another summary's seeds)")
         raise ValueError(f"{printable(str(out))} {why}: give --fresh to train them anew, or another --out")
     return clear
 
 
 def _clear(out: Path, names: list[str]) -> None:
+    """Delete the runs ``names`` and the sweep's records of them (``--fresh``: the user said so)."""
     for name in names:
         for path in (out / "runs" / name, out / "sweep" / "state" / f"{name}.json"):
             if path.is_dir():
                 shutil.rmtree(path)
             elif path.exists():
                 path.unlink()
-    for name in ("screen.json", "SCREEN.md", "screen.png"):
-        (out / name).unlink(missing_ok=True)
 
 
 # ----------------------------------------------------------------------------- the sets
 
-def _make_sets(plan, out: Path, log: dict, fresh: bool) -> list[str]:
+def _make_sets(plan, out: Path, log: dict) -> list[str]:
     """The -C and -P sets of the plan under ``out/data``, by ``noisymix corrupt`` with reproduce's argument
     lines; a set made before with the same arguments and inputs is kept.  Returns the steps run now."""
     from noisymix_app.cli import main as command
@@ -173,7 +173,7 @@ def _make_sets(plan, out: Path, log: dict, fresh: bool) -> list[str]:
                 else None for e in log["steps"]}
     made = []
     for step in (s for s in _steps(plan, out, None)[0] if s.name in ("corrupt", "corrupt-p")):
-        if not fresh and _same_step(step, finished):
+        if _same_step(step, finished):
             print(f"screen: {step.name}: done (kept)", flush=True)
             continue
         if _output_of(step).is_dir():
@@ -274,7 +274,8 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
     from noisymix_app.sweep.local import run_local
     from noisymix_app.sweep.state import run_record, run_state
     from noisymix_infra.folder_kind import claim_folder
-    from noisymix_infra.io import directory_lock
+    from noisymix_infra.io import directory_lock, sha256_file
+    from noisymix_infra.provenance import provenance
 
     started = time.perf_counter()
     out = Path(out)
@@ -291,11 +292,14 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
         _clear(out, clear)
         log_path = out / LOG
         old = read_json(log_path) if log_path.is_file() else {}
+        # the sets are kept by their identity (arguments and inputs), whatever else --fresh replaces
         log = {"spec": dataclasses.asdict(spec), "summary": str(reference.path), "summary_sha256": reference.sha256,
-               "plan": dataclasses.asdict(plan), "steps": [] if fresh or not isinstance(old, dict)
+               "plan": dataclasses.asdict(plan), "steps": [] if not isinstance(old, dict)
                else [e for e in old.get("steps", []) if isinstance(e, dict) and "name" in e]}
+        for name in ("screen.json", "SCREEN.md", "screen.png"):  # a page is this invocation's, or none
+            (out / name).unlink(missing_ok=True)
         write_json(log_path, log)
-        made = _make_sets(plan, out, log, fresh)
+        made = _make_sets(plan, out, log)
         for step, suite in (("corrupt", plan.corrupted_suite), ("corrupt-p", plan.perturbed_suite)):
             if step in made:  # an evaluation of a set made anew is evaluated again
                 for r in runs.runs:
@@ -320,9 +324,10 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
             raise _failure(out, spec, runs, str(stop)) from None
         ours = _ours(out, runs, plan)
         timings = {}
-        for r in runs.runs:
+        for r in runs.runs:  # what made each number: its weights by sha256, and its recorded time and machine
             rec = run_record(out, r.name)
-            timings[r.name] = {"seconds": rec.get("seconds"), "timings": rec.get("timings"),
+            timings[r.name] = {"final_sha256": sha256_file(out / "runs" / r.name / "final.pt"),
+                               "seconds": rec.get("seconds"), "timings": rec.get("timings"),
                                "ran_on": rec.get("ran_on")}
         from noisymix_app.screen.report import page_record, write_page
 
@@ -332,6 +337,8 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
                       "perturbations": list(plan.perturbations) if plan.perturbations else None}
         record = page_record(spec, reference, ours, plan=plan_words, runs=timings,
                              wall_seconds=round(time.perf_counter() - started, 1))
+        record["sets"] = {s["name"]: {"argv": s.get("argv"), "inputs": s.get("inputs")} for s in log["steps"]}
+        record["provenance"] = provenance()
         text = write_page(out, record)
     print(text)
     return record

@@ -118,7 +118,7 @@ def _check_row(path: Path, i: int, row: object, seeds: int) -> dict:
 def read_reference(path: str | Path | None = None) -> Reference:
     """The eight-method summary at ``path`` (default ``DEFAULT_SUMMARY``), checked whole: one line for
     a missing or unreadable file, a plan other than ``analogue-methods``, seeds that are not distinct
-    numbers, a table without the Baseline or NoisyMix or with fewer than four methods, and a row
+    numbers, a table without the Baseline or NoisyMix or with fewer than five methods, and a row
     without per-seed numbers aligned with the seeds (the schema: module docstring)."""
     from noisymix_infra.io import read_json, sha256_file
 
@@ -146,6 +146,6 @@ def read_reference(path: str | Path | None = None) -> Reference:
     for needed in ("baseline", "noisymix"):
         if needed not in methods:
             raise _refuse(path, f"no {needed} row: a screen is paired with the Baseline and NoisyMix")
-    if len(rows) < 4:  # a line through three points left out one at a time is fitted to two
-        raise _refuse(path, f"{len(rows)} methods: the map and its leave-one-out check need at least four")
+    if len(rows) < 5:  # the nested leave-one-out fits a line to the n - 2 others: at least three
+        raise _refuse(path, f"{len(rows)} methods: the map and its leave-one-out check need at least five")
     return Reference(path, sha256_file(path), data["plan"]["name"], overrides, seeds_t, rows)
