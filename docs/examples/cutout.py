@@ -19,7 +19,7 @@ def cutout(images, labels, generator):
     n, _, h, w = images.shape
     cy = torch.randint(0, h, (n, 1, 1), generator=generator, device=generator.device)
     cx = torch.randint(0, w, (n, 1, 1), generator=generator, device=generator.device)
-    ys = torch.arange(h, device=images.device).view(1, h, 1)
-    xs = torch.arange(w, device=images.device).view(1, 1, w)
-    inside = ((ys - cy).abs() * 2 < SIDE) & ((xs - cx).abs() * 2 < SIDE)  # (n, h, w)
+    dy = torch.arange(h, device=images.device).view(1, h, 1) - cy + SIDE // 2  # rows cy - 8 .. cy + 7 are cut
+    dx = torch.arange(w, device=images.device).view(1, 1, w) - cx + SIDE // 2
+    inside = (dy >= 0) & (dy < SIDE) & (dx >= 0) & (dx < SIDE)  # (n, h, w)
     return images * (~inside).unsqueeze(1).to(images.dtype), labels

@@ -372,6 +372,35 @@ def test_method_frames_keeps_the_methods_own_file():
     assert len(method_frames(trace, None)) == 6  # a built-in: the last three frames
 
 
+def test_the_cutout_example_is_cutout_and_passes_the_dry_call(monkeypatch):
+    """docs/examples/cutout.py against the public Cutout code's per-image mask (uoguelph-mlrg/Cutout,
+    ``Cutout.__call__``: rows clip(y - L/2, 0, h) to clip(y + L/2, 0, h), columns likewise, set to 0), at
+    the centres the same generator draws; the labels kept; and the screen's dry call takes it."""
+    import torch
+
+    from fullscale.augment import to_float
+    from fullscale.data import load_dataset
+    from fullscale.training.user_method import check_function, pin
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
+    from docs.examples.cutout import SIDE, cutout
+
+    images, labels = torch.rand(6, 3, 32, 32), torch.arange(6)
+    out, kept = cutout(images, labels, torch.Generator().manual_seed(3))
+    g = torch.Generator().manual_seed(3)
+    ys, xs = torch.randint(0, 32, (6, 1, 1), generator=g), torch.randint(0, 32, (6, 1, 1), generator=g)
+    for i in range(6):
+        mask = np.ones((32, 32), np.float32)
+        y, x = int(ys[i]), int(xs[i])
+        y1, y2 = np.clip(y - SIDE // 2, 0, 32), np.clip(y + SIDE // 2, 0, 32)
+        x1, x2 = np.clip(x - SIDE // 2, 0, 32), np.clip(x + SIDE // 2, 0, 32)
+        mask[y1:y2, x1:x2] = 0.0
+        assert torch.equal(out[i], images[i] * torch.from_numpy(mask))
+    assert torch.equal(kept, labels)
+    digits = load_dataset("digits", "train")
+    check_function(pin("docs.examples.cutout:cutout"), to_float(digits.images[:8]), digits.labels[:8].long(), 10)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("method", EIGHT_METHODS)
 def test_each_builtin_screened_by_name_reproduces_the_committed_summary(method, tmp_path):
