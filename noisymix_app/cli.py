@@ -47,6 +47,7 @@ COMMANDS: dict[str, Command] = {
                             "fit the difficulty-matched Digits-C's strengths on Baseline models of unused seeds"),
     "analogue": Command("noisymix_app.analogue.methods",
                         "the analogue's test: the eight methods' order and gains against the paper's (issue 51)"),
+    "screen": Command("noisymix_app.screen.command", "your augmentation on the digits proxy: its CIFAR-10-C/-P place"),
     "sweep": Command("noisymix_app.sweep.command",
                      "every run of a paper table (local or SLURM), resumable; `status DIR`"),
     "bench": Command("noisymix_app.bench.cli", "speed benchmarks, written as JSON"),
@@ -74,13 +75,13 @@ def _parser(selected: str | None) -> tuple[argparse.ArgumentParser, dict[str, ar
 
 def _continue_hint(command: str, argv: list[str]) -> str:
     """How to pick up where an interrupted command stopped: ``train`` resumes from its last
-    checkpoint with ``--resume``; reproduce, sweep, corrupt and evaluate skip what they finished."""
+    checkpoint with ``--resume``; reproduce, sweep, corrupt, evaluate and screen skip what they finished."""
     again = shlex.join(["noisymix", *argv])
     if command == "train":
         if "--resume" not in argv:
             again += " --resume"
         return f"continue from the last checkpoint with: {again}"
-    if command in ("reproduce", "sweep", "corrupt", "evaluate"):
+    if command in ("reproduce", "sweep", "corrupt", "evaluate", "screen"):
         return f"rerun to continue (finished work is kept): {again}"
     return "nothing was kept"
 

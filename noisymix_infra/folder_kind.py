@@ -35,6 +35,7 @@ KINDS: dict[str, str] = {
     "reproduce": "a reproduce report (noisymix reproduce)",
     "figures": "a figures report (noisymix figures)",
     "fit": "an analogue fit (noisymix fit-analogue)",
+    "screen": "a screen of an augmentation (noisymix screen)",
 }
 
 #: kinds that hold no folder of another command: nothing is written inside them but their own files
@@ -51,6 +52,7 @@ _OWN_FILES: dict[str, tuple[str, ...]] = {
     "reproduce": ("reproduce.json", "REPORT.md", "SUMMARY.md"),
     "figures": ("REPORT.md", "tables"),
     "fit": ("digits_matched.json", "models"),
+    "screen": ("screen.json", "SCREEN.md"),
 }
 
 

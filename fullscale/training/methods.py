@@ -178,7 +178,13 @@ def table_order() -> list[str]:
 
 
 def get_method(name: str) -> Method:
+    """The registered method ``name``, or a user's own named ``package.module:name`` (a batch function or
+    a ``Method``: ``fullscale.training.user_method``, issue 59)."""
     if name not in METHODS:
+        from fullscale.training.user_method import is_user_spec, load_method
+
+        if is_user_spec(name):
+            return load_method(name)
         raise ValueError(f"unknown method {name!r}; available: {', '.join(METHODS)}"
                          + (f" ({NOT_IMPLEMENTED[name]})" if name in NOT_IMPLEMENTED else ""))
     return METHODS[name]

@@ -1,0 +1,368 @@
+"""``noisymix screen SPEC --out DIR``: a new augmentation scored on the digits proxy in minutes, with its
+predicted CIFAR-10-C and -P standing and an honest error bar (issue 59).
+
+1. **Before anything is written**: the eight-method summary is read (``reference.read_reference``), the
+   recipe its methods were trained with is resolved (``analogue-methods`` with the summary's ``--set``
+   items) and checked as ``noisymix reproduce`` checks a plan, SPEC is imported, pinned to its source and
+   tried on a batch of digits (``spec.dry_run``), and ``DIR`` is checked: a folder of another kind, or a
+   screen of another method or of an edited source, is one line (``--fresh`` replaces the latter).
+2. **The sets**: the difficulty-matched Digits-C and Digits-P, made by ``noisymix corrupt`` with the
+   argument lines of ``noisymix reproduce`` (``noisymix_app.reproduce.steps``), so they are the sets the
+   reference methods were evaluated on; kept when a rerun finds them made with the same identity.
+3. **The runs**: SPEC on the summary's seeds, trained and evaluated by the sweep machinery
+   (``noisymix_app.sweep.local.run_local``: worker processes, one torch thread each, a finished run kept, a
+   killed one resumed from its checkpoint).  A built-in screened by name runs exactly the ``RunSpec`` of its
+   eight-method runs (``plan_from_reproduce``: same code path, same numbers); the user's own is the
+   Baseline's runs with ``method=module:name@digest``.  A method that raises stops the screen: the report
+   names the run and shows the method's own frames; a run that failed before its first checkpoint is
+   removed, and no page is written.
+4. **The page** (``report``): terminal, ``DIR/SCREEN.md``, ``DIR/screen.json``, ``DIR/screen.png``.
+
+``--set workers=N`` only: every other field of the recipe is the summary's (a screen of another recipe
+would be compared with methods trained otherwise; make a summary of that recipe and give ``--summary``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from noisymix_app.screen.reference import EXECUTION_FIELDS, PLAN, Reference, read_reference
+from noisymix_app.screen.spec import Spec, dry_run, resolve_spec
+from noisymix_infra.io import printable, read_json, write_json
+
+__all__ = ["add_arguments", "run", "screen", "screen_plan", "screen_runs"]
+
+#: the record of the screen's steps and what it screens (``reproduce.json``'s role in a screen folder)
+LOG = "screen-log.json"
+
+
+class MethodFailed(RuntimeError):
+    """A run of the screened method failed; the message names the run and holds the method's frames."""
+
+
+# ----------------------------------------------------------------------------- the plan and its runs
+
+def screen_plan(reference: Reference, overrides: list[str] | tuple[str, ...] = ()):
+    """The plan the reference methods were trained with (``analogue-methods`` and the summary's ``--set``
+    items), on the summary's seeds, with ``overrides`` of execution fields only (``workers``); one line
+    for an override that changes the recipe."""
+    from noisymix_app.reproduce.plans import PLANS
+    from noisymix_infra.config import apply_overrides
+
+    try:
+        recipe = apply_overrides(PLANS[PLAN], list(reference.overrides))
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{printable(str(reference.path))}: its plan {printable(reference.plan_name)} is not one "
+                         f"this code resolves ({str(error).splitlines()[0]})") from None
+    plan = apply_overrides(recipe, list(overrides))
+    changed = sorted(f.name for f in dataclasses.fields(plan)
+                     if f.name not in EXECUTION_FIELDS and getattr(plan, f.name) != getattr(recipe, f.name))
+    if changed or any(o.partition("=")[0].strip() in EXECUTION_FIELDS - {"workers"} for o in overrides):
+        what = changed[0] if changed else next(o.partition("=")[0] for o in overrides)
+        raise ValueError(f"--set {printable(what)}: a screen trains the recipe of its reference methods "
+                         f"({printable(reference.plan_name)}) on their seeds, and takes --set workers=N only; for "
+                         "another recipe make its eight-method summary (noisymix reproduce --plan analogue-methods "
+                         "--set ..., then noisymix analogue --results DIR) and give it with --summary")
+    if not plan.perturbed_suite:
+        raise ValueError(f"{printable(reference.plan_name)} evaluates no -P set: a screen reads Digits-P")
+    return dataclasses.replace(plan, seeds=reference.seeds)
+
+
+def screen_runs(spec: Spec, plan, out: Path):
+    """The runs of ``spec`` on ``plan``'s seeds as the sweep runs them (``noisymix_app.sweep.plan.Plan``),
+    evaluated on the sets under ``out/data``."""
+    from noisymix_app.reproduce.steps import _corrupted, _perturbed
+    from noisymix_app.sweep.plan import Plan, plan_from_reproduce
+
+    if spec.builtin:  # exactly the RunSpecs of its eight-method runs: the same code path
+        one = dataclasses.replace(plan, methods=(spec.method,), perturbed_methods=(spec.method,))
+        return plan_from_reproduce(one, _corrupted(plan, out), perturbed=_perturbed(plan, out))
+    base = dataclasses.replace(plan, methods=("baseline",), perturbed_methods=("baseline",))
+    made = plan_from_reproduce(base, _corrupted(plan, out), perturbed=_perturbed(plan, out))
+    runs = tuple(dataclasses.replace(
+        r, name=f"{spec.label}-seed{r.seed}", overrides=(*r.overrides, f"method={spec.method}", f"preset={spec.label}"),
+        rows=(f"screen {spec.given}",)) for r in made.runs)
+    return Plan(made.table, runs, made.notes, made.comparisons, analogue=True)
+
+
+
+def _check_runs(runs, plan) -> None:
+    """Each run's training config resolved and checked as the trainer will (``check_device``), before
+    anything is written."""
+    from noisymix_app.reproduce.plan_check import check_device, check_plan
+
+    check_plan(dataclasses.replace(plan, methods=("baseline",), perturbed_methods=("baseline",)))
+    for spec in runs.runs:
+        try:
+            check_device(spec.config())
+        except (ValueError, TypeError, KeyError) as error:
+            text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise ValueError(f"the trainer refuses run {spec.name}: {text}") from None
+
+
+# ----------------------------------------------------------------------------- the folder
+
+def _check_folder(out: Path, spec: Spec, runs, fresh: bool) -> list[str]:
+    """What ``out`` holds, checked before anything is written: a folder of another kind is refused; a
+    screen of another method, or runs of another config (a source edited since), are refused unless
+    ``fresh``.  Returns the runs to clear (with ``fresh``)."""
+    from noisymix_app.sweep.state import check_config
+    from noisymix_infra.folder_kind import check_claim
+
+    check_claim(out, "screen")
+    log = out / LOG
+    if log.is_file():
+        try:
+            was = read_json(log).get("spec", {}).get("method")
+        except (ValueError, AttributeError):
+            was = None
+        if isinstance(was, str) and was != spec.method and not fresh:
+            if was.split("@")[0] == spec.method.split("@")[0]:  # the same function, its file edited since
+                raise ValueError(f"{printable(str(out))} holds a screen of {printable(spec.given)} whose source "
+                                 f"changed since (sha256 {printable(was.partition('@')[2])}... then, "
+                                 f"{spec.method.partition('@')[2]}... now): give --fresh to screen it anew (its runs "
+                                 "are replaced), or another --out")
+            raise ValueError(f"{printable(str(out))} holds a screen of {printable(was.split('@')[0])}, not "
+                             f"{printable(spec.given)}: give --fresh to replace it, or another --out")
+    clear = []
+    names = {r.name for r in runs.runs}
+    folder = out / "runs"
+    for run_dir in sorted(p for p in folder.glob("*") if p.is_dir()) if folder.is_dir() else ():
+        if run_dir.name not in names:
+            clear.append(run_dir.name)  # another method's runs: the page reads only this method's
+    for r in runs.runs:
+        try:
+            check_config(r, out / "runs" / r.name)
+        except ValueError:
+            clear.append(r.name)
+    if clear and not fresh:
+        other = [n for n in clear if n in names]
+        why = (f"holds runs of another configuration ({printable(other[0])}: the method's source or the recipe "
+               "changed since)" if other else f"holds runs this screen does not make ({printable(clear[0])}: another "
+               "method's, or another summary's seeds)")
+        raise ValueError(f"{printable(str(out))} {why}: give --fresh to train them anew, or another --out")
+    return clear
+
+
+def _clear(out: Path, names: list[str]) -> None:
+    """Delete the runs ``names`` and the sweep's records of them (``--fresh``: the user said so)."""
+    for name in names:
+        for path in (out / "runs" / name, out / "sweep" / "state" / f"{name}.json"):
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+
+
+# ----------------------------------------------------------------------------- the sets
+
+def _make_sets(plan, out: Path, log: dict) -> list[str]:
+    """The -C and -P sets of the plan under ``out/data``, by ``noisymix corrupt`` with reproduce's argument
+    lines; a set made before with the same arguments and inputs is kept.  Returns the steps run now."""
+    from noisymix_app.cli import main as command
+    from noisymix_app.reproduce.steps import _clear_for_rerun, _output_of, _same_step, _steps
+    from noisymix_app.sweep.execute import ran_on
+
+    finished = {(e["name"], tuple(e.get("argv", ()))): tuple(e["inputs"]) if isinstance(e.get("inputs"), list)
+                else None for e in log["steps"]}
+    made = []
+    for step in (s for s in _steps(plan, out, None)[0] if s.name in ("corrupt", "corrupt-p")):
+        if _same_step(step, finished):
+            print(f"screen: {step.name}: done (kept)", flush=True)
+            continue
+        if _output_of(step).is_dir():
+            _clear_for_rerun(step)  # made with other arguments or inputs: never resumed from
+        t0 = time.perf_counter()
+        status = command(list(step.argv))
+        if status != 0 or not step.done.exists():
+            raise RuntimeError(f"step {step.name} failed (exit status {status}): noisymix {' '.join(step.argv)}")
+        log["steps"] = [e for e in log["steps"] if e["name"] != step.name]
+        log["steps"].append({"name": step.name, "argv": list(step.argv), "inputs": list(step.inputs),
+                             "seconds": round(time.perf_counter() - t0, 2), "ran_on": ran_on()})
+        write_json(out / LOG, log)
+        print(f"screen: {step.name}: {time.perf_counter() - t0:.1f} s", flush=True)
+        made.append(step.name)
+    return made
+
+
+# ----------------------------------------------------------------------------- a failing method
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>.*)$')
+
+
+def method_frames(trace: str, source: str | None) -> list[str]:
+    """The frames of ``trace`` (a formatted traceback) in the method's own ``source`` file, each with
+    its line of code; the last three frames where none is (a built-in method, a cut traceback)."""
+    lines = (trace or "").splitlines()
+    frames: list[list[str]] = []
+    for i, line in enumerate(lines):
+        found = _FRAME.match(line)
+        if found:
+            code = lines[i + 1] if i + 1 < len(lines) and not _FRAME.match(lines[i + 1]) else ""
+            frames.append([found["file"], line.rstrip(), code.rstrip()])
+    if source is not None:
+        own = [f for f in frames if Path(f[0]).resolve() == Path(source).resolve()]
+        if own:
+            frames = own
+        else:
+            frames = frames[-3:]
+    else:
+        frames = frames[-3:]
+    return [text for f in frames for text in f[1:] if text]
+
+
+def _failure(out: Path, spec: Spec, runs, failed: str) -> MethodFailed:
+    """The failure of run ``failed`` as the method's: its error and its own frames; runs that failed
+    before their first checkpoint are removed (nothing is left half-made)."""
+    from noisymix_app.sweep.state import run_record
+
+    record = run_record(out, failed)
+    for r in runs.runs:
+        run_dir = out / "runs" / r.name
+        if run_dir.is_dir() and not any((run_dir / n).exists() for n in ("checkpoint.pt", "final.pt")):
+            shutil.rmtree(run_dir)
+    frames = method_frames(record.get("traceback") or "", spec.source)
+    step = record.get("step") or "train"
+    error = record.get("error") or "it stopped"
+    lines = [f"{printable(spec.given)} failed in run {failed} ({step}): {printable(error)}"]
+    if frames:
+        lines += ["its frames (most recent call last):", *(printable(f) for f in frames)]
+    lines.append(f"the whole traceback: `noisymix sweep status {printable(str(out))}`; nothing of the screen's page "
+                 "was written")
+    return MethodFailed("\n".join(lines))
+
+
+class _Stop(Exception):
+    """Raised from the sweep's ``after_run`` when a run fails: the other runs of a method that raises
+    would fail too, so the screen stops them (each keeps its last checkpoint)."""
+
+
+# ----------------------------------------------------------------------------- the screen
+
+def _ours(out: Path, runs, plan) -> dict[str, list[float]]:
+    """The screened method's per-seed numbers (points, %), in the seeds' order: clean accuracy, the mean
+    Digits-C accuracy over the plan's corruptions and the mean Digits-P flip probability over its
+    perturbations, computed as the eight-method summary computes them (``noisymix_app.analogue.methods``)."""
+    import numpy as np
+
+    from fullscale.vocabulary import CORRUPTIONS, P_COLUMNS
+
+    corruptions, perturbations = plan.corruptions or CORRUPTIONS, plan.perturbations or P_COLUMNS
+    clean, per_c, per_p = [], [], []
+    for r in runs.runs:
+        folder = out / "runs" / r.name / "eval"
+        clean.append(100.0 * float(read_json(folder / "clean.json")["summary"]["accuracy"]))
+        c = read_json(folder / f"{plan.corrupted_suite}.json")["summary"]["per_corruption"]
+        per_c.append([100.0 * float(c[name]) for name in corruptions])
+        p = read_json(folder / f"{plan.perturbed_suite}.json")["results"]
+        per_p.append([100.0 * float(p[name]["flip_probability"]) for name in perturbations])
+    return {"clean": [float(v) for v in clean], "corrupted": [float(v) for v in np.array(per_c).mean(1)],
+            "mean_flip": [float(v) for v in np.array(per_p).mean(1)]}
+
+
+def screen(given: str, out: str | Path, *, summary: str | Path | None = None, overrides: list[str] | None = None,
+           fresh: bool = False) -> dict:
+    """Screen ``given`` into ``out`` (see the module docstring); return the page's record."""
+    from noisymix_app.reproduce.command import run_workers
+    from noisymix_app.reproduce.log import _progress_line
+    from noisymix_app.sweep.local import run_local
+    from noisymix_app.sweep.state import run_record, run_state
+    from noisymix_infra.folder_kind import claim_folder
+    from noisymix_infra.io import directory_lock, sha256_file
+    from noisymix_infra.provenance import provenance
+
+    started = time.perf_counter()
+    out = Path(out)
+    reference = read_reference(summary)
+    plan = screen_plan(reference, overrides or [])
+    spec = resolve_spec(given)
+    runs = screen_runs(spec, plan, out)
+    _check_runs(runs, plan)
+    dry_run(spec, runs.runs[0].config())
+    clear = _check_folder(out, spec, runs, fresh)
+    # nothing was written before this line
+    claim_folder(out, "screen")
+    with directory_lock(out, "screening"):
+        _clear(out, clear)
+        log_path = out / LOG
+        old = read_json(log_path) if log_path.is_file() else {}
+        # the sets are kept by their identity (arguments and inputs), whatever else --fresh replaces
+        log = {"spec": dataclasses.asdict(spec), "summary": str(reference.path), "summary_sha256": reference.sha256,
+               "plan": dataclasses.asdict(plan), "steps": [] if not isinstance(old, dict)
+               else [e for e in old.get("steps", []) if isinstance(e, dict) and "name" in e]}
+        for name in ("screen.json", "SCREEN.md", "screen.png"):  # a page is this invocation's, or none
+            (out / name).unlink(missing_ok=True)
+        write_json(log_path, log)
+        made = _make_sets(plan, out, log)
+        for step, suite in (("corrupt", plan.corrupted_suite), ("corrupt-p", plan.perturbed_suite)):
+            if step in made:  # an evaluation of a set made anew is evaluated again
+                for r in runs.runs:
+                    (out / "runs" / r.name / "eval" / f"{suite}.json").unlink(missing_ok=True)
+        pending = [r.name for r in runs.runs if run_state(out, r) != "done"]
+        count = run_workers(plan, len(pending))
+        print(f"screen: {spec.given} ({spec.form}) on {len(runs.runs)} seeds: {len(runs.runs) - len(pending)} runs "
+              f"done, {len(pending)} to train and evaluate, {count} at a time, one torch thread each", flush=True)
+        line = _progress_line(out, pending, time.perf_counter())
+        ended: list[str] = []
+
+        def after_run(name: str, state: str) -> None:
+            ended.append(name)
+            print(line(name, state, len(ended)), flush=True)
+            if state != "done":
+                raise _Stop(name)
+
+        try:
+            run_local(runs, out, workers=0 if count == 1 else count, retries=0, tabulate=False, retry_failed=True,
+                      threads=1, after_run=after_run)
+        except _Stop as stop:
+            raise _failure(out, spec, runs, str(stop)) from None
+        ours = _ours(out, runs, plan)
+        timings = {}
+        for r in runs.runs:  # what made each number: its weights by sha256, and its recorded time and machine
+            rec = run_record(out, r.name)
+            timings[r.name] = {"final_sha256": sha256_file(out / "runs" / r.name / "final.pt"),
+                               "seconds": rec.get("seconds"), "timings": rec.get("timings"),
+                               "ran_on": rec.get("ran_on")}
+        from noisymix_app.screen.report import page_record, write_page
+
+        plan_words = {"name": reference.plan_name, "model": plan.model, "width": plan.width, "epochs": plan.epochs,
+                      "train_overrides": list(plan.train_overrides), "perturbed_limit": plan.perturbed_limit,
+                      "corruptions": list(plan.corruptions) if plan.corruptions else None,
+                      "perturbations": list(plan.perturbations) if plan.perturbations else None}
+        record = page_record(spec, reference, ours, plan=plan_words, runs=timings,
+                             wall_seconds=round(time.perf_counter() - started, 1))
+        record["sets"] = {s["name"]: {"argv": s.get("argv"), "inputs": s.get("inputs")} for s in log["steps"]}
+        record["provenance"] = provenance()
+        text = write_page(out, record)
+    print(text)
+    return record
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from noisymix_infra.config import add_set_argument
+
+    parser.add_argument("spec", metavar="SPEC",
+                        help="a built-in method (noisymix, cutmix, ...) or package.module:name, the module importable "
+                             "(PYTHONPATH): a batch function (images, labels, generator) -> (images, targets) or a "
+                             "fullscale.training.methods.Method")
+    parser.add_argument("--out", required=True, help="the screen's folder (resumable: finished runs are kept)")
+    parser.add_argument("--summary", default=None,
+                        help="the eight-method summary to compare with (default: docs/analogue-methods-summary.json)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="replace a screen of another method, or of a method edited since, in --out")
+    add_set_argument(parser, "--set workers=1", "the plan's execution (workers only: the recipe is the summary's)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        screen(args.spec, args.out, summary=args.summary, overrides=args.overrides, fresh=args.fresh)
+    except MethodFailed as error:  # the method's own failure, with its frames (several lines)
+        print(f"noisymix screen: {error}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,151 @@
+"""The eight reference methods of a screen, read from the eight-method summary (issue 59): the one place
+a screen reads them (``read_reference``).
+
+The summary is what ``noisymix analogue --results DIR`` wrote from the runs of ``noisymix reproduce --plan
+analogue-methods`` (the committed one: ``docs/analogue-methods-summary.json``).  Its methods are never re-run
+by a screen: their per-seed numbers (``per_seed``, aligned with ``plan.seeds``) are the other side of every
+paired difference, their means and the paper's values the points of the map to CIFAR-10-C and -P.  The
+recipe they were trained with is the plan named in ``plan.name`` (``analogue-methods --set k=v ...``), which
+the screen trains its method with (``noisymix_app.screen.command``); seeds, counts and numbers all come from
+the file, none is written here.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from noisymix_infra.io import printable
+
+__all__ = ["DEFAULT_SUMMARY", "EXECUTION_FIELDS", "MEASURES", "Reference", "read_reference"]
+
+#: the committed eight-method summary (a source checkout's; ``--summary`` names another)
+DEFAULT_SUMMARY = Path(__file__).resolve().parents[2] / "docs" / "analogue-methods-summary.json"
+#: the plan that trains the reference methods (``noisymix_app.reproduce.plans.PLANS``)
+PLAN = "analogue-methods"
+#: our three measures (points, %) and the paper's column each is read against (None: no map)
+MEASURES: dict[str, str | None] = {"clean": None, "corrupted": "paper_corrupted", "mean_flip": "paper_mfr"}
+#: plan fields that say how the runs execute, not what they compute (issue 40: one torch thread per run
+#: whatever the count side by side), and the fields a screen sets itself (its seeds are the summary's,
+#: its method its own)
+EXECUTION_FIELDS = frozenset({"workers", "members", "seeds", "methods", "perturbed_methods"})
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The summary as a screen uses it: where it is, its sha256, the plan's overrides (``--set`` items
+    of the recipe, execution fields left out), the seeds, and one row per method (as in the file)."""
+
+    path: Path
+    sha256: str
+    plan_name: str
+    overrides: tuple[str, ...]
+    seeds: tuple[int, ...]
+    rows: tuple[dict, ...]
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        return tuple(r["method"] for r in self.rows)
+
+    def row(self, method: str) -> dict:
+        return next(r for r in self.rows if r["method"] == method)
+
+
+def _refuse(path: Path, why: str) -> ValueError:
+    return ValueError(f"{printable(str(path))}: {why}")
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _plan_overrides(path: Path, name: object, seeds: tuple[int, ...]) -> tuple[str, ...]:
+    """The recipe's ``--set`` items of ``analogue-methods --set k=v ...`` (execution fields left out;
+    a ``seeds`` item must name the plan's seeds)."""
+    if not isinstance(name, str):
+        raise _refuse(path, "plan.name is not the plan's name")
+    try:
+        words = shlex.split(name)
+    except ValueError:
+        raise _refuse(path, f"plan.name {printable(repr(name))} is not a command line's plan") from None
+    if not words or words[0] != PLAN:
+        raise _refuse(path, f"its runs are of plan {printable(repr(words[0] if words else name))}, not {PLAN}: a "
+                            f"screen compares with the eight methods of `noisymix reproduce --plan {PLAN}`")
+    overrides = []
+    rest = words[1:]
+    while rest:
+        if rest[0] != "--set" or len(rest) < 2 or "=" not in rest[1]:
+            raise _refuse(path, f"plan.name {printable(repr(name))}: expected {PLAN} followed by --set key=value items")
+        key, _, value = rest[1].partition("=")
+        if key == "seeds":
+            from noisymix_infra.config import parse_value
+
+            if tuple(parse_value(value, tuple[int, ...], "seeds")) != seeds:
+                raise _refuse(path, f"plan.name says seeds={value}, plan.seeds {list(seeds)}")
+        elif key not in EXECUTION_FIELDS:
+            overrides.append(rest[1])
+        rest = rest[2:]
+    return tuple(overrides)
+
+
+def _check_row(path: Path, i: int, row: object, seeds: int) -> dict:
+    where = f"table[{i}]"
+    if not isinstance(row, dict) or not isinstance(row.get("method"), str):
+        raise _refuse(path, f"{where} is not a method's row (an object with its method)")
+    where = f"table[{i}] ({printable(row['method'])})"
+    for key in ("paper_corrupted", "paper_mfr"):
+        if not _number(row.get(key)):
+            raise _refuse(path, f"{where}.{key} is not a number")
+    per_seed = row.get("per_seed")
+    if not isinstance(per_seed, dict):
+        raise _refuse(path, f"{where} has no per-seed numbers (per_seed), which a screen pairs with: rerun "
+                            "`noisymix analogue --results DIR` on the eight-method runs to write them")
+    for key in MEASURES:
+        values = per_seed.get(key)
+        if not isinstance(values, list) or len(values) != seeds or not all(_number(v) for v in values):
+            raise _refuse(path, f"{where}.per_seed.{key} is not {seeds} numbers (one per seed of plan.seeds)")
+        entry = row.get(key)
+        if not isinstance(entry, dict) or not _number(entry.get("mean")):
+            raise _refuse(path, f"{where}.{key}.mean is not a number")
+        # the mean printed beside the per-seed values is theirs: a file assembled from two runs is refused
+        if abs(sum(values) / seeds - entry["mean"]) > 1e-6 * max(1.0, abs(entry["mean"])):
+            raise _refuse(path, f"{where}.{key}.mean {entry['mean']} is not the mean of its per_seed values")
+    return row
+
+
+def read_reference(path: str | Path | None = None) -> Reference:
+    """The eight-method summary at ``path`` (default ``DEFAULT_SUMMARY``), checked whole: one line for
+    a missing or unreadable file, a plan other than ``analogue-methods``, seeds that are not distinct
+    numbers, a table without the Baseline or NoisyMix or with fewer than five methods, and a row
+    without per-seed numbers aligned with the seeds (the schema: module docstring)."""
+    from noisymix_infra.io import read_json, sha256_file
+
+    path = Path(DEFAULT_SUMMARY if path is None else path)
+    if not path.is_file():
+        raise ValueError(f"no eight-method summary at {printable(str(path))}: give --summary FILE, the "
+                         "analogue.json that `noisymix analogue --results DIR` wrote")
+    try:
+        data = read_json(path)
+    except ValueError as error:
+        raise _refuse(path, f"not a readable summary ({str(error).splitlines()[0][:200]})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("plan"), dict) or not isinstance(data.get("table"), list):
+        raise _refuse(path, "not an eight-method summary (an object with plan and table)")
+    seeds = data["plan"].get("seeds")
+    if (not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
+                                                            for s in seeds) or len(set(seeds)) != len(seeds)):
+        raise _refuse(path, "plan.seeds is not a list of distinct seeds")
+    seeds_t = tuple(seeds)
+    overrides = _plan_overrides(path, data["plan"].get("name"), seeds_t)
+    rows = tuple(_check_row(path, i, row, len(seeds_t)) for i, row in enumerate(data["table"]))
+    methods = [r["method"] for r in rows]
+    repeated = next((m for i, m in enumerate(methods) if m in methods[:i]), None)
+    if repeated is not None:
+        raise _refuse(path, f"method {printable(repeated)} has two rows")
+    for needed in ("baseline", "noisymix"):
+        if needed not in methods:
+            raise _refuse(path, f"no {needed} row: a screen is paired with the Baseline and NoisyMix")
+    if len(rows) < 5:  # the nested leave-one-out fits a line to the n - 2 others: at least three
+        raise _refuse(path, f"{len(rows)} methods: the map and its leave-one-out check need at least five")
+    return Reference(path, sha256_file(path), data["plan"]["name"], overrides, seeds_t, rows)
