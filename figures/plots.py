@@ -203,7 +203,7 @@ def robust_c_figure(groups: dict):
                               f"{'/'.join(map(str, sorted(seeds)))} seeds (mean, 95 % t-interval)"))
     if coarse:
         handles.append(Line2D([], [], ls="none", marker="o", mfc="none", color="dimgray",
-                              label="hollow: spread below the measurement's resolution (one image)"))
+                              label="hollow: spread below one image's worth (the interval uses that)"))
     fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False, fontsize=8)
     fig.suptitle("Robust accuracy on corrupted test sets: the paper's beside ours (colour: method; axis from 0), "
                  "and NoisyMix's paired differences", fontsize=11)

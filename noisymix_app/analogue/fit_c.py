@@ -419,5 +419,5 @@ def fit_summary(record: dict, set_folder: str | Path | None = None, names: tuple
             manifest = None
         if isinstance(manifest, dict) and isinstance(manifest.get("strengths"), dict):
             matches = manifest["strengths"] == record.get("strengths")
-    residuals = {} if matches is False else {n: e["residual"] for n, e in record.get("fit", {}).items()}
+    residuals = {} if matches is False else {n: e.get("residual") for n, e in record.get("fit", {}).items()}
     return {"fits": list(groups.values()), "matches_set": matches, "residuals": residuals}

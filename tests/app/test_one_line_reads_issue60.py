@@ -23,10 +23,13 @@ def test_analogue_on_an_evaluation_without_its_numbers_is_one_line_naming_it(tmp
     results = tmp_path / "results"
     _write_fixture_runs(results, _runs_like_the_paper(1.0, 0.3, seeds=2))
     name = "digits-p.json" if "results" in spoil else "digits-c.json" if "per_corruption" in spoil else "clean.json"
-    (results / "runs" / "cutmix-seed1" / "eval" / name).write_text(spoil)
+    from noisymix_app.reproduce.plans import PLANS
+
+    run = f"cutmix-seed{PLANS['analogue-methods'].seeds[1]}"  # the fixture's second seed
+    (results / "runs" / run / "eval" / name).write_text(spoil)
     assert main(["analogue", "--results", str(results), "--draws", "200"]) == 2
     line = one_line_error()
-    assert f"cutmix-seed1/eval/{name}" in line, line
+    assert f"{run}/eval/{name}" in line, line
     assert not (results / "analogue").exists()
 
 

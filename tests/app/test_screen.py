@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from noisymix_app.analogue.methods import paper_columns
 from noisymix_app.cli import main
 from noisymix_app.reproduce.plans import EIGHT_METHODS
 from noisymix_app.screen.command import method_frames, screen, screen_plan
 from noisymix_app.screen.reference import DEFAULT_SUMMARY, read_reference
+from noisymix_figures.paper import method_columns
 
 #: the tiny recipe: the analogue-methods plan at width 4, one epoch of 64 digits, two corruptions and
 #: two perturbations of 4 sequences
@@ -51,7 +51,7 @@ def make_summary(path: Path, *, seeds=SEEDS, tiny=TINY, measured: dict | None = 
                  drop: str | None = None) -> Path:
     """A summary in the schema of ``noisymix analogue`` (module docstring): the eight methods with the
     paper's values, made-up per-seed numbers (or ``measured[method]``: its per-seed numbers), their means."""
-    paper = paper_columns()
+    paper = method_columns(EIGHT_METHODS)
     rng = np.random.default_rng(7)
     table = []
     for m in EIGHT_METHODS:

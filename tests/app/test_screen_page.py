@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from noisymix_app.analogue.methods import paper_columns
 from noisymix_app.reproduce.plans import EIGHT_METHODS
 from noisymix_app.screen.reference import read_reference
 from noisymix_app.screen.report import page_record, render_markdown
 from noisymix_app.screen.spec import Spec
+from noisymix_figures.paper import method_columns
 
 SEEDS = (4, 5, 6)
 PLAN = {"name": "analogue-methods", "model": "preactresnet18", "width": 16, "epochs": 10, "train_overrides": [],
@@ -24,7 +24,7 @@ PLAN = {"name": "analogue-methods", "model": "preactresnet18", "width": 16, "epo
 def _reference(tmp_path, ours_c, ours_p):
     """A summary whose methods' means on the proxy are ``ours_c`` / ``ours_p`` (by method), seeds spread
     by +-1 around them."""
-    paper = paper_columns()
+    paper = method_columns(EIGHT_METHODS)
     table = []
     for m in EIGHT_METHODS:
         per_seed = {"clean": [90.0, 91.0, 92.0], "corrupted": [ours_c[m] - 1, ours_c[m], ours_c[m] + 1],
@@ -39,7 +39,7 @@ def _reference(tmp_path, ours_c, ours_p):
 
 
 def _linear(tmp_path):
-    paper = paper_columns()
+    paper = method_columns(EIGHT_METHODS)
     ours_c = {m: paper[m]["corrupted"] - 8 + 0.3 * (i % 3 - 1) for i, m in enumerate(EIGHT_METHODS)}
     ours_p = {m: paper[m]["mfr"] + 1 + 0.2 * (i % 2) for i, m in enumerate(EIGHT_METHODS)}
     return _reference(tmp_path, ours_c, ours_p), ours_c, ours_p
@@ -64,7 +64,7 @@ def test_place_paired_words_and_prediction_follow_the_numbers(tmp_path):
     assert entry["reads"] == ("higher" if found.low > 0 else "lower" if found.high < 0 else entry["reads"])
     # the prediction: the least-squares line of the paper's values on ours (numpy.linalg.lstsq), at our mean
     x = np.array([ours_c[m] for m in EIGHT_METHODS])
-    y = np.array([paper_columns()[m]["corrupted"] for m in EIGHT_METHODS])
+    y = np.array([method_columns(EIGHT_METHODS)[m]["corrupted"] for m in EIGHT_METHODS])
     coef = np.linalg.lstsq(np.column_stack([np.ones(8), x]), y, rcond=None)[0]
     predicted = record["maps"]["corrupted"]["prediction"]["value"]
     assert predicted == pytest.approx(coef[0] + coef[1] * np.mean(ours["corrupted"]))
@@ -74,7 +74,7 @@ def test_place_paired_words_and_prediction_follow_the_numbers(tmp_path):
 
 
 def test_the_page_says_the_proxy_cannot_place_a_method_where_it_misses_by_the_spread(tmp_path):
-    paper = paper_columns()
+    paper = method_columns(EIGHT_METHODS)
     # Digits-P flips unrelated to the paper's mFR (a reversed order): the line misses by more than the spread
     order = sorted(EIGHT_METHODS, key=lambda m: paper[m]["mfr"])
     ours_p = {m: 5.0 + (i * 7) % 8 for i, m in enumerate(order)}

@@ -16,7 +16,7 @@ def test_bench_main_job_runs_both_plans_and_compares_them(tmp_path):
     assert ref["plan"] == new["plan"] == "quick" and ref["wall_s"] > 0 and new["wall_s"] > 0
     assert result["ratio_wall"] == round(new["wall_s"] / ref["wall_s"], 3)
     # the quick plan's two methods make the same claims in both runs: same ids, deterministic verdicts
-    assert result["claims_both"] == sorted(new["claims"]) and "robust_noisymix" in result["claims_both"]
+    assert result["claims_both"] == sorted(new["claims"]) and "robust_noisymix_vs_baseline" in result["claims_both"]
     assert result["verdicts_changed"] == {}
     assert set(new["where_s"]) == {"train", "evaluate", "other"} and new["where_s"]["train"] > 0
 

@@ -54,7 +54,7 @@ def test_bench_evaluate_compares_batches_and_the_frozen_cpu_model(tmp_path):
     assert main(["bench", "--out", str(out), "evaluate", "--", "--images", "16", "--width", "2",
                  "--compare-batches", "8"]) == 0
     result = json.loads(out.read_text())
-    assert result["batch"] == 64 and set(result["model_images_per_s_by_batch"]) == {"64", "8"}
+    assert result["batch"] == 500 and set(result["model_images_per_s_by_batch"]) == {"500", "8"}  # CPU_BATCH
     assert result["frozen_used"] is True
     assert math.isclose(result["frozen_over_eager"], result["frozen_images_per_s"] / result["model_images_per_s"],
                         rel_tol=0.02)

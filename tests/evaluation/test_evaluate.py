@@ -418,7 +418,7 @@ def test_the_model_batch_is_chosen_by_device_unless_given():
     from fullscale.evaluation import ACCELERATOR_BATCH, CPU_BATCH, Context, EvalOptions
 
     model = torch.nn.Identity()
-    assert Context(model, torch.device("cpu"), {}, None).batch_size == CPU_BATCH == 64
+    assert Context(model, torch.device("cpu"), {}, None).batch_size == CPU_BATCH == 500  # issue 58
     assert Context(model, torch.device("meta"), {}, None).batch_size == ACCELERATOR_BATCH == 500
     assert Context(model, torch.device("cpu"), {}, None, EvalOptions(batch_size=7)).batch_size == 7
 
