@@ -241,7 +241,7 @@ def _order_words(entry: dict, benchmark: str, n: int) -> str:
     stats = f"Spearman {signed(rho, 2)}, exact permutation p = {p:.3f}"
     if p < 0.05 and rho > 0:
         return f"orders the {n} methods it was not fitted to as {benchmark} does ({stats})"
-    return f"does not order the {n} methods it was not fitted to reliably as {benchmark} does ({stats})"
+    return f"does not reliably order the {n} methods it was not fitted to as {benchmark} does ({stats})"
 
 
 def finding(summary: dict) -> str:
@@ -250,10 +250,10 @@ def finding(summary: dict) -> str:
     per-corruption profiles, NoisyMix against AugMix), naming the methods where it disagrees."""
     n = len(summary["unfitted"])
     c = _order_words(summary["order"]["c"], "CIFAR-10-C", n)
-    p = _order_words(summary["order"]["p"], "CIFAR-10-P", n).replace(f"the {n} methods it was not fitted to", "them")
+    p = _order_words(summary["order"]["p"], "CIFAR-10-P", n).replace(f" the {n} methods it was not fitted to", " them")
     text = f"The analogue {c}, and {p} in how often they flip."
     slopes = {g["method"]: g["slope"] for g in summary["gains"]}
-    far = [f"{label(m)} {s:.1f}×".replace("-", "−") for m, s in slopes.items() if s > 1.5 or s < 0.5]
+    far = [f"{label(m)} {s:.2f}×".replace("-", "−") for m, s in slopes.items() if s > 1.5 or s < 0.5]
     sizes = (f" It does not reproduce their effect sizes: our gains are {np.median(list(slopes.values())):.1f} times "
              f"the paper's at the median, from {signed(min(slopes.values()))} to {signed(max(slopes.values()))}"
              + (f" ({join(far)})" if far else "") + ".") if far else (
@@ -331,7 +331,7 @@ def render_markdown(summary: dict, *, plan_line: str = "") -> str:
               "| method | slope | rank correlation | share-of-drop correlation |", "|---|---:|---:|---:|"]
     for g in summary["gains"]:
         cells = ["n/a" if g[k] is None else signed(g[k], 2) for k in ("rank_correlation", "share_of_drop")]
-        lines.append(f"| {label(g['method'])} | {g['slope']:.2f} | {cells[0]} | {cells[1]} |")
+        lines.append(f"| {label(g['method'])} | {signed(g['slope'], 2)} | {cells[0]} | {cells[1]} |")
     central = summary.get("central")
     if central:
         lines += ["", "**NoisyMix against AugMix**, paired over seeds (points; NoisyMix better is positive): "

@@ -15,10 +15,10 @@ RECORD = {"repo": "/x", "commit": "0123456789abcdef", "cpu_model": "AMD EPYC", "
 
 def test_the_promise_states_each_measured_figure_with_its_load():
     text = promise(RECORD)
-    assert "fresh clone of `0123456789ab` on 2 cores of AMD EPYC" in text
+    assert "fresh clones of `0123456789ab` on 2 cores of AMD EPYC" in text
     assert "`make reproduce` 11.5 min (load average 0.25 before; `make env` before it 0.9 min)" in text
     assert "`make test` 4.7 min (load average 1.90 before)" in text
-    assert "`noisymix reproduce --plan analogue-methods` 25.0 min" in text
+    assert "`noisymix reproduce --plan analogue-methods` 25.0 min (load average 0.20 before)" in text
 
 
 def test_the_readme_takes_the_promise_between_its_markers_only(tmp_path):
@@ -49,12 +49,19 @@ def test_the_command_clones_and_times_each_make_target_end_to_end(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"{BEGIN}\n{END}\n")
     out = tmp_path / "first-run.json"
-    assert main(["bench", "first-run", "--out", str(out), "--", "--repo", str(repo), "--test",
+    kept = tmp_path / "record.json"
+    assert main(["bench", "first-run", "--out", str(out), "--", "--repo", str(repo), "--record", str(kept),
                  "--workdir", str(tmp_path / "w"), "--readme", str(readme)]) == 0
     record = json.loads(out.read_text())
-    assert [s["name"] for s in record["steps"]] == ["make env", "make reproduce", "make test"]
+    assert [s["name"] for s in record["steps"]] == ["make env", "make reproduce"]
     assert (tmp_path / "w" / "clone" / "made-env").is_file()  # the targets ran in the clone, in order
     assert promise(record) in readme.read_text()
+    # a second invocation adds `make test` to the kept record, keeps the main job's figure, replaces make env's
+    assert main(["bench", "first-run", "--", "--repo", str(repo), "--record", str(kept), "--test",
+                 "--no-reproduce", "--workdir", str(tmp_path / "w2"), "--readme", str(readme)]) == 0
+    both = json.loads(kept.read_text())
+    assert sorted(s["name"] for s in both["steps"]) == ["make env", "make reproduce", "make test"]
+    assert "`make test`" in readme.read_text() and "`make reproduce`" in readme.read_text()
     # a clone that is not fresh is refused before anything runs
     assert main(["bench", "first-run", "--", "--repo", str(repo), "--workdir", str(tmp_path / "w")]) == 2
 
@@ -66,8 +73,9 @@ def test_a_fresh_clone_runs_end_to_end(tmp_path):
 
     from noisymix_app.bench.bench_first_run import run
 
-    record = run(argparse.Namespace(repo=None or str(__import__("noisymix_app.bench.bench_first_run",
-                                                                fromlist=["ROOT"]).ROOT),
-                                    workdir=str(tmp_path / "w"), test=False, plans="", quick=True, readme=None))
-    assert [s["name"] for s in record["steps"]] == ["make env", "reproduce quick"]
+    from noisymix_app.bench.bench_first_run import ROOT
+
+    record = run(argparse.Namespace(repo=str(ROOT), workdir=str(tmp_path / "w"), test=False, plans="", quick=True,
+                                    no_reproduce=False, record=None, readme=None))
+    assert [s["name"] for s in record["steps"]] == ["make env", "reproduce quick"]  # the quick plan's path
     assert all(s["wall_s"] > 0 for s in record["steps"]) and len(record["commit"]) == 40
