@@ -71,9 +71,7 @@ def test_a_fresh_clone_runs_end_to_end(tmp_path):
     """The benchmark's own path: a clone of this checkout, `make env` and the quick plan (several minutes)."""
     import argparse
 
-    from noisymix_app.bench.bench_first_run import run
-
-    from noisymix_app.bench.bench_first_run import ROOT
+    from noisymix_app.bench.bench_first_run import ROOT, run
 
     record = run(argparse.Namespace(repo=str(ROOT), workdir=str(tmp_path / "w"), test=False, plans="", quick=True,
                                     no_reproduce=False, record=None, readme=None))
