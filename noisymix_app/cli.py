@@ -119,19 +119,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:  # said by the command's own parser, so the line names the command
         parsers[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     module = importlib.import_module(COMMANDS[args.command].module)
-    try:
-        with torch_threads(args.threads):
-            status = module.run(args)
-    except (*_INPUT_ERRORS, OSError) as error:
-        line = error_line(error)
-        if line is None:
-            raise
-        print(f"noisymix {args.command}: error: {line}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"noisymix {args.command}: interrupted; {_continue_hint(args.command, argv)}", file=sys.stderr)
-        return 130
-    return int(status or 0)
+
+    def command() -> int | None:
+        try:
+            with torch_threads(args.threads):
+                return module.run(args)
+        except KeyboardInterrupt:
+            print(f"noisymix {args.command}: interrupted; {_continue_hint(args.command, argv)}", file=sys.stderr)
+            return 130
+
+    return main_in_one_line(f"noisymix {args.command}", command)
 
 
 def error_line(error: BaseException) -> str | None:

@@ -21,6 +21,7 @@ __all__ = ["PROTOCOL_AIMS", "aims_sentence", "answer", "calibration_section", "c
 PROTOCOL_AIMS = {"headline_mdd": 3.0, "clean_seed_sd": 1.5}
 #: a verdict said of several claims ("4 hold, 2 are within noise, 1 fails")
 PLURAL = {"holds": "hold", "within noise": "are within noise", "fails": "fail"}
+SINGULAR = {"within noise": "is within noise"}
 #: the claims whose metric is the paper's calibration (tab:results_imagenet_r_calibration)
 CALIBRATION_METRICS = ("rms_calibration_error_corrupted", "aurra_corrupted")
 
@@ -100,7 +101,8 @@ def answer(summary: dict) -> tuple[str, list[str]]:
                  f"5 %): **{primary['verdict']}**."]
     if others:
         order = [*VERDICT_WORDS, *dict.fromkeys(c["verdict"] for c in others if c["verdict"] not in VERDICT_WORDS)]
-        tally = ", ".join(f"{n} {PLURAL.get(v, v)}" for v in order if (n := sum(c["verdict"] == v for c in others)))
+        tally = ", ".join(f"{n} {PLURAL.get(v, v) if n > 1 else SINGULAR.get(v, v)}" for v in order
+                          if (n := sum(c["verdict"] == v for c in others)))
         # the calibration claims' verdicts are said in their own sentence, on their own metrics
         opposite = [c for c in others if c["verdict"] == "fails" and c["metric"] not in CALIBRATION_METRICS]
         sentences.append(f"Of the paper's {len(others)} other claims, tested as one family with Holm's correction "

@@ -351,7 +351,8 @@ def render_readme(summary: dict) -> str:
 
     lines = [opening(summary), "", *claims_table(summary), "",
              "Ours: NoisyMix minus the other, paired over seeds (points; positive: NoisyMix better); the paper's: the "
-             "same difference in its table and setting. " + _generated(summary) + " Every other table (the claims with "
+             "same difference in its table and setting (*direction only*: a setting the digits do not stand for, "
+             "so only the sign is tested). " + _generated(summary) + " Every other table (the claims with "
              "their quotes, per method, calibration, the analogue's fidelity out of sample, the ablation, theory, "
              "toy): [docs/reproduce-summary.md](docs/reproduce-summary.md).", "",
              "![The paper's CIFAR-10-C accuracies beside ours on Digits-C, and each paired difference]"

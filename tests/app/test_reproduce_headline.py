@@ -77,7 +77,9 @@ def _check_consistent(summary: dict) -> None:
     others = [c for c in judged if c is not primary]
     words = {"holds": "hold", "within noise": "are within noise", "fails": "fail"}
     for verdict in {c["verdict"] for c in others}:
-        assert f"{sum(c['verdict'] == verdict for c in others)} {words.get(verdict, verdict)}" in head, verdict
+        n = sum(c["verdict"] == verdict for c in others)
+        said = words.get(verdict, verdict) if n > 1 else {"within noise": "is within noise"}.get(verdict, verdict)
+        assert f"{n} {said}" in head, verdict
     for claim in judged:
         mark = f", {MARKS[claim.get('firm')]}" if any(c.get("firm") is not None for c in judged) else ""
         assert f"| **{claim['verdict']}**{mark}" in rows[claim["statement"]], claim["id"]

@@ -10,6 +10,7 @@ import pytest
 
 from noisymix_app.reproduce.command import reproduce, run_workers
 from noisymix_app.reproduce.plans import PLANS
+from tests.app.test_sweep_pool import _Meter  # a reading of the load that says a fixed count
 
 
 def _fake_command(argv):  # every command step but the figures (not what is tested here)
@@ -38,21 +39,6 @@ def test_workers_follow_the_free_cores_and_threads_stay_one(monkeypatch):
     assert run_workers(plan, 1) == 1  # never more processes than runs
     assert run_workers(dataclasses.replace(plan, workers=3), 36) == 3
     assert PLANS["laptop"].workers == 0 and "min" not in PLANS["laptop"].description  # no promised duration
-
-
-class _Meter:
-    """A reading of the load that says ``free`` cores are free, whatever the machine does."""
-
-    min_seconds = 0.0
-
-    def __init__(self, free):
-        self._free = free
-
-    def watch(self, own):
-        pass
-
-    def free(self, own=()):
-        return float(self._free)
 
 
 @pytest.mark.slow
