@@ -67,7 +67,7 @@ def test_a_figure_past_the_budget_is_killed_and_the_files_are_written_as_figures
     import time
 
     start = time.monotonic()
-    assert main(["bench", "gpu", "--device", "cpu", "--out", str(tmp_path), "--quick", "--budget", "20",
+    assert main(["bench", "gpu", "--device", "cpu", "--out", str(tmp_path), "--quick", "--budget", "14",
                  "--only", "augmix_32,sleep,cifar10p_generation", "--sleep-figure", "600"]) == 0
     assert time.monotonic() - start < 60
     figures = json.loads((tmp_path / "gpu.json").read_text())["figures"]

@@ -42,10 +42,12 @@ CASES = {
     "residual missing": (_edited(lambda r: r["fit"]["contrast"].pop("residual")), "residual"),
     "fit null": (_edited(_set(("fit",), None)), "'fit'"),
     "the file a list": (json.dumps([COMMITTED]), "list"),
-    "strength Infinity": (MATCHED_FILE.read_text().replace('"gaussian_noise": 6.236018', '"gaussian_noise": Infinity'),
-                          "strengths.gaussian_noise is Infinity"),
-    "residual NaN": (MATCHED_FILE.read_text().replace('"residual": 0.063', '"residual": NaN'),
-                     "fit.brightness.residual is NaN"),
+    "strength Infinity": (MATCHED_FILE.read_text().replace(
+        f'"gaussian_noise": {json.dumps(COMMITTED["strengths"]["gaussian_noise"])}', '"gaussian_noise": Infinity'),
+        "strengths.gaussian_noise is Infinity"),
+    "residual NaN": (MATCHED_FILE.read_text().replace(
+        f'"residual": {json.dumps(COMMITTED["fit"]["brightness"]["residual"])}', '"residual": NaN', 1),
+        "fit.brightness.residual is NaN"),
     "strength a string": (_edited(_set(("strengths", "fog"), "0.2")), "strengths.fog"),
     "strengths disagree with the fit": (_edited(_set(("strengths", "fog"), 0.3)), "fit.fog.strength"),
     "trace not pairs": (_edited(_set(("fit", "snow", "trace"), [[1.0]])), "fit.snow.trace"),
