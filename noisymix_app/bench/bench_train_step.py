@@ -117,6 +117,7 @@ def run(args: argparse.Namespace) -> dict:
     # cost is in the step time, amortized as in training
     chunk = chunk_steps(method.views, batch, (3, size, size), 1 << 30)
     steps = args.steps or (2 * chunk if cuda else 3)
+    chunk = min(chunk, steps)  # the chunk the timed steps use (an epoch of ``steps``), so the views' figure is theirs
     data = InMemoryData(torch.randint(0, 256, (steps * batch, 3, size, size), dtype=torch.uint8, device=device,
                                       generator=g),
                         torch.randint(0, classes, (steps * batch,), device=device, generator=g), classes, "synthetic")

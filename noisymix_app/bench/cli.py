@@ -72,12 +72,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def is_bench_result(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a result file this command wrote (``{"benchmark", "machine", "provenance", ...}``)."""
+    """Whether ``path`` is a result file this command wrote: ``{"benchmark", "provenance", ...}`` with the
+    machine it ran on (``machine``; ``bench gpu``'s gpu.json: ``environment``)."""
     try:
         record = read_json(path)
     except (OSError, ValueError):
         return False
-    return isinstance(record, dict) and {"benchmark", "machine", "provenance"} <= set(record)
+    return (isinstance(record, dict) and {"benchmark", "provenance"} <= set(record)
+            and ("machine" in record or "environment" in record))
 
 
 def check_out(out: str, *, folder: bool = False) -> None:

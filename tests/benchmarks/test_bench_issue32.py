@@ -39,6 +39,19 @@ def test_a_figure_that_errors_fails_the_command_and_is_named(tmp_path, capsys, m
     assert json.loads((tmp_path / "gpu.json").read_text())["figures"]["augmix_224"]["value"] == 1.0
 
 
+def test_a_rerun_into_its_own_folder_is_taken_and_a_foreign_gpu_json_is_refused(tmp_path, capsys, monkeypatch):
+    """The gpu.json of a first run carries ``environment``, not ``machine``: the second run into the
+    same --out was refused as 'a gpu.json that noisymix bench did not write'."""
+    monkeypatch.setattr(bench_gpu, "_figure_in_child", lambda name, ctx, deadline: {"value": 1.0, "unit": "x"})
+    argv = ["bench", "gpu", "--device", "cpu", "--quick", "--out", str(tmp_path / "ours"), "--only", "augmix_32"]
+    assert main(argv) == 0 and main(argv) == 0
+    assert "did not write" not in capsys.readouterr().err
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "gpu.json").write_text(json.dumps({"benchmark": "gpu", "figures": {}}))
+    assert main(argv[:-3] + [str(tmp_path / "theirs"), "--only", "augmix_32"]) == 2
+    assert "holds a gpu.json that noisymix bench did not write" in capsys.readouterr().err
+
+
 def test_options_take_every_default_from_the_benchmarks_own_parser_and_refuse_unknown_keys():
     args = options(bench_train_step, device="cpu", batch=4)
     defaults = vars(parser_for(bench_train_step).parse_args([]))
