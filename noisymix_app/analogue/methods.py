@@ -9,7 +9,7 @@ as in the paper, and says what it finds as it is (``finding``):
 
 * **their order** (issue 57, goal 6): our mean Digits-C accuracy against the paper's CIFAR-10-C column and our
   mean Digits-P flip probability against its CIFAR-10-P mFR, Spearman's rho and Kendall's tau-b over the
-  seven, each with its exact permutation p-value (``scipy.stats.permutation_test`` over all 7! orders,
+  seven, each with its exact permutation p-value (all 7! orders enumerated, ``order_test``,
   one-sided: agreement), and beside it the **seed-resampling range** of rho (the 2.5 and 97.5 percentiles
   of ``BOOTSTRAP`` resamples of the seeds, jointly for all methods: with 5 seeds there are only 126 distinct
   resamples and near-ties a resample can only break, so it is a range, not a confidence interval);
@@ -38,8 +38,9 @@ from noisymix_app.reproduce.plans import EIGHT_METHODS
 from noisymix_app.reproduce.words import interval_text, join, label, signed
 from noisymix_infra.io import read_json_object
 
-__all__ = ["BOOTSTRAP", "PLAN", "analogue_summary", "bootstrap_interval", "finding", "kendall_tau_b", "load_runs",
-           "order_test", "render_markdown", "slope_through_origin", "spearman", "write_report"]
+__all__ = ["BOOTSTRAP", "PLAN", "analogue_summary", "bootstrap_interval", "finding", "kendall_rows", "kendall_tau_b",
+           "load_runs", "order_test", "render_markdown", "slope_through_origin", "spearman", "spearman_rows",
+           "write_report"]
 
 BOOTSTRAP = 2000
 PLAN = "analogue-methods"  # the one plan this report is of
@@ -67,22 +68,58 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
     return float(kendalltau(a, b).statistic)
 
 
+def _average_ranks(a: np.ndarray) -> np.ndarray:
+    """Ranks along the last axis, ties sharing their mean rank (scipy's ``rankdata`` 'average'), batched:
+    rank_i = #{j: a_j < a_i} + (#{j: a_j = a_i} + 1) / 2."""
+    below = (a[..., None, :] < a[..., :, None]).sum(-1)
+    equal = (a[..., None, :] == a[..., :, None]).sum(-1)
+    return below + (equal + 1) / 2
+
+
+def spearman_rows(rows: np.ndarray, paper: Sequence[float]) -> np.ndarray:
+    """Spearman's rho of each row of ``rows`` (B x n) against ``paper`` (n): the Pearson correlation of
+    their average ranks, as ``spearman`` per row; NaN for a constant row."""
+    ranked = _average_ranks(np.asarray(rows, float))
+    reference = _average_ranks(np.asarray(paper, float))
+    x, y = ranked - ranked.mean(-1, keepdims=True), reference - reference.mean()
+    scale = np.sqrt((x * x).sum(-1) * (y @ y))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(scale > 0, (x @ y) / np.where(scale > 0, scale, 1.0), np.nan)
+
+
+def kendall_rows(rows: np.ndarray, paper: Sequence[float]) -> np.ndarray:
+    """Kendall's tau-b of each row of ``rows`` (B x n) against ``paper``: sum over pairs of the product of
+    their order signs over the square root of the untied pairs' counts on each side; NaN for a constant row."""
+    rows, reference = np.asarray(rows, float), np.asarray(paper, float)
+    ours = np.sign(rows[..., :, None] - rows[..., None, :])
+    theirs = np.sign(reference[:, None] - reference[None, :])
+    scale = np.sqrt(np.abs(ours).sum((-2, -1)) * np.abs(theirs).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(scale > 0, (ours * theirs).sum((-2, -1)) / np.where(scale > 0, scale, 1.0), np.nan)
+
+
+#: the most values the exact permutation test enumerates (9! = 362,880 orders; the analogue has seven)
+MOST_EXACT = 9
+
+
 def order_test(ours: Sequence[float], paper: Sequence[float]) -> dict:
     """Spearman and Kendall of ``ours`` against ``paper`` with exact one-sided permutation p-values (every
-    pairing of the values enumerated; agreement is the alternative); NaN and None where a side is constant."""
-    from scipy.stats import permutation_test
+    one of the n! pairings of the values enumerated, agreement the alternative: the share of pairings whose
+    statistic is at least the observed one, ties within float rounding counted); None where a side is constant."""
+    from itertools import permutations
 
+    o, p = np.asarray(ours, float), np.asarray(paper, float)
+    if not 2 <= len(o) <= MOST_EXACT or o.shape != p.shape:
+        raise ValueError(f"the order test takes 2 to {MOST_EXACT} pairs of values, got {len(o)} and {len(p)}")
+    pairings = o[np.array(list(permutations(range(len(o)))))]  # n! x n, the identity first
     out = {}
-    for name, statistic in (("spearman", spearman), ("kendall", kendall_tau_b)):
-        value = statistic(ours, paper)
-        p = None
-        if not math.isfinite(value):
-            value = None  # undefined (a constant side): None, never NaN, in the report's JSON
-        else:
-            found = permutation_test((np.asarray(ours, float),), lambda o, s=statistic: s(o, paper),
-                                     permutation_type="pairings", alternative="greater", n_resamples=np.inf)
-            p = float(found.pvalue)
-        out[name] = {"value": value, "p": p}
+    for name, statistic, rows in (("spearman", spearman, spearman_rows), ("kendall", kendall_tau_b, kendall_rows)):
+        value = statistic(o, p)
+        if not math.isfinite(value):  # undefined (a constant side): None, never NaN, in the report's JSON
+            out[name] = {"value": None, "p": None}
+            continue
+        null = rows(pairings, p)
+        out[name] = {"value": value, "p": float(np.mean(null >= null[0] - 1e-12))}
     return out
 
 
@@ -99,11 +136,14 @@ def slope_through_origin(ours: Sequence[float], paper: Sequence[float]) -> float
 
 
 def bootstrap_interval(per_seed: dict[str, np.ndarray], statistic: Callable[[dict[str, np.ndarray]], float], *,
-                       draws: int = BOOTSTRAP, generator: torch.Generator) -> tuple[float, float] | None:
+                       draws: int = BOOTSTRAP, generator: torch.Generator,
+                       batched: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None,
+                       ) -> tuple[float, float] | None:
     """The 2.5 and 97.5 percentiles of ``statistic`` over seed resamples: ``per_seed[method]`` has the seeds on
     axis 0 (the same seeds, in the same order, for every method); each draw takes the seed indices with
     replacement once for all methods.  Undefined draws (NaN) are left out; None when fewer than half are
-    defined, or with fewer than 2 seeds."""
+    defined, or with fewer than 2 seeds.  ``batched``, where given, is ``statistic`` of every draw at once
+    (each array with the draws on a new axis 0): the same values, without a Python call per draw."""
     counts = {len(v) for v in per_seed.values()}
     if len(counts) != 1:
         raise ValueError(f"every method needs the same seeds, got counts {sorted(counts)}")
@@ -111,7 +151,10 @@ def bootstrap_interval(per_seed: dict[str, np.ndarray], statistic: Callable[[dic
     if n < 2:
         return None
     index = torch.randint(0, n, (draws, n), generator=generator).numpy()
-    values = np.array([statistic({m: v[rows] for m, v in per_seed.items()}) for rows in index])
+    if batched is not None:
+        values = np.asarray(batched({m: v[index] for m, v in per_seed.items()}), float)
+    else:
+        values = np.array([statistic({m: v[rows] for m, v in per_seed.items()}) for rows in index])
     values = values[np.isfinite(values)]
     if len(values) < draws / 2:
         return None
@@ -207,7 +250,8 @@ def analogue_summary(runs: dict[str, dict[str, np.ndarray]], seeds: Sequence[int
         found["spearman"]["seed_range"] = bootstrap_interval(
             {m: runs[m][field] for m in unfitted},
             lambda s, r=reference: spearman([float(s[m].mean()) for m in unfitted], r), draws=draws,
-            generator=generator)
+            generator=generator, batched=lambda s, r=reference: spearman_rows(
+                np.stack([s[m].mean((-2, -1)) for m in unfitted], -1), r))
         order[key] = found
     base = paper["baseline"]
     paper_drop = np.array([base["clean"] - base["per_corruption"][c] for c in CORRUPTIONS])

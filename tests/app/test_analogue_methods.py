@@ -18,11 +18,13 @@ from noisymix_app.analogue.methods import (
     analogue_summary,
     bootstrap_interval,
     finding,
+    kendall_rows,
     kendall_tau_b,
     order_test,
     render_markdown,
     slope_through_origin,
     spearman,
+    spearman_rows,
 )
 from noisymix_app.reproduce.plans import EIGHT_METHODS, PLANS
 from noisymix_figures.paper import method_columns
@@ -34,17 +36,19 @@ values = st.lists(st.integers(-5, 5).map(float), min_size=3, max_size=12)
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_rank_correlations_equal_scipys_with_ties(data):
+    """The single values and the batched rows (the permutation test's and the seed range's) against scipy."""
     x = data.draw(values)
     y = data.draw(st.lists(st.integers(-5, 5).map(float), min_size=len(x), max_size=len(x)))
-    rho, tau = scipy.stats.spearmanr(x, y).statistic, scipy.stats.kendalltau(x, y).statistic
-    if math.isnan(rho):
-        assert math.isnan(spearman(x, y))
-    else:
-        assert spearman(x, y) == pytest.approx(rho, abs=1e-12)
-    if math.isnan(tau):
-        assert math.isnan(kendall_tau_b(x, y))
-    else:
-        assert kendall_tau_b(x, y) == pytest.approx(tau, abs=1e-12)
+    others = data.draw(st.lists(st.permutations(x), min_size=1, max_size=4))
+    rows = np.array([x, *others])
+    for ours, theirs, single, batched in ((x, y, spearman, spearman_rows), (x, y, kendall_tau_b, kendall_rows)):
+        reference = scipy.stats.spearmanr if single is spearman else scipy.stats.kendalltau
+        expected = [reference(row, theirs).statistic for row in rows]
+        got = batched(rows, theirs)
+        for e, g in zip(expected, got, strict=True):
+            assert (math.isnan(e) and math.isnan(g)) or g == pytest.approx(e, abs=1e-12), (rows, theirs)
+        assert (math.isnan(expected[0]) and math.isnan(single(ours, theirs))) or \
+            single(ours, theirs) == pytest.approx(expected[0], abs=1e-12)
 
 
 def test_rank_correlations_hand_values():
@@ -60,17 +64,21 @@ def test_the_order_test_is_an_exact_permutation_test():
     independent enumeration with itertools), one-sided."""
     import itertools
 
-    ours, paper = [5.0, 1.0, 3.0, 2.0, 4.0, 6.0, 0.5], [4.0, 2.0, 3.0, 1.0, 6.0, 5.0, 0.0]
+    ours, paper = [5.0, 1.0, 3.0, 2.0, 4.0, 4.0], [4.0, 2.0, 3.0, 1.0, 6.0, 5.0]  # a tie in ours
     found = order_test(ours, paper)
     observed = scipy.stats.spearmanr(ours, paper).statistic
     count = sum(scipy.stats.spearmanr(p, paper).statistic >= observed - 1e-12 for p in itertools.permutations(ours))
     assert found["spearman"]["value"] == pytest.approx(observed)
-    assert found["spearman"]["p"] == pytest.approx(count / math.factorial(7))
+    assert found["spearman"]["p"] == pytest.approx(count / math.factorial(6))
     tau = scipy.stats.kendalltau(ours, paper).statistic
     count = sum(scipy.stats.kendalltau(p, paper).statistic >= tau - 1e-12 for p in itertools.permutations(ours))
-    assert found["kendall"]["p"] == pytest.approx(count / math.factorial(7))
-    constant = order_test([1.0] * 7, paper)
+    assert found["kendall"]["p"] == pytest.approx(count / math.factorial(6))
+    # the perfect order of seven: only the identity pairing reaches it, p = 1/7!
+    assert order_test(list(range(7)), list(range(7)))["spearman"]["p"] == pytest.approx(1 / math.factorial(7))
+    constant = order_test([1.0] * 7, list(range(7)))
     assert constant["spearman"] == {"value": None, "p": None}
+    with pytest.raises(ValueError, match="2 to 9 pairs"):
+        order_test(list(range(10)), list(range(10)))
 
 
 def test_slope_through_origin_hand_values():

@@ -25,6 +25,19 @@ def test_quick_plan_runs_every_command_and_resumes(tmp_path, monkeypatch):
         assert (out / path).exists(), path
     report = (out / "figures" / "REPORT.md").read_text()
     assert "small-scale analogue" in report and "| digits16 | preactresnet18 | noisymix | 1 |" in report
+    # the summary, and the job's report opening with it (the verdict first)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["plan_name"] == "quick" and set(summary["table"]) == {"baseline", "noisymix"}
+    assert summary["git"]["commit"] is None or len(summary["git"]["commit"]) == 40
+    report = (out / "REPORT.md").read_text()
+    assert report.index("## Findings") < report.index("## What was run")
+    assert (out / "SUMMARY.md").read_text() in report
+    assert "Theory (`noisymix verify`)" in report and "Toy experiment" in report
+    # issue 40: the verdict first, and every file the job wrote has a portable name (no : * ? ")
+    assert (out / "SUMMARY.md").read_text().startswith("**Does NoisyMix do what the paper says")
+    unportable = [str(p.relative_to(out)) for p in out.rglob("*") if any(c in p.name for c in ':*?"')]
+    assert not unportable, unportable
+    assert (out / "figures" / "tables" / "toy_example.md").is_file()
     # the runs are the sweep's: its bookkeeping names them done
     assert json.loads((out / "sweep" / "state" / "noisymix-seed0.json").read_text())["state"] == "done"
     # a second invocation finds every step done and runs none of them

@@ -1,4 +1,5 @@
-"""The reproduce summary: t-intervals over seeds, paired claims, and the quick plan end to end."""
+"""The reproduce summary: t-intervals over seeds and paired claims (the quick plan's summary end to end:
+tests/app/test_reproduce.py, one run of the plan for both)."""
 
 from __future__ import annotations
 
@@ -77,25 +78,6 @@ def test_stability_claims_compare_flip_probabilities_lower_is_better(tmp_path):
     assert claims["stable_noisymix_vs_augmix_jsd"]["verdict"] == "fails"
     text = (out / "SUMMARY.md").read_text()
     assert "mean flip probability |" in text and "| 4.5 ± " in text
-
-
-def test_quick_plan_writes_the_summary_and_the_report_opens_with_it(tmp_path):
-    from noisymix_app.cli import main
-
-    out = tmp_path / "out"
-    assert main(["reproduce", "--plan", "quick", "--out", str(out)]) == 0
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["plan_name"] == "quick" and set(summary["table"]) == {"baseline", "noisymix"}
-    assert summary["git"]["commit"] is None or len(summary["git"]["commit"]) == 40
-    report = (out / "REPORT.md").read_text()
-    assert report.index("## Findings") < report.index("## What was run")
-    assert (out / "SUMMARY.md").read_text() in report
-    assert "Theory (`noisymix verify`)" in report and "Toy experiment" in report
-    # issue 40: the verdict first, and every file the job wrote has a portable name (no : * ? ")
-    assert (out / "SUMMARY.md").read_text().startswith("**Does NoisyMix do what the paper says")
-    unportable = [str(p.relative_to(out)) for p in out.rglob("*") if any(c in p.name for c in ':*?"')]
-    assert not unportable, unportable
-    assert (out / "figures" / "tables" / "toy_example.md").is_file()
 
 
 def test_the_summary_records_the_machine_that_made_it():

@@ -48,7 +48,7 @@ def test_a_rerun_into_its_own_folder_is_taken_and_a_foreign_gpu_json_is_refused(
     assert "did not write" not in capsys.readouterr().err
     (tmp_path / "theirs").mkdir()
     (tmp_path / "theirs" / "gpu.json").write_text(json.dumps({"benchmark": "gpu", "figures": {}}))
-    assert main(argv[:-3] + [str(tmp_path / "theirs"), "--only", "augmix_32"]) == 2
+    assert main([*argv[:-3], str(tmp_path / "theirs"), "--only", "augmix_32"]) == 2
     assert "holds a gpu.json that noisymix bench did not write" in capsys.readouterr().err
 
 

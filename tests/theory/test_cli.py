@@ -30,7 +30,7 @@ ERRATUM_KINDS = {("lemma1", "uniform mixture (notation)"): "typo or notation",
 
 
 def test_verify_writes_every_check_with_a_verdict_for_each_form(tmp_path):
-    assert main(["verify", "--out", str(tmp_path)]) == 0
+    assert main(["verify", "--out", str(tmp_path), "--points", "5"]) == 0
     record = json.loads((tmp_path / "theory.json").read_text())
     assert set(record) == {"checks", "provenance"}
     checks = record["checks"]
