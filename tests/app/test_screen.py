@@ -153,7 +153,7 @@ def test_a_function_or_method_equal_to_a_builtin_gives_its_numbers(analogue_runs
     for s in SEEDS:
         assert _sha(tmp_path / "identity" / "runs" / f"identity-seed{s}" / "final.pt") == \
             _sha(analogue_runs / "runs" / f"baseline-seed{s}" / "final.pt")
-    record = screen(f"{module}:mixup", tmp_path / "mixup", summary=summary)
+    record = screen(f"{module}:mixup", tmp_path / "mixup", summary=summary, overrides=["workers=1"])  # in this process
     assert record["spec"]["form"] == "method"
     for s in SEEDS:  # "mixup" is a built-in's name: its runs are named apart
         assert _sha(tmp_path / "mixup" / "runs" / f"mixup-user-seed{s}" / "final.pt") == \
