@@ -37,6 +37,11 @@ def _spearman(a: list[float], b: list[float]) -> float | None:
     return round(float(spearmanr(a, b).statistic), 3)
 
 
+def _order(vocabulary, name: str) -> tuple[int, str]:
+    """A row's place: its index in the paper's order, names the vocabulary lacks after them."""
+    return (list(vocabulary).index(name), "") if name in vocabulary else (len(vocabulary), name)
+
+
 def _record(path: Path) -> dict | None:
     try:
         data = read_json(path)
@@ -201,7 +206,8 @@ def lines(found: dict | None) -> list[str]:
                     "no in-sample column") + ".", "",
                  "| corruption | ours, out of sample | the paper's | the fit's, in sample | within tolerance | "
                  "s1–s5 accuracy (ours) | flags |", "|---|---:|---:|---:|---|---|---|"]
-        for name, r in c["rows"].items():
+        # in the vocabulary's order: a record read back from its JSON has its keys sorted
+        for name, r in sorted(c["rows"].items(), key=lambda item: _order(CORRUPTIONS, item[0])):
             text.append(f"| {name} | {r['ours']:.1f} | {r['paper']:.1f} | {_num(r['in_sample'])} | "
                         f"{'yes' if r['within_tolerance'] else 'no'} | "
                         f"{' / '.join(f'{a:.0f}' for a in r['severities'])} | "
@@ -218,7 +224,7 @@ def lines(found: dict | None) -> list[str]:
             "| perturbation | ours, out of sample | sd over seeds | the paper's | the fit's, in sample | "
             "within tolerance |",
             "|---|---:|---:|---:|---:|---|"]
-        for name, r in p["rows"].items():
+        for name, r in sorted(p["rows"].items(), key=lambda item: _order(P_COLUMNS, item[0])):
             text.append(f"| {name} | {r['ours']:.1f} | {_num(r['sd'])} | {r['paper']:.1f} | {_num(r['in_sample'])} | "
                         f"{'yes' if r['within_tolerance'] else 'no'} |")
     return text

@@ -169,3 +169,20 @@ def test_fidelity_is_measured_on_the_main_jobs_baseline_out_of_sample(tmp_path, 
     assert white["in_sample"] is None  # the -P set was made with other strengths: no in-sample column
     text = "\n".join(fidelity.lines(found))
     assert "out of sample" in text and "| gaussian_noise |" in text
+
+
+def test_the_fidelity_tables_keep_the_papers_order_after_a_json_round_trip():
+    """A summary read back from its JSON (keys sorted) renders its fidelity rows in the paper's order, as the
+    run that wrote it did: the committed summary's own fidelity record, its rows reversed and sorted."""
+    from noisymix_app.analogue import fidelity
+    from noisymix_app.reproduce.summary import ROOT
+
+    found = json.loads((ROOT / "docs" / "reproduce-summary.json").read_text())["fidelity"]
+    for kind in ("c", "p"):
+        found[kind]["rows"] = dict(sorted(found[kind]["rows"].items(), reverse=True))
+    text = "\n".join(fidelity.lines(found))
+    for vocabulary in (CORRUPTIONS, P_COLUMNS):
+        shown = [n for n in vocabulary if f"| {n} |" in text]
+        assert shown, "no row of this table was rendered"
+        places = [text.index(f"| {n} |") for n in shown]
+        assert places == sorted(places), f"rows out of the paper's order: {shown}"
