@@ -17,6 +17,13 @@ over the sweeps) are also replayed as list scheduling on W workers for every ord
 lower bound of any order (``max(longest run, total / W)``): the replay isolates what the order alone
 changes.  The machine (CPU model, load average before and after each sweep) comes with the numbers.
 
+``--busy S`` measures issue 58's goal 2 instead: the sweep in the first order with the workers following
+the free cores, once on the idle machine and once with a busy process spinning on one core for its
+first ``S`` seconds, alternating over the rounds.  What the busy spell costs is the difference of the
+walls (ideal: about ``S / 2`` on two cores, the half of the machine it took); a worker count read once
+at the start, as before, would have kept one worker for the whole sweep, whose wall the replay on one
+worker gives (``one_worker_replay_s``).
+
 ``--quick``: the quick plan's two methods, two seeds, one epoch on 128 images (the path end to end in
 seconds, for the tests; its numbers are meaningless).  The comparison that chooses the default order
 is the laptop plan's, run on an idle machine: ``noisymix bench schedule --out FILE`` (default
@@ -45,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=0, help="workers side by side (0: the usable cores)")
     parser.add_argument("--repeats", type=int, default=1, help="rounds (every order once a round)")
     parser.add_argument("--workdir", default="bench-schedule", help="the sets and sweeps (replaced each sweep)")
+    parser.add_argument("--busy", type=float, default=0.0,
+                        help="seconds of one busy core at each sweep's start, against the same sweep idle "
+                             "(workers follow the free cores; 0: compare the orders)")
     parser.add_argument("--quick", action="store_true", help="the quick plan, 2 seeds (a smoke run of the path)")
 
 
@@ -103,7 +113,16 @@ def _sets(plan, work: Path) -> tuple[Path, Path | None]:
     return _corrupted(plan, work), _perturbed(plan, work)
 
 
-def _sweep(runs, folder: Path, order: str, workers: int) -> dict:
+def _spin(seconds: float):
+    """A process that keeps one core busy for ``seconds`` (the user's browser, a package install)."""
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-c", f"import time\nend = time.time() + {seconds}\n"
+                             "while time.time() < end: pass"])
+
+
+def _sweep(runs, folder: Path, order: str, workers: int, busy: float = 0.0, follow: bool = False) -> dict:
     from noisymix_app.sweep.local import run_local
     from noisymix_app.sweep.state import read_state
 
@@ -112,16 +131,27 @@ def _sweep(runs, folder: Path, order: str, workers: int) -> dict:
     timeline: list[tuple[float, int]] = []
     ended: list[tuple[str, float]] = []
     load_before = _load()
+    # the busy core shows in /proc/stat before the pool first reads it, then stays busy ``busy`` s of the sweep
+    spinner = _spin(busy + 2.0) if busy > 0 else None
+    if spinner is not None:
+        time.sleep(2.0)
     started = time.perf_counter()
-    states = run_local(runs, folder, workers=workers, threads=1, retries=0, tabulate=False, order=order,
-                       on_workers=lambda n: timeline.append((time.perf_counter() - started, n)),
-                       after_run=lambda name, state: ended.append((name, time.perf_counter() - started)))
+    try:
+        states = run_local(runs, folder, workers=workers, threads=1, retries=0, tabulate=False, order=order,
+                           follow_load=follow,
+                           on_workers=lambda n: timeline.append((time.perf_counter() - started, n)),
+                           after_run=lambda name, state: ended.append((name, time.perf_counter() - started)))
+    finally:
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
     wall = time.perf_counter() - started
     if set(states.values()) != {"done"}:
         failed = sorted(name for name, state in states.items() if state != "done")
         raise RuntimeError(f"runs {', '.join(failed[:3])} failed (their logs: {folder / 'sweep' / 'logs'})")
     tail, idle = tail_idle([t for _, t in ended], workers)
-    return {"order": order, "wall_s": round(wall, 1), "tail_s": round(tail, 1), "tail_idle_core_s": round(idle, 1),
+    return {"order": order, "busy_s": busy, "follow": follow, "wall_s": round(wall, 1), "tail_s": round(tail, 1),
+            "tail_idle_core_s": round(idle, 1),
             "run_s": {spec.name: read_state(folder, spec.name).get("seconds") for spec in runs.runs},
             "ended": [[name, round(t, 1)] for name, t in ended],
             "timeline": [[round(t, 1), n] for t, n in timeline],
@@ -141,6 +171,8 @@ def run(args: argparse.Namespace) -> dict:
     orders = [o.strip() for o in args.orders.split(",") if o.strip()]
     if not orders or any(o not in ORDERS for o in orders):
         raise ValueError(f"--orders must name orders of {', '.join(ORDERS)}, got {args.orders!r}")
+    if not args.busy >= 0:  # NaN too
+        raise ValueError(f"--busy must be >= 0 seconds, got {args.busy:g}")
     plan = PLANS[name]
     seeds = 2 if args.quick else args.seeds
     plan = dataclasses.replace(plan, seeds=tuple(range(seeds)), workers=0, members=1)
@@ -148,6 +180,8 @@ def run(args: argparse.Namespace) -> dict:
     work = Path(args.workdir).resolve()
     corrupted, perturbed = _sets(plan, work)
     runs = plan_from_reproduce(plan, corrupted, perturbed=perturbed)
+    if args.busy:
+        return _busy(args.busy, runs, work, orders[0], workers, args.repeats, name, seeds)
     sweeps = [_sweep(runs, work / f"sweep-{order}-{r}", order, workers)
               for r in range(args.repeats) for order in (orders if r % 2 == 0 else orders[::-1])]
     seconds = {spec.name: statistics.median(s["run_s"][spec.name] for s in sweeps) for spec in runs.runs}
@@ -169,4 +203,27 @@ def run(args: argparse.Namespace) -> dict:
         "lower_bound_s": round(max(max(seconds.values()), total / workers), 1),
         "note": "one sweep per order and round: compare the replay (the order alone) and the measured walls; "
                 "a default chosen from it needs an idle machine (load_before near 0 in every sweep)",
+    }
+
+
+def _busy(busy: float, runs, work: Path, order: str, workers: int, repeats: int, name: str, seeds: int) -> dict:
+    """Issue 58, goal 2: the same sweep idle and with ``busy`` seconds of one busy core at its start, the
+    workers following the free cores in both; the cost of the spell against a count read once."""
+    from noisymix_infra.provenance import machine
+
+    sweeps = [_sweep(runs, work / f"sweep-{kind}-{r}", order, workers, busy=busy if kind == "busy" else 0.0,
+                     follow=True)
+              for r in range(repeats) for kind in (("idle", "busy") if r % 2 == 0 else ("busy", "idle"))]
+    walls = {kind: [s["wall_s"] for s in sweeps if (s["busy_s"] > 0) == (kind == "busy")] for kind in ("idle", "busy")}
+    seconds = {spec.name: statistics.median(s["run_s"][spec.name] for s in sweeps) for spec in runs.runs}
+    cost = statistics.median(walls["busy"]) - statistics.median(walls["idle"])
+    found = machine()
+    return {
+        "plan": name, "seeds": seeds, "runs": len(runs.runs), "workers": workers, "order": order, "busy_s": busy,
+        "cpu_model": found.get("cpu_model"), "cpu_count": found.get("cpu_count"), "load_average_after": _load(),
+        "sweeps": sweeps, "wall_idle_s": walls["idle"], "wall_busy_s": walls["busy"], "cost_s": round(cost, 1),
+        "ideal_cost_s": round(busy / workers, 1),
+        "one_worker_replay_s": replay(seconds, order, list(runs.runs), 1)["makespan_s"],
+        "note": "cost_s: the busy sweep's wall minus the idle one's (medians); one_worker_replay_s: the wall of "
+                "the whole sweep on one worker, what a count read once under the busy spell would have kept",
     }

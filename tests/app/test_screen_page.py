@@ -102,3 +102,11 @@ def test_a_builtin_screened_by_name_is_predicted_without_itself_and_compared_wit
     assert record["place"]["corrupted"]["of"] == 8  # among the seven others
     assert all(p["against"] != "nfm" for p in record["paired"])
     assert "equal the summary's" in render_markdown(record)
+    # the unrounded values a screen computes (the summary's are written to 4 decimals) are equal too;
+    # a difference past half that last place is told as one
+    near = {k: [v + 4e-5 for v in values] for k, values in committed.items()}
+    record = page_record(spec, reference, near, plan=PLAN, runs={}, wall_seconds=None)
+    assert "equal the summary's (to its 4 decimals)" in render_markdown(record)
+    far = {k: [v + 2e-4 for v in values] for k, values in committed.items()}
+    record = page_record(spec, reference, far, plan=PLAN, runs={}, wall_seconds=None)
+    assert "differ from the summary's by up to 0.0002 points" in render_markdown(record)

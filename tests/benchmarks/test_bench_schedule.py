@@ -37,7 +37,7 @@ def test_replay_takes_the_long_run_first_and_shortens_the_tail():
     assert replay(seconds, "shortest", specs, 2) == {"makespan_s": 4.0, "tail_idle_core_s": 3.0}
 
 
-def test_bench_schedule_runs_each_order_and_replays_them(tmp_path):
+def test_bench_schedule_runs_each_order_and_replays_them_and_a_busy_spell(tmp_path):
     out = tmp_path / "schedule.json"
     assert main(["bench", "schedule", "--out", str(out), "--", "--quick", "--workers", "2",
                  "--workdir", str(tmp_path / "w")]) == 0
@@ -56,7 +56,31 @@ def test_bench_schedule_runs_each_order_and_replays_them(tmp_path):
         assert figures["makespan_s"] >= result["lower_bound_s"] - 0.1, order
     assert result["fastest_measured"] in ("longest", "plan")
 
+    # --busy S, in the same folder (the sets made once): the sweep with workers following the free cores,
+    # idle and with one core busy for its first S seconds; the cost is the difference of the walls, the
+    # one-worker replay the sum of the runs
+    out = tmp_path / "busy.json"
+    assert main(["bench", "schedule", "--out", str(out), "--", "--quick", "--workers", "2", "--busy", "3",
+                 "--workdir", str(tmp_path / "w")]) == 0
+    result = json.loads(out.read_text())
+    assert [(s["busy_s"], s["follow"]) for s in result["sweeps"]] == [(0.0, True), (3.0, True)]
+    assert result["wall_idle_s"] == [result["sweeps"][0]["wall_s"]]
+    assert result["wall_busy_s"] == [result["sweeps"][1]["wall_s"]]
+    assert result["cost_s"] == pytest.approx(result["wall_busy_s"][0] - result["wall_idle_s"][0], abs=0.051)
+    assert result["ideal_cost_s"] == 1.5
+    least = [min(s["run_s"][k] for s in result["sweeps"]) for k in result["sweeps"][0]["run_s"]]
+    most = [max(s["run_s"][k] for s in result["sweeps"]) for k in result["sweeps"][0]["run_s"]]
+    assert sum(least) - 0.1 <= result["one_worker_replay_s"] <= sum(most) + 0.1  # the median of two lies between
+    for sweep in result["sweeps"]:
+        assert sweep["timeline"][-1][1] == 0 and max(n for _, n in sweep["timeline"]) <= 2
+
 
 def test_bench_schedule_refuses_an_unknown_order_before_any_work(tmp_path, capsys):
     assert main(["bench", "schedule", "--", "--orders", "longest,random", "--workdir", str(tmp_path / "w")]) == 2
     assert "--orders" in capsys.readouterr().err and not (tmp_path / "w").exists()
+
+
+def test_bench_schedule_refuses_a_negative_busy_spell_before_any_work(tmp_path, capsys):
+    assert main(["bench", "schedule", "--", "--busy", "-1", "--workdir", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err
+    assert "--busy" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "w").exists()
