@@ -123,12 +123,15 @@ def _float_options() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("name", "option"), _float_options())
 def test_seconds_take_any_positive_value_and_refuse_nan(name, option):
-    """A float option (seconds, a rate) is not a count: 0.5 is fine, nan is refused like 0."""
+    """A float option (seconds, a rate) is not a count: 0.5 is fine, nan is refused like 0 (or like a
+    negative value, where 0 is its default: off)."""
     from noisymix_app.bench._options import check
 
     parser = parser_for(importlib.import_module(BENCHMARKS[name]))
     check(parser, parser.parse_args(["--device", "cpu", option, "0.5"]))
-    with pytest.raises(ValueError, match=f"{option} must be > 0, got nan"):
+    default = next(a.default for a in parser._actions if option in a.option_strings)
+    least = ">= 0 \\(its default\\)" if default == 0 else "> 0"
+    with pytest.raises(ValueError, match=f"{option} must be {least}, got nan"):
         check(parser, parser.parse_args(["--device", "cpu", option, "nan"]))
 
 
