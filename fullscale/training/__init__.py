@@ -3,7 +3,8 @@
 - ``config``: ``TrainConfig``, the typed, frozen configuration saved with every run, in groups
   (``model``, ``data``, ``optim``, ``runtime``, ``transfer``); the run record's schema (the flat names
   of runs made before the groups, keys added since, changes a resume accepts) is ``fullscale.run_record``;
-- ``methods``: the methods of the paper's tables and the kinds of mixing (registries);
+- ``methods``: the methods of the paper's tables and the kinds of mixing (registries); a method's
+  record is ``method_record.Method``, a user's own method ``user_method`` (issue 59);
 - ``presets``: named configurations (every table row) and ``resolve_config``;
 - ``draws``: a run's views and draws, a chunk of steps at a time; ``step``: one training step
   (M_{lambda,xi}, loss), shared by everything below;

@@ -25,7 +25,8 @@ method the public code's clamped JSD estimate (``jsd_variant=augmix``); Puzzle M
 labels, beta 1.2, gamma 0.5, eta 0.2, neighbourhood 4, transport at 4 pixels with eps 0.8 (the
 public PuzzleMix README's CIFAR commands; its adversarial variant: ``puzzlemix.adv_p=0.1``).
 
-Methods are a registry, as timm's models: a method is a ``Method`` filed by ``register_method``,
+Methods are a registry, as timm's models: a method is a ``Method`` (its record, in
+``fullscale.training.method_record``, which a user's own method builds too) filed by ``register_method``,
 naming its kind of mixing, a ``Mixing`` record of the kinds' own registry (``fullscale.mixings``:
 where in the network M_{lambda,xi} applies, the batch op run after the draw, the loss it needs, its
 config group; each kind registers itself in its own module).  The step dispatches on these records
@@ -40,16 +41,11 @@ every method named there must be registered here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from fullscale.mixings import MIXINGS, Mixing, load_kinds
+from fullscale.training.method_record import Method
 from fullscale.vocabulary import METHOD_ROWS
 from noisymix_infra.registry import file_once
 
 __all__ = ["METHODS", "NOT_IMPLEMENTED", "Method", "get_method", "paper_rows", "register_method", "table_order"]
-
-load_kinds()  # the kinds of mixing, Puzzle Mix's included: a method names one
 
 _NFM_NOISE = (("mix.noise.add", 0.4), ("mix.noise.mult", 0.2))
 # the public NoisyMix README's CIFAR recipe
@@ -59,67 +55,6 @@ _NOISYMIX_NOISE = (("mix.noise.add", 0.5), ("mix.noise.mult", 0.5), ("mix.noise.
 _PUZZLEMIX = (("mix.alpha", 1.0), ("puzzlemix.n_labels", 3), ("puzzlemix.beta", 1.2), ("puzzlemix.gamma", 0.5),
               ("puzzlemix.eta", 0.2), ("puzzlemix.neigh_size", 4), ("puzzlemix.transport", True),
               ("puzzlemix.t_eps", 0.8), ("puzzlemix.t_size", 4))
-
-
-@dataclass(frozen=True)
-class Method:
-    name: str
-    title: str
-    augmentations: bool = False
-    mixing: str = "none"  # a name of MIXINGS
-    noise: bool = False
-    jsd: bool = False
-    #: the config fields this method sets by default, as (dotted key, value); ``--set`` wins
-    strengths: tuple[tuple[str, Any], ...] = ()
-    #: its place in our own tables and figures (None: after the placed methods, by name)
-    order: int | None = None
-    #: its colour in every figure, a matplotlib colour (None: the figure's default)
-    color: str | None = None
-
-    @property
-    def defaults(self) -> dict[str, Any]:
-        """Config ``key -> value`` a run of this method starts from: its strengths and, with JSD,
-        the public code's clamped JSD estimate (mixture clamped to [1e-7, 1] before its log)."""
-        return {**dict(self.strengths), **({"jsd_variant": "augmix"} if self.jsd else {})}
-
-    def __post_init__(self) -> None:
-        if self.mixing not in MIXINGS:
-            raise ValueError(f"{self.name}: unknown mixing {self.mixing!r}; registered: {', '.join(MIXINGS)}")
-        if self.jsd and not self.augmentations:
-            raise ValueError(f"{self.name}: the JSD loss needs the AugMix views (augmentations)")
-        if not self.kind.combines and (self.noise or self.jsd or self.augmentations):
-            raise ValueError(f"{self.name}: {self.mixing} is combined with neither AugMix, noise nor JSD")
-
-    @property
-    def paper_row(self) -> str | None:
-        """Its row in the paper's method tables (tab:results_cifar10 and after,
-        ``fullscale.vocabulary.METHOD_ROWS``); None: it has none there."""
-        return next((row for row, method in METHOD_ROWS.items() if method == self.name), None)
-
-    @property
-    def kind(self) -> Mixing:
-        """The registered record of this method's mixing."""
-        return MIXINGS[self.mixing]
-
-    @property
-    def views(self) -> int:
-        """Concatenated views per sample the model sees: 3 with JSD, else 1."""
-        return 3 if self.jsd else 1
-
-    @property
-    def feature_mixing(self) -> bool:
-        return self.kind.in_network
-
-    @property
-    def feature_transform(self) -> bool:
-        """Whether a step applies M_{lambda,xi} (or M_{1,xi}) inside the network."""
-        return self.feature_mixing or self.noise
-
-    @property
-    def any_stage(self) -> bool:
-        """Whether the transform point is drawn from all of ``model.stages`` (else the input):
-        every feature transform except Mixup's."""
-        return self.kind.stages == "all"
 
 
 METHODS: dict[str, Method] = {}

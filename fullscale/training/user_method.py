@@ -59,7 +59,7 @@ import torch
 from torch import Tensor
 
 from fullscale.mixings import MIXINGS, Mixing, register_mixing
-from fullscale.training.methods import Method
+from fullscale.training.method_record import Method
 from noisymix.loss import LossParts, noisymix_loss
 from noisymix_infra.io import printable
 

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from noisymix_app.reproduce.log import _log_run, _progress_line, _write_index
+from noisymix_app.reproduce.log import _log_run, _progress_line, _write_index, total_seconds
 from noisymix_app.reproduce.plan_check import check_plan
 from noisymix_app.reproduce.plans import PLANS, ReproducePlan, default_plan_name
 from noisymix_app.reproduce.readme import README_PLAN
@@ -198,7 +198,6 @@ def reproduce(plan: ReproducePlan, out: str | os.PathLike[str], *, data_root: st
     if ran or rerun:
         rerun.append(out / "runs")
     _command_step(figures, finished, rerun, command, log, log_path, started)
-    from noisymix_app.reproduce.summary import total_seconds  # the summary's module: no import loop
     log["seconds"] = total_seconds(log)
     # this invocation's own wall time, apart: a resume that recomputed nothing takes seconds
     log["invocation_seconds"] = round(time.perf_counter() - started, 2)

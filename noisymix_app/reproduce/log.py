@@ -12,6 +12,12 @@ from noisymix_app.reproduce.plans import ReproducePlan
 from noisymix_infra.io import read_json, write_json, write_text
 
 
+def total_seconds(log: dict) -> float:
+    """The sum of the job's steps' recorded seconds, each recorded when the step ran and kept when a rerun
+    skips it (issue 32).  Steps of parallel workers overlap: it is then more than the wall time."""
+    return round(sum(float(e.get("seconds") or 0) for e in log.get("steps", [])), 2)
+
+
 @contextlib.contextmanager
 def _threads_used():
     """``used()``: the torch thread count a command step computed with.  The commands run in this
@@ -45,7 +51,6 @@ def _log_step(log: dict, log_path: Path, entry: dict, seconds: float, started: f
     replacing its earlier record; a step a rerun skips keeps the record of the run that made it."""
     log["steps"] = [e for e in log["steps"] if e["name"] != entry["name"]]
     log["steps"].append({**entry, "seconds": round(seconds, 2)})
-    from noisymix_app.reproduce.summary import total_seconds  # the summary's module: no import loop
     log["seconds"] = total_seconds(log)
     write_json(log_path, log)
     print(f"reproduce: {entry['name']}: {seconds:.1f} s (total {time.perf_counter() - started:.0f} s)", flush=True)
@@ -126,7 +131,6 @@ def _write_index(out: Path, plan: ReproducePlan, log: dict, corrupted: Path) -> 
                    if where else "not recorded")
         lines.append(f"| {entry['name']} | {entry['seconds']:.1f} | {where.get('torch_threads', '?')} | "
                      f"{machine} | {where.get('finished', '?')} |")
-    from noisymix_app.reproduce.summary import total_seconds  # the summary's module: no import loop
     lines += ["", f"Total: {total_seconds(log):.0f} s, the sum of the steps' recorded times"
               + (" (worker processes ran steps side by side, so the wall time was less)"
                  if log.get("workers", 1) > 1 else "")

@@ -33,6 +33,7 @@ from noisymix_app.reproduce.claims import (
     family_of,
     shift_values,
 )
+from noisymix_app.reproduce.log import total_seconds
 from noisymix_app.reproduce.margins import (
     cross_machine_margins,
     fragile_note,
@@ -53,7 +54,7 @@ from noisymix_infra.stats import Seeds, interval
 from theory.results import checks_of, tally, tally_sentence
 
 __all__ = ["CODE_PATHS", "README_WORDS", "derive", "main", "rederive", "render", "render_readme", "set_identity",
-           "summarize", "total_seconds", "values_of", "write_summary"]
+           "summarize", "values_of", "write_summary"]
 
 ROOT = Path(__file__).resolve().parents[2]
 # the code whose change makes a summary stale (methods, trainer, evaluation, metrics, augmentation,
@@ -84,12 +85,6 @@ NOT_PERCENT = frozenset({"temperature"})  # a ratio, not a fraction: kept as it 
 #: the README's "What it found" at most this many words from its heading to the next (issue 57, goal 7); the
 #: block this module writes is the larger part of it
 README_WORDS = 800
-
-
-def total_seconds(log: dict) -> float:
-    """The sum of the job's steps' recorded seconds, each recorded when the step ran and kept when a rerun
-    skips it (issue 32).  Steps of parallel workers overlap: it is then more than the wall time."""
-    return round(sum(float(e.get("seconds") or 0) for e in log.get("steps", [])), 2)
 
 
 def _lookup(summary: dict, path: tuple[str, ...]) -> float | None:
