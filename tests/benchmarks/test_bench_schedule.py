@@ -37,7 +37,7 @@ def test_replay_takes_the_long_run_first_and_shortens_the_tail():
     assert replay(seconds, "shortest", specs, 2) == {"makespan_s": 4.0, "tail_idle_core_s": 3.0}
 
 
-def test_bench_schedule_runs_each_order_and_replays_them_and_a_busy_spell(tmp_path):
+def test_bench_schedule_runs_each_order_and_replays_them(tmp_path):
     out = tmp_path / "schedule.json"
     assert main(["bench", "schedule", "--out", str(out), "--", "--quick", "--workers", "2",
                  "--workdir", str(tmp_path / "w")]) == 0
@@ -56,9 +56,23 @@ def test_bench_schedule_runs_each_order_and_replays_them_and_a_busy_spell(tmp_pa
         assert figures["makespan_s"] >= result["lower_bound_s"] - 0.1, order
     assert result["fastest_measured"] in ("longest", "plan")
 
-    # --busy S, in the same folder (the sets made once): the sweep with workers following the free cores,
-    # idle and with one core busy for its first S seconds; the cost is the difference of the walls, the
-    # one-worker replay the sum of the runs
+
+def test_bench_schedule_refuses_an_unknown_order_before_any_work(tmp_path, capsys):
+    assert main(["bench", "schedule", "--", "--orders", "longest,random", "--workdir", str(tmp_path / "w")]) == 2
+    assert "--orders" in capsys.readouterr().err and not (tmp_path / "w").exists()
+
+
+def test_bench_schedule_refuses_a_negative_busy_spell_before_any_work(tmp_path, capsys):
+    assert main(["bench", "schedule", "--", "--busy", "-1", "--workdir", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err
+    assert "--busy" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "w").exists()
+
+
+@pytest.mark.slow
+def test_bench_schedule_busy_compares_the_sweep_idle_and_under_a_busy_spell(tmp_path):
+    """--busy S end to end: the sweep with workers following the free cores, idle and with one core busy
+    for its first S seconds; the cost is the difference of the walls, the one-worker replay the sum of
+    the runs (the arithmetic alone, on given sweeps, is the fast test below)."""
     out = tmp_path / "busy.json"
     assert main(["bench", "schedule", "--out", str(out), "--", "--quick", "--workers", "2", "--busy", "3",
                  "--workdir", str(tmp_path / "w")]) == 0
@@ -75,12 +89,27 @@ def test_bench_schedule_runs_each_order_and_replays_them_and_a_busy_spell(tmp_pa
         assert sweep["timeline"][-1][1] == 0 and max(n for _, n in sweep["timeline"]) <= 2
 
 
-def test_bench_schedule_refuses_an_unknown_order_before_any_work(tmp_path, capsys):
-    assert main(["bench", "schedule", "--", "--orders", "longest,random", "--workdir", str(tmp_path / "w")]) == 2
-    assert "--orders" in capsys.readouterr().err and not (tmp_path / "w").exists()
+def test_busy_takes_the_cost_from_the_walls_and_replays_the_runs_on_one_worker(tmp_path, monkeypatch):
+    """``_busy`` on given sweeps (no run): the medians of the idle and busy walls, their difference, the
+    ideal (S / workers), and the one-worker replay: every run one after another."""
+    from noisymix_app.bench import bench_schedule
+    from noisymix_app.reproduce.plans import PLANS
+    from noisymix_app.sweep.plan import plan_from_reproduce
 
+    runs = plan_from_reproduce(PLANS["laptop"], "/c", seeds=(0,), perturbed="/p")
+    seconds = {spec.name: 10.0 * (i + 1) for i, spec in enumerate(runs.runs)}  # 10, 20, 30, 40
+    walls = iter([50.0, 80.0, 70.0, 52.0])  # round 0: idle, busy; round 1: busy, idle
+    made = []
 
-def test_bench_schedule_refuses_a_negative_busy_spell_before_any_work(tmp_path, capsys):
-    assert main(["bench", "schedule", "--", "--busy", "-1", "--workdir", str(tmp_path / "w")]) == 2
-    err = capsys.readouterr().err
-    assert "--busy" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "w").exists()
+    def sweep(runs_, folder, order, workers, busy=0.0, follow=False):
+        made.append((folder.name, busy, follow))
+        return {"busy_s": busy, "wall_s": next(walls), "run_s": dict(seconds)}
+
+    monkeypatch.setattr(bench_schedule, "_sweep", sweep)
+    result = bench_schedule._busy(60.0, runs, tmp_path, "longest", 2, 2, "laptop", 1)
+    assert made == [("sweep-idle-0", 0.0, True), ("sweep-busy-0", 60.0, True),
+                    ("sweep-busy-1", 60.0, True), ("sweep-idle-1", 0.0, True)]
+    assert result["wall_idle_s"] == [50.0, 52.0] and result["wall_busy_s"] == [80.0, 70.0]
+    assert result["cost_s"] == 75.0 - 51.0 and result["ideal_cost_s"] == 30.0
+    assert result["one_worker_replay_s"] == sum(seconds.values()) == 100.0
+
