@@ -57,24 +57,6 @@ def _run(step, finished, out, log, *, fresh=False) -> bool:
     return _command_step(step, finished, [], main, log, out / "reproduce.json", 0.0, fresh=fresh)
 
 
-def test_a_refit_remakes_the_matched_set(tmp_path, package, capsys):
-    out = tmp_path / "job"
-    out.mkdir()
-    log: dict = {"steps": []}
-    first = _corrupt_step(out)
-    assert first.inputs and first.inputs[0].startswith("strengths_sha256=")
-    assert _run(first, {}, out, log)
-    assert log["steps"][0]["inputs"] == list(first.inputs)
-    assert not _run(_corrupt_step(out), _finished(log), out, log)  # nothing changed: kept
-    assert "corrupt: done (kept)" in capsys.readouterr().out
-    old = _strength_made(out)
-    _refit(package)
-    again = _corrupt_step(out)
-    assert again.argv == first.argv and again.inputs != first.inputs
-    assert _run(again, _finished(log), out, log)  # made anew, not "done (kept)"
-    assert _strength_made(out) == pytest.approx(2 * old, abs=1e-5)
-
-
 def test_a_log_older_than_inputs_is_judged_by_the_sets_manifest(tmp_path, package):
     out = tmp_path / "job"
     out.mkdir()
