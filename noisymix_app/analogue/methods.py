@@ -38,12 +38,14 @@ from noisymix_app.reproduce.plans import EIGHT_METHODS
 from noisymix_app.reproduce.words import interval_text, join, label, signed
 from noisymix_infra.io import read_json_object
 
-__all__ = ["BOOTSTRAP", "PLAN", "analogue_summary", "bootstrap_interval", "finding", "kendall_rows", "kendall_tau_b",
-           "load_runs", "order_test", "render_markdown", "slope_through_origin", "spearman", "spearman_rows",
-           "write_report"]
+__all__ = ["BOOTSTRAP", "PER_SEED_DECIMALS", "PLAN", "analogue_summary", "bootstrap_interval", "finding",
+           "kendall_rows", "kendall_tau_b", "load_runs", "order_test", "render_markdown", "slope_through_origin",
+           "spearman", "spearman_rows", "write_report"]
 
 BOOTSTRAP = 2000
 PLAN = "analogue-methods"  # the one plan this report is of
+#: decimals of the per-seed values written (a reader's tolerance is half their last place: ``noisymix screen``)
+PER_SEED_DECIMALS = 4
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -239,9 +241,9 @@ def analogue_summary(runs: dict[str, dict[str, np.ndarray]], seeds: Sequence[int
               "mean_flip": _interval(runs[m]["per_perturbation"].mean(1)),
               "paper_clean": paper[m]["clean"], "paper_corrupted": paper[m]["corrupted"], "paper_mfr": paper[m]["mfr"],
               # per seed, aligned with ``seeds``: what `noisymix screen` pairs a new method with (issue 59)
-              "per_seed": {"clean": runs[m]["clean"].round(4).tolist(),
-                           "corrupted": runs[m]["per_corruption"].mean(1).round(4).tolist(),
-                           "mean_flip": runs[m]["per_perturbation"].mean(1).round(4).tolist()}}
+              "per_seed": {"clean": runs[m]["clean"].round(PER_SEED_DECIMALS).tolist(),
+                           "corrupted": runs[m]["per_corruption"].mean(1).round(PER_SEED_DECIMALS).tolist(),
+                           "mean_flip": runs[m]["per_perturbation"].mean(1).round(PER_SEED_DECIMALS).tolist()}}
              for m in methods]
     order = {}
     for key, field, column in (("c", "per_corruption", "corrupted"), ("p", "per_perturbation", "mfr")):

@@ -17,12 +17,16 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from noisymix_app.analogue.methods import PER_SEED_DECIMALS
 from noisymix_infra.io import printable
 
-__all__ = ["DEFAULT_SUMMARY", "EXECUTION_FIELDS", "MEASURES", "Reference", "read_reference"]
+__all__ = ["DEFAULT_SUMMARY", "EXECUTION_FIELDS", "MEASURES", "PER_SEED_ROUNDING", "Reference", "read_reference"]
 
 #: the committed eight-method summary (a source checkout's; ``--summary`` names another)
 DEFAULT_SUMMARY = Path(__file__).resolve().parents[2] / "docs" / "analogue-methods-summary.json"
+#: how far a per-seed value written by `noisymix analogue` may be from the unrounded one: half its last
+#: place (it writes them to ``PER_SEED_DECIMALS`` decimals, the means beside them from the unrounded values)
+PER_SEED_ROUNDING = 0.5 * 10.0 ** -PER_SEED_DECIMALS
 #: the plan that trains the reference methods (``noisymix_app.reproduce.plans.PLANS``)
 PLAN = "analogue-methods"
 #: our three measures (points, %) and the paper's column each is read against (None: no map)
@@ -109,10 +113,9 @@ def _check_row(path: Path, i: int, row: object, seeds: int) -> dict:
         entry = row.get(key)
         if not isinstance(entry, dict) or not _number(entry.get("mean")):
             raise _refuse(path, f"{where}.{key}.mean is not a number")
-        # the mean printed beside the per-seed values is theirs: a file assembled from two runs is refused.
-        # `noisymix analogue` writes the per-seed values rounded to 4 decimals and the mean from the unrounded
-        # ones, so their mean may differ from it by up to half the last place (5e-5)
-        if abs(sum(values) / seeds - entry["mean"]) > 5e-5 + 1e-9 * max(1.0, abs(entry["mean"])):
+        # the mean printed beside the per-seed values is theirs (to their rounding): a file assembled from two
+        # runs is refused
+        if abs(sum(values) / seeds - entry["mean"]) > PER_SEED_ROUNDING + 1e-9 * max(1.0, abs(entry["mean"])):
             raise _refuse(path, f"{where}.{key}.mean {entry['mean']} is not the mean of its per_seed values")
     return row
 

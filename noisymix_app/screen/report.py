@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from noisymix_app.analogue.methods import PER_SEED_DECIMALS
 from noisymix_app.screen.predict import map_record, predict
-from noisymix_app.screen.reference import Reference
+from noisymix_app.screen.reference import PER_SEED_ROUNDING, Reference
 from noisymix_infra.io import write_bytes, write_json, write_text
 
 __all__ = ["BENCHMARKS", "page_record", "render_markdown", "write_page"]
@@ -184,10 +185,11 @@ def render_markdown(record: dict) -> str:
     if "reproduces" in record:
         rep = record["reproduces"]
         worst = max(rep["max_abs_difference"].values())
+        equal = worst <= PER_SEED_ROUNDING + 1e-9
         lines += [f"{rows_named.get(rep['method'], rep['method'])} is one of the reference methods: screened by name "
                   f"it runs the same code on the same seeds, and its per-seed numbers "
-                  # the summary's per-seed values are written to 4 decimals: within half their last place is equal
-                  + ("equal the summary's (to its 4 decimals)." if worst <= 5e-5 + 1e-9 else
+                  # the summary's per-seed values are rounded: within half their last place is equal
+                  + (f"equal the summary's (to its {PER_SEED_DECIMALS} decimals)." if equal else
                      f"differ from the summary's by up to {worst:.3g} points (another machine or code version)."), ""]
     lines += ["## Among the eight reference methods", "",
               f"Their numbers are the summary's (`{record['reference']['summary']}`, sha256 "
