@@ -158,11 +158,24 @@ def _sweep(runs, folder: Path, order: str, workers: int, busy: float = 0.0, foll
             "load_before": load_before, "load_after": _load()}
 
 
+def _median_seconds(runs, sweeps: list[dict]) -> dict[str, float]:
+    """Each run's seconds, the median over the sweeps that ran it."""
+    return {spec.name: statistics.median(s["run_s"][spec.name] for s in sweeps) for spec in runs.runs}
+
+
+def _header(name: str, seeds: int, runs, workers: int) -> dict:
+    """What every result of this benchmark says first: the sweep's plan and size, the machine, its load after."""
+    from noisymix_infra.provenance import machine
+
+    found = machine()
+    return {"plan": name, "seeds": seeds, "runs": len(runs.runs), "workers": workers,
+            "cpu_model": found.get("cpu_model"), "cpu_count": found.get("cpu_count"), "load_average_after": _load()}
+
+
 def run(args: argparse.Namespace) -> dict:
     from noisymix_app.reproduce.plans import PLANS
     from noisymix_app.sweep.plan import plan_from_reproduce
     from noisymix_app.sweep.schedule import ORDERS
-    from noisymix_infra.provenance import machine
     from noisymix_infra.threads import usable_cores
 
     name = "quick" if args.quick else args.plan
@@ -182,7 +195,7 @@ def run(args: argparse.Namespace) -> dict:
         return _busy(args.busy, runs, work, orders[0], workers, args.repeats, name, seeds)
     sweeps = [_sweep(runs, work / f"sweep-{order}-{r}", order, workers)
               for r in range(args.repeats) for order in (orders if r % 2 == 0 else orders[::-1])]
-    seconds = {spec.name: statistics.median(s["run_s"][spec.name] for s in sweeps) for spec in runs.runs}
+    seconds = _median_seconds(runs, sweeps)
     specs = list(runs.runs)
     total = sum(seconds.values())
     by_order = {o: {"wall_s": [s["wall_s"] for s in sweeps if s["order"] == o],
@@ -191,11 +204,9 @@ def run(args: argparse.Namespace) -> dict:
         entry["median_wall_s"] = statistics.median(entry["wall_s"])
         entry["median_tail_idle_core_s"] = statistics.median(entry["tail_idle_core_s"])
     fastest = min(orders, key=lambda o: by_order[o]["median_wall_s"])
-    found = machine()
     return {
-        "plan": name, "seeds": seeds, "runs": len(specs), "workers": workers, "orders": orders,
-        "cpu_model": found.get("cpu_model"), "cpu_count": found.get("cpu_count"), "load_average_after": _load(),
-        "sweeps": sweeps, "by_order": by_order, "fastest_measured": fastest,
+        **_header(name, seeds, runs, workers), "orders": orders, "sweeps": sweeps, "by_order": by_order,
+        "fastest_measured": fastest,
         "run_seconds_median": {k: round(v, 2) for k, v in seconds.items()},
         "replay": {o: replay(seconds, o, specs, workers) for o in (*ORDERS, "shortest")},
         "lower_bound_s": round(max(max(seconds.values()), total / workers), 1),
@@ -207,19 +218,15 @@ def run(args: argparse.Namespace) -> dict:
 def _busy(busy: float, runs, work: Path, order: str, workers: int, repeats: int, name: str, seeds: int) -> dict:
     """Issue 58, goal 2: the same sweep idle and with ``busy`` seconds of one busy core at its start, the
     workers following the free cores in both; the cost of the spell against a count read once."""
-    from noisymix_infra.provenance import machine
-
     sweeps = [_sweep(runs, work / f"sweep-{kind}-{r}", order, workers, busy=busy if kind == "busy" else 0.0,
                      follow=True)
               for r in range(repeats) for kind in (("idle", "busy") if r % 2 == 0 else ("busy", "idle"))]
     walls = {kind: [s["wall_s"] for s in sweeps if (s["busy_s"] > 0) == (kind == "busy")] for kind in ("idle", "busy")}
-    seconds = {spec.name: statistics.median(s["run_s"][spec.name] for s in sweeps) for spec in runs.runs}
+    seconds = _median_seconds(runs, sweeps)
     cost = statistics.median(walls["busy"]) - statistics.median(walls["idle"])
-    found = machine()
     return {
-        "plan": name, "seeds": seeds, "runs": len(runs.runs), "workers": workers, "order": order, "busy_s": busy,
-        "cpu_model": found.get("cpu_model"), "cpu_count": found.get("cpu_count"), "load_average_after": _load(),
-        "sweeps": sweeps, "wall_idle_s": walls["idle"], "wall_busy_s": walls["busy"], "cost_s": round(cost, 1),
+        **_header(name, seeds, runs, workers), "order": order, "busy_s": busy, "sweeps": sweeps,
+        "wall_idle_s": walls["idle"], "wall_busy_s": walls["busy"], "cost_s": round(cost, 1),
         "ideal_cost_s": round(busy / workers, 1),
         "one_worker_replay_s": replay(seconds, order, list(runs.runs), 1)["makespan_s"],
         "note": "cost_s: the busy sweep's wall minus the idle one's (medians); one_worker_replay_s: the wall of "
