@@ -58,11 +58,8 @@ def _refit_p(path, name="rotate", factor=2.0) -> None:
 
 
 def _step(out, name="corrupt-p"):
+    """The plan's step ``name`` (the -P set's by default) for the job folder ``out``."""
     return next(s for s in _steps(PLAN, out, None)[0] if s.name == name)
-
-
-def _p_step(out):
-    return _step(out)
 
 
 # each kind of matched set of the registry: its step, its set's folder, the name refitted, its package file
@@ -119,12 +116,12 @@ def test_a_log_written_before_the_p_step_had_inputs_is_judged_by_the_sets_manife
     out = tmp_path / "job"
     out.mkdir()
     log: dict = {"steps": []}
-    assert _run(_p_step(out), {}, out, log)
+    assert _run(_step(out), {}, out, log)
     log["steps"][0]["inputs"] = []  # as the -P step was logged before
-    assert not _run(_p_step(out), _finished(log), out, log)
-    assert not _run(_p_step(out), _finished(log, inputs=False), out, log)
+    assert not _run(_step(out), _finished(log), out, log)
+    assert not _run(_step(out), _finished(log, inputs=False), out, log)
     _refit_p(packages["MATCHED_P_FILE"])
-    assert _run(_p_step(out), _finished(log), out, log)
+    assert _run(_step(out), _finished(log), out, log)
 
 
 def test_a_half_made_p_set_of_other_strengths_is_made_anew(tmp_path, packages):
@@ -132,11 +129,11 @@ def test_a_half_made_p_set_of_other_strengths_is_made_anew(tmp_path, packages):
     a set of other strengths, so the step starts it afresh instead of failing each rerun."""
     out = tmp_path / "job"
     out.mkdir()
-    assert _run(_p_step(out), {}, out, {"steps": []})
+    assert _run(_step(out), {}, out, {"steps": []})
     out.joinpath(*SET, "labels.npy").unlink()  # as if killed before its last file
     old = _strength_made(out)
     _refit_p(packages["MATCHED_P_FILE"])
-    assert _run(_p_step(out), {}, out, {"steps": []})
+    assert _run(_step(out), {}, out, {"steps": []})
     assert _strength_made(out) == pytest.approx(2 * old, abs=1e-5)
 
 
