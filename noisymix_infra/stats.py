@@ -19,9 +19,12 @@ sd of zero up to float rounding (``ZERO_SPREAD`` of the values' size: ``80.2222 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+
+import numpy as np
 
 __all__ = ["ALPHA", "UNJUDGED", "ZERO_SPREAD", "Seeds", "adjusted_verdict", "below_resolution", "holm", "interval",
-           "mdd", "mdd80", "paired", "t_quantile", "two_sided_p"]
+           "kendall_tau_b", "mdd", "mdd80", "paired", "rank_correlation", "spearman", "t_quantile", "two_sided_p"]
 
 #: the verdict of a difference with no spread to test against (every seed equal, no known step), in every file
 UNJUDGED = "cannot be judged (no spread over seeds, and no known resolution)"
@@ -162,3 +165,33 @@ def adjusted_verdict(difference: dict, threshold: float, p_adjusted: float) -> s
     if p_adjusted >= ALPHA:
         return "within noise"
     return "holds" if difference["mean"] > threshold else "fails"
+
+
+# ----------------------------------------------------------------------------- rank statistics (scipy)
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rho (scipy); NaN where a side is constant."""
+    from scipy.stats import spearmanr
+
+    a, b = np.asarray(x, float), np.asarray(y, float)
+    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
+        return math.nan
+    return float(spearmanr(a, b).statistic)
+
+
+def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
+    """Kendall's tau-b (scipy's default, ties corrected); NaN where a side is constant."""
+    from scipy.stats import kendalltau
+
+    a, b = np.asarray(x, float), np.asarray(y, float)
+    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
+        return math.nan
+    return float(kendalltau(a, b).statistic)
+
+
+def rank_correlation(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Spearman over the finite pairs; None where undefined (fewer than 3, a constant side)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    rho = spearman(x[keep], y[keep]) if keep.sum() >= 3 else math.nan
+    return rho if math.isfinite(rho) else None

@@ -24,17 +24,15 @@ from noisymix_app.analogue.fit_c import PROFILE_AIMS, residual_tolerance
 from noisymix_app.analogue.fit_p import within_tolerance
 from noisymix_app.analogue.severities import severity_flags
 from noisymix_infra.io import read_json
+from noisymix_infra.stats import rank_correlation
 
 __all__ = ["lines", "made_words", "profiles"]
 
 
 def _spearman(a: list[float], b: list[float]) -> float | None:
-    """Spearman's rank correlation (scipy); None where undefined (fewer than 3 pairs, a constant side)."""
-    if len(a) < 3 or len(set(a)) < 2 or len(set(b)) < 2:
-        return None
-    from scipy.stats import spearmanr
-
-    return round(float(spearmanr(a, b).statistic), 3)
+    """Spearman's rank correlation to 3 decimals; None where undefined (fewer than 3 pairs, a constant side)."""
+    rho = rank_correlation(a, b)
+    return None if rho is None else round(rho, 3)
 
 
 def _order(vocabulary, name: str) -> tuple[int, str]:

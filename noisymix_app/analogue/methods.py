@@ -37,10 +37,11 @@ from fullscale.vocabulary import CORRUPTIONS, P_COLUMNS
 from noisymix_app.reproduce.plans import EIGHT_METHODS
 from noisymix_app.reproduce.words import interval_text, join, label, signed
 from noisymix_infra.io import read_json_object
+from noisymix_infra.stats import kendall_tau_b, rank_correlation, spearman
 
 __all__ = ["BOOTSTRAP", "PER_SEED_DECIMALS", "PLAN", "analogue_summary", "bootstrap_interval", "finding",
-           "kendall_rows", "kendall_tau_b", "load_runs", "order_test", "render_markdown", "slope_through_origin",
-           "spearman", "spearman_rows", "write_report"]
+           "kendall_rows", "load_runs", "order_test", "render_markdown", "slope_through_origin", "spearman_rows",
+           "write_report"]
 
 BOOTSTRAP = 2000
 PLAN = "analogue-methods"  # the one plan this report is of
@@ -49,26 +50,7 @@ PER_SEED_DECIMALS = 4
 
 
 # ----------------------------------------------------------------------------- statistics
-
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
-    """Spearman's rho (scipy); NaN where a side is constant."""
-    from scipy.stats import spearmanr
-
-    a, b = np.asarray(x, float), np.asarray(y, float)
-    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
-        return math.nan
-    return float(spearmanr(a, b).statistic)
-
-
-def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
-    """Kendall's tau-b (scipy's default, ties corrected); NaN where a side is constant."""
-    from scipy.stats import kendalltau
-
-    a, b = np.asarray(x, float), np.asarray(y, float)
-    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
-        return math.nan
-    return float(kendalltau(a, b).statistic)
-
+# (spearman, kendall_tau_b and rank_correlation, scipy's per pair of sequences: noisymix_infra.stats)
 
 def _average_ranks(a: np.ndarray) -> np.ndarray:
     """Ranks along the last axis, ties sharing their mean rank (scipy's ``rankdata`` 'average'), batched:
@@ -169,8 +151,6 @@ def bootstrap_interval(per_seed: dict[str, np.ndarray], statistic: Callable[[dic
 def _read(path: Path, *numbers: str) -> dict:
     """The evaluation at ``path`` with a finite number at each dotted key of ``numbers``: else one line naming
     the file (issue 60: ``{"summary": null}`` was a traceback)."""
-    from noisymix_infra.io import read_json_object
-
     return read_json_object(path, "an evaluation of noisymix", dict.fromkeys(numbers, "number"))
 
 
@@ -217,13 +197,6 @@ def _share(runs: dict, method: str) -> np.ndarray:
     return _gain(runs, method) / np.where(drop == 0, np.nan, drop)
 
 
-def _nan_spearman(x: np.ndarray, y: np.ndarray) -> float | None:
-    """Spearman over the finite pairs; None where undefined (fewer than 3, a constant side)."""
-    keep = np.isfinite(x) & np.isfinite(y)
-    rho = spearman(x[keep], y[keep]) if keep.sum() >= 3 else math.nan
-    return rho if math.isfinite(rho) else None
-
-
 def analogue_summary(runs: dict[str, dict[str, np.ndarray]], seeds: Sequence[int], *, seed: int = 0,
                      draws: int = BOOTSTRAP) -> dict:
     """Everything the analogue's test reports, as data (``render_markdown`` words it, ``finding`` says it)."""
@@ -261,8 +234,8 @@ def analogue_summary(runs: dict[str, dict[str, np.ndarray]], seeds: Sequence[int
     for m in unfitted:
         paper_gain = np.array([paper[m]["per_corruption"][c] - base["per_corruption"][c] for c in CORRUPTIONS])
         gains.append({"method": m, "slope": slope_through_origin(_gain(runs, m), paper_gain),
-                      "rank_correlation": _nan_spearman(_gain(runs, m), paper_gain),
-                      "share_of_drop": _nan_spearman(_share(runs, m), paper_gain / paper_drop),
+                      "rank_correlation": rank_correlation(_gain(runs, m), paper_gain),
+                      "share_of_drop": rank_correlation(_share(runs, m), paper_gain / paper_drop),
                       "ours": _gain(runs, m).round(4).tolist(), "paper": paper_gain.round(4).tolist()})
     central = None
     if "noisymix" in runs and "augmix_jsd" in runs:

@@ -84,7 +84,7 @@ def test_merge_keeps_the_other_perturbations_and_each_entrys_maker():
 
 @pytest.mark.skipif(not MATCHED_P_FILE.is_file(), reason="no frozen Digits-P fit")
 def test_the_committed_p_fit_is_its_own_choice_and_meets_the_aims():
-    from noisymix_app.analogue.methods import spearman
+    from noisymix_infra.stats import spearman
 
     fit = read_matched_p(MATCHED_P_FILE)
     assert FitPOptions(**fit["options"]) == FitPOptions()
