@@ -19,7 +19,8 @@ import numpy as np
 from fullscale.vocabulary import ALEXNET_ERR, CORRUPTIONS, METHOD_ROWS, P_COLUMNS
 from noisymix_figures.consistency import findings_for
 
-__all__ = ["CLAIM_FIELDS", "baseline_drops", "baseline_flips", "footnotes", "method_columns", "paper_claims",
+__all__ = ["CLAIM_FIELDS", "baseline_drops", "baseline_flips", "footnotes", "method_columns", "not_testable",
+           "paper_claims",
            "paper_mce", "paper_mean", "paper_number", "paper_text", "paper_values", "row_of"]
 
 _ROW_OF = {method: row for row, method in METHOD_ROWS.items() if method}
@@ -106,6 +107,12 @@ def paper_claims(family: str | None = None) -> list[dict]:
             raise ValueError(f"figures/paper_claims.json: claim {entry['id']!r}: better must be higher or lower, "
                              "role primary or secondary")
     return [dict(c) for c in claims if family is None or c["family"] == family]
+
+
+def not_testable() -> list[dict]:
+    """The paper's explicit comparative sentences the report does not decide, each with the reason
+    (``paper_claims.json``'s ``not_testable``; issue 63, goal 4)."""
+    return [dict(e) for e in json.loads(_claims_text()).get("not_testable", [])]
 
 
 def paper_number(cell) -> float | None:

@@ -94,7 +94,8 @@ def mdd(sd: float, n: int, alpha: float = 0.05, power: float = 0.80) -> float:
     df, crit = n - 1, t_quantile(1 - alpha / 2, n - 1)
 
     def shortfall(delta: float) -> float:
-        return float(nct.sf(crit, df, delta) + nct.cdf(-crit, df, delta)) - power
+        lower = float(nct.cdf(-crit, df, delta))  # the far tail: scipy gives NaN where it is ~0 (df 2, delta 8)
+        return float(nct.sf(crit, df, delta)) + (lower if math.isfinite(lower) else 0.0) - power
 
     high = crit + t_quantile(power, df) + 1.0
     while shortfall(high) < 0:  # the normal-style value is a lower bound; widen until it brackets

@@ -16,10 +16,13 @@ as in the paper, and says what it finds as it is (``finding``):
 * **their effect sizes and profiles**: each method's per-corruption gain over the Baseline against the
   paper's (``tab:results_cifar10_c``): the slope of ours on the paper's through the origin (1: the paper's
   size), the rank correlation, and the rank correlation of the share of the Baseline's drop each recovers;
-* **the paper's central comparison**, NoisyMix against AugMix, paired over seeds on both sets;
-* **the paper's claims about Mixup, Manifold Mixup, CutMix and Puzzle Mix** (goal 2): the ``eight-method``
-  family of ``figures/paper_claims.json``, decided by the same code as the main job's (the folder's
-  ``summary.json``, ``noisymix_app.reproduce.summary``).
+* **the order's two tests as one family** (issue 63, goal 3): the -C and -P Spearman p-values adjusted by
+  Holm together, the finding's words from the adjusted p by one rule (``_order_words``), and the methods
+  whose rank differs from the paper's named.
+
+NoisyMix against AugMix and the paper's claims about the other methods are decided once, in the main job's
+report, on every run of the recipe pooled (``noisymix_app.reproduce.pool``, issue 63, goal 1): this report
+restates none of them.
 
 This is a test of the analogue, never a target: no strength, recipe or seed is chosen from it.
 """
@@ -35,9 +38,9 @@ import torch
 
 from fullscale.vocabulary import CORRUPTIONS, P_COLUMNS
 from noisymix_app.reproduce.plans import EIGHT_METHODS
-from noisymix_app.reproduce.words import interval_text, join, label, signed
+from noisymix_app.reproduce.words import join, label, signed
 from noisymix_infra.io import read_json_object
-from noisymix_infra.stats import kendall_tau_b, rank_correlation, spearman
+from noisymix_infra.stats import holm, kendall_tau_b, rank_correlation, spearman
 
 __all__ = ["BOOTSTRAP", "PER_SEED_DECIMALS", "PLAN", "analogue_summary", "bootstrap_interval", "finding",
            "kendall_rows", "load_runs", "order_test", "render_markdown", "slope_through_origin", "spearman_rows",
@@ -201,7 +204,6 @@ def analogue_summary(runs: dict[str, dict[str, np.ndarray]], seeds: Sequence[int
                      draws: int = BOOTSTRAP) -> dict:
     """Everything the analogue's test reports, as data (``render_markdown`` words it, ``finding`` says it)."""
     from noisymix_figures.paper import method_columns
-    from noisymix_infra.stats import paired
 
     methods = list(runs)
     unfitted = [m for m in methods if m != "baseline"]
@@ -227,7 +229,16 @@ def analogue_summary(runs: dict[str, dict[str, np.ndarray]], seeds: Sequence[int
             lambda s, r=reference: spearman([float(s[m].mean()) for m in unfitted], r), draws=draws,
             generator=generator, batched=lambda s, r=reference: spearman_rows(
                 np.stack([s[m].mean((-2, -1)) for m in unfitted], -1), r))
+        # places from the best (accuracy: highest first; flips: lowest), ties sharing the mean place
+        sign = -1.0 if key == "c" else 1.0
+        places = [_average_ranks(sign * np.array(v, float)) for v in
+                  ([float(runs[m][field].mean()) for m in unfitted], np.round(reference, 1))]
+        found["misordered"] = {m: {"ours": float(r), "paper": float(q)}
+                               for m, r, q in zip(unfitted, *places, strict=True) if r != q}
         order[key] = found
+    adjusted = holm({k: v["spearman"]["p"] for k, v in order.items() if v["spearman"]["p"] is not None})
+    for key, found in order.items():
+        found["spearman"]["p_adjusted"] = adjusted.get(key)
     base = paper["baseline"]
     paper_drop = np.array([base["clean"] - base["per_corruption"][c] for c in CORRUPTIONS])
     gains = []
@@ -237,16 +248,8 @@ def analogue_summary(runs: dict[str, dict[str, np.ndarray]], seeds: Sequence[int
                       "rank_correlation": rank_correlation(_gain(runs, m), paper_gain),
                       "share_of_drop": rank_correlation(_share(runs, m), paper_gain / paper_drop),
                       "ours": _gain(runs, m).round(4).tolist(), "paper": paper_gain.round(4).tolist()})
-    central = None
-    if "noisymix" in runs and "augmix_jsd" in runs:
-        by_seed = {k: {m: dict(zip(seeds, runs[m][f].mean(1), strict=True)) for m in ("noisymix", "augmix_jsd")}
-                   for k, f in (("c", "per_corruption"), ("p", "per_perturbation"))}
-        central = {"c": {"ours": paired(by_seed["c"]["noisymix"], by_seed["c"]["augmix_jsd"]),
-                         "paper": round(paper["noisymix"]["corrupted"] - paper["augmix_jsd"]["corrupted"], 2)},
-                   "p": {"ours": paired(by_seed["p"]["augmix_jsd"], by_seed["p"]["noisymix"]),
-                         "paper": round(paper["augmix_jsd"]["mfr"] - paper["noisymix"]["mfr"], 2)}}
     summary = {"methods": methods, "unfitted": unfitted, "seeds": list(seeds), "table": table, "order": order,
-               "gains": gains, "central": central, "bootstrap": {"draws": draws, "seed": seed}}
+               "gains": gains, "bootstrap": {"draws": draws, "seed": seed}}
     summary["finding"] = finding(summary)
     return summary
 
@@ -254,19 +257,23 @@ def analogue_summary(runs: dict[str, dict[str, np.ndarray]], seeds: Sequence[int
 # ----------------------------------------------------------------------------- words
 
 def _order_words(entry: dict, benchmark: str, n: int) -> str:
-    rho, p = entry["spearman"]["value"], entry["spearman"]["p"]
+    """One rule (issue 63, goal 3): *orders* where the Holm-adjusted exact p of the two benchmarks' family is
+    below 5 % and rho is positive, else *does not reliably order*; the misordered methods named either way."""
+    rho, p, q = entry["spearman"]["value"], entry["spearman"]["p"], entry["spearman"].get("p_adjusted")
     if p is None:
         return f"gives no order of the {n} to compare with {benchmark}'s (a constant side)"
-    stats = f"Spearman {signed(rho, 2)}, exact permutation p = {p:.3f}"
-    if p < 0.05 and rho > 0:
-        return f"orders the {n} methods it was not fitted to as {benchmark} does ({stats})"
-    return f"does not reliably order the {n} methods it was not fitted to as {benchmark} does ({stats})"
+    stats = f"Spearman {signed(rho, 2)}, exact permutation p = {p:.3f}, {q:.3f} after Holm over the two benchmarks"
+    wrong = entry.get("misordered") or {}
+    where = ("" if not wrong else "; ranked otherwise than the paper's: " + join(
+        [f"{label(m)} ({r['ours']:g} against {r['paper']:g})" for m, r in wrong.items()]) + " (places from the best)")
+    verb = "orders" if q < 0.05 and rho > 0 else "does not reliably order"
+    return f"{verb} the {n} methods it was not fitted to as {benchmark} does ({stats}{where})"
 
 
 def finding(summary: dict) -> str:
     """The analogue's test in plain words, from the numbers alone (issue 57, goal 6): what it supports (the
     order, by the exact permutation test of the unfitted methods) and what it does not (effect sizes,
-    per-corruption profiles, NoisyMix against AugMix), naming the methods where it disagrees."""
+    per-corruption profiles), naming the methods where it disagrees."""
     n = len(summary["unfitted"])
     c = _order_words(summary["order"]["c"], "CIFAR-10-C", n)
     p = _order_words(summary["order"]["p"], "CIFAR-10-P", n).replace(f" the {n} methods it was not fitted to", " them")
@@ -287,19 +294,7 @@ def finding(summary: dict) -> str:
                    + ("; " if reversed_ and shares else "")
                    + (f"the share of the Baseline's drop each recovers correlates with the paper's at "
                       f"{signed(min(shares), 2)} to {signed(max(shares), 2)}" if shares else "") + ".")
-    central = ""
-    if summary.get("central"):
-        d, paper = summary["central"]["c"]["ours"], summary["central"]["c"]["paper"]
-        lo, hi = ((d["mean"] - d["half_width"], d["mean"] + d["half_width"]) if d and d.get("half_width") is not None
-                  else (-math.inf, math.inf))
-        if lo <= 0 <= hi:
-            central = (f" It does not separate NoisyMix from AugMix, the paper's central comparison: NoisyMix minus "
-                       f"AugMix {interval_text(d)} points on Digits-C against the paper's {signed(paper)} on "
-                       "CIFAR-10-C.")
-        else:
-            central = (f" NoisyMix minus AugMix, the paper's central comparison, is {interval_text(d)} points on "
-                       f"Digits-C against the paper's {signed(paper)} on CIFAR-10-C.")
-    return text + sizes + profile + central
+    return text + sizes + profile
 
 
 def _pm(entry: dict) -> str:
@@ -314,7 +309,7 @@ def _order_cell(entry: dict) -> str:
 
 def render_markdown(summary: dict, *, plan_line: str = "") -> str:
     """The analogue's test as Markdown: the finding, the eight-method table, the order test of the unfitted
-    methods, the gains, the central comparison."""
+    methods, the gains."""
     n = len(summary["unfitted"])
     lines = [f"**{summary['finding']}**", ""]
     if plan_line:
@@ -351,57 +346,10 @@ def render_markdown(summary: dict, *, plan_line: str = "") -> str:
     for g in summary["gains"]:
         cells = ["n/a" if g[k] is None else signed(g[k], 2) for k in ("rank_correlation", "share_of_drop")]
         lines.append(f"| {label(g['method'])} | {signed(g['slope'], 2)} | {cells[0]} | {cells[1]} |")
-    central = summary.get("central")
-    if central:
-        lines += ["", "**NoisyMix against AugMix**, paired over seeds (points; NoisyMix better is positive): "
-                  f"Digits-C {interval_text(central['c']['ours'])} (the paper's CIFAR-10-C "
-                  f"{signed(central['c']['paper'])}); "
-                  f"Digits-P flips {interval_text(central['p']['ours'])} (the paper's CIFAR-10-P mFR "
-                  f"{signed(central['p']['paper'])})."]
     return "\n".join(lines) + "\n"
 
 
-# ----------------------------------------------------------------------------- the figure, the files, the command
-
-def figure(summary: dict):
-    """Ours against the paper's, one point per method, with the line y = x (ours equal to the paper's): Digits-C
-    mean accuracy against CIFAR-10-C (left) and Digits-P mean flip probability against CIFAR-10-P mFR (right),
-    95 % t-intervals over seeds; the Baseline, the one row the sets were fitted to, drawn hollow."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from noisymix_figures.methods import method_color, method_label
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.9))
-    panels = (("corrupted", "paper_corrupted", "CIFAR-10-C accuracy, the paper's (%)", "Digits-C accuracy, ours (%)",
-               "c"),
-              ("mean_flip", "paper_mfr", "CIFAR-10-P mFR, the paper's (%)", "Digits-P mean flip probability, ours (%)",
-               "p"))
-    for ax, (ours, paper, xlabel, ylabel, key) in zip(axes, panels, strict=True):
-        points = []
-        for row in summary["table"]:
-            colour = method_color(row["row"], "tab:blue")
-            ax.errorbar(row[paper], row[ours]["mean"], yerr=row[ours]["half_width"] or 0.0, fmt="o", color=colour,
-                        ms=7, mfc="white" if row["fitted"] else colour, capsize=3,
-                        label=method_label(row["row"]) + (" (fitted)" if row["fitted"] else ""))
-            points += [row[paper], row[ours]["mean"]]
-        low, high = min(points), max(points)
-        pad = 0.05 * (high - low or 1.0)
-        ax.plot([low - pad, high + pad], [low - pad, high + pad], ls="--", color="grey", lw=1, label="y = x")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        rho = _order_cell(summary["order"][key]["spearman"])
-        ax.set_title(f"the {len(summary['unfitted'])} unfitted: Spearman {rho}", fontsize=9)
-        ax.grid(alpha=0.3)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=5, frameon=False, fontsize=8)
-    fig.suptitle("The analogue on the paper's eight methods (one point per method; hollow: the fitted Baseline)",
-                 fontsize=10)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    return fig
-
+# ------------------------------------------------------------------- the files, the command (the figure: figure.py)
 
 def _plan_of(results: Path) -> tuple[dict, str, dict]:
     log = read_json_object(Path(results) / "reproduce.json", "the record of `noisymix reproduce --plan "
@@ -412,20 +360,12 @@ def _plan_of(results: Path) -> tuple[dict, str, dict]:
     return plan, str(log.get("plan_name", "custom")), log
 
 
-def _png(fig) -> bytes:
-    import io
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    return buffer.getvalue()
-
-
 def write_report(results: Path, *, draws: int = BOOTSTRAP) -> dict:
     """Compute the analogue's test from a finished job and write ``results/analogue/analogue.{json,md}`` and
     ``analogue_methods.png``, all or none; returns the record.  Any plan's folder may be reported on; its plan is
     named as it is (only the ``analogue-methods`` plan's goes into the README: ``update_docs``)."""
+    from noisymix_app.analogue.figure import figure, png
     from noisymix_app.analogue.severities import markdown
-    from noisymix_app.reproduce.headline import claims_table
     from noisymix_app.reproduce.plans import protocol_differences
     from noisymix_infra.io import write_files
 
@@ -442,9 +382,9 @@ def write_report(results: Path, *, draws: int = BOOTSTRAP) -> dict:
                        "perturbation_params": plan.get("perturbation_params", "cifar"),
                        "perturbed_limit": plan["perturbed_limit"],
                        "wall_minutes": None if wall is None else round(wall / 60, 1)}
-    folder_summary = Path(results) / "summary.json"
-    claims = read_json_object(folder_summary, "the job's summary").get("claims") if folder_summary.is_file() else None
-    summary["claims"] = claims or []
+    folder_summary = Path(results) / "summary.json"  # the sets the runs read (the screen binds to them: issue 64)
+    summary["sets"] = (read_json_object(folder_summary, "the job's summary").get("sets")
+                       if folder_summary.is_file() else None)
     recipe = ("the laptop recipe" if not differs
               else f"not the {PLAN} plan's protocol (differs in {', '.join(differs[:4])})")
     plan_line = (f"`noisymix reproduce --plan {name}`: {len(methods)} methods × {len(plan['seeds'])} seeds (seeds "
@@ -453,10 +393,6 @@ def write_report(results: Path, *, draws: int = BOOTSTRAP) -> dict:
                  f"{recipe}; Digits-C and Digits-P ({plan['perturbed_limit']} sequences) at their difficulty-matched "
                  f"strengths" + ("" if wall is None else f"; {wall / 60:.1f} min wall") + ".")
     text = render_markdown(summary, plan_line=plan_line)
-    if summary["claims"]:
-        text += ("\n**The paper's claims about the other methods** (`figures/paper_claims.json`, the eight-method "
-                 "family: one Holm family, decided as the main job's; the claims in detail: this folder's "
-                 "`SUMMARY.md`):\n\n" + "\n".join(claims_table({"claims": summary["claims"]})) + "\n")
     text += "\n![ours against the paper's](figures/analogue_methods.png)\n"
     if plan["corruption_params"] == "digits-matched":
         from fullscale.corruptions.matched import matched_fit
@@ -466,7 +402,7 @@ def write_report(results: Path, *, draws: int = BOOTSTRAP) -> dict:
             text += "\n**The matched Digits-C per severity, in the fit** (`noisymix fit-analogue`).\n\n" + table
     out = Path(results) / "analogue"
     write_files({out / "analogue.json": summary, out / "analogue.md": text,
-                 out / "analogue_methods.png": _png(figure(summary))})
+                 out / "analogue_methods.png": png(figure(summary))})
     return summary
 
 
@@ -479,8 +415,8 @@ def readme_block(summary: dict) -> str:
     minutes = summary.get("plan", {}).get("wall_minutes")
     return (f"**{summary['finding']}** `noisymix reproduce --plan {PLAN} --out DIR` ran it"
             + ("" if minutes is None else f" in {minutes} min wall on 2 CPU cores")
-            + "; every table, and the paper's claims about Mixup, Manifold Mixup, CutMix and Puzzle Mix decided on "
-            "these runs, in [docs/analogue-methods-summary.md](docs/analogue-methods-summary.md).\n\n"
+            + "; every table in [docs/analogue-methods-summary.md](docs/analogue-methods-summary.md) (the paper's "
+            "claims about these methods are decided once, with every run pooled, in the main job's report).\n\n"
             "![the analogue on the eight methods](docs/figures/analogue_methods.png)\n")
 
 

@@ -13,12 +13,12 @@ read from the registry and measured with the paper's own metric.
   (``noisymix_infra.stats``).  The primary claim is tested alone at 5 %; the secondary claims form one
   family whose p-values Holm's step-down procedure adjusts; the verdict stated is the adjusted one:
   *holds* / *fails* below 5 % by the side of the mean, else *within noise*.
-* **MDD and "too small to decide"**: each claim's MDD (80 % power at the spread) at its test level, 5 %
-  for the primary and 5 % / m (Holm's first step) for the m secondary claims: conservative by choice,
-  since a p below 5 % / m is rejected whatever the others give, while the level at a claim's Holm rank
-  depends on them.  A claim left *within noise* whose MDD exceeds the paper's number (where that number is
-  an effect size of the analogue's setting, ``matching``) is *too small to decide*; elsewhere only the
-  direction is tested and no effect is held against the MDD.
+* **Intervals at the verdict's level** (issue 63, goal 5): each claim's interval is taken at ``1 - 5 % p /
+  p_adjusted`` (``noisymix_infra.stats.verdict_alpha``): 95 % for the primary, 1 - 5 % / m for Holm's first of
+  m, so it holds 0 exactly where the verdict is *within noise*.  Where the paper's number is an effect of the
+  analogue's setting (``matching``) the interval also says where it lies: *smaller* / *larger* than the
+  paper's, or *cannot tell* (0 and the paper's number both inside: too small to decide).  The MDD (80 % power,
+  noncentral t) at 5 % / m is kept as the plan's yardstick.
 * **Firm / fragile / margin unknown** (``noisymix_app.reproduce.margins``): against the cross-machine
   margins measured on the same sets.
 * **Descriptive, outside the family and the opening** (``descriptive_of``, ``category_claims``): what the
@@ -31,13 +31,26 @@ from __future__ import annotations
 
 from fullscale.vocabulary import CATEGORIES
 from noisymix_app.reproduce.words import label
-from noisymix_infra.stats import ALPHA, UNJUDGED, adjusted_verdict, holm, mdd, paired, two_sided_p
+from noisymix_infra.stats import (
+    ALPHA,
+    UNJUDGED,
+    adjusted_verdict,
+    holm,
+    level_interval,
+    mdd,
+    paired,
+    two_sided_p,
+    verdict_alpha,
+)
 
-__all__ = ["ALPHA", "CLEAN_TOLERANCE", "FAMILY_OF_PLAN", "SHIFT_METRICS", "UNJUDGED", "cannot_decide",
-           "category_claims", "decide", "descriptive_of", "family_of", "shift_values", "stated"]
+__all__ = ["ALPHA", "CLEAN_TOLERANCE", "FAMILY_OF_PLAN", "POOLED_FAMILIES", "SHIFT_METRICS", "UNJUDGED",
+           "against_paper", "cannot_decide", "category_claims", "decide", "descriptive_of", "family_of", "shift_values",
+           "stated"]
 
 #: the family each plan decides (by the plan's name; every other plan: the main job's)
-FAMILY_OF_PLAN = {"analogue-methods": "eight-method", "ablation": "ablation"}
+FAMILY_OF_PLAN = {"analogue-methods": "eight-method", "ablation": "ablation", "central": "central"}
+#: the families of plans whose runs the main job pools (``noisymix_app.reproduce.pool``): they decide no claim
+POOLED_FAMILIES = frozenset({"eight-method", "central"})
 CLEAN_TOLERANCE = 1.0  # points of clean accuracy a method may lose and still "keep" it (descriptive rows)
 #: the calibration-under-shift metrics per seed (``shift_values``): the RMS error after the clean-fitted
 #: temperature and before it, each averaged over severities 1-5 (Ovadia et al. 2019), and the estimator's
@@ -58,10 +71,25 @@ def stated(claim: dict) -> str | None:
 
 
 def cannot_decide(claim: dict) -> bool:
-    """Within noise, with an MDD at the claim's level above the paper's number (an effect size of the
-    analogue's setting): the rule as computed (issue 57: the code compared the MDD with the effect's
-    distance from the claim's boundary while the report said "the paper's effect")."""
-    return claim.get("verdict") == "within noise" and claim.get("decidable") is False
+    """Within noise, and the interval at the verdict's level holds both 0 and the paper's number (an effect
+    size of the analogue's setting): the run cannot tell the paper's effect from none (issue 63, goal 2)."""
+    return claim.get("verdict") == "within noise" and claim.get("against_paper") == "cannot tell"
+
+
+def against_paper(claim: dict) -> str | None:
+    """Where the paper's number (an effect of the analogue's setting) lies against the interval at the verdict's
+    level: ``smaller`` (above the interval), ``larger`` (below it), ``cannot tell`` (inside, with 0 inside too)
+    or ``consistent`` (inside, 0 outside); None where the setting is another or no interval exists."""
+    if not claim.get("matching") or not claim.get("interval"):
+        return None
+    lo, hi = claim["interval"]
+    if claim["paper"] == 0.0 and lo <= 0.0 <= hi:  # the paper's own effect is none (clean accuracy, CIFAR-10)
+        return "consistent"
+    if claim["paper"] > hi:
+        return "smaller"
+    if claim["paper"] < lo:
+        return "larger"
+    return "cannot tell" if lo <= 0.0 <= hi else "consistent"
 
 
 def _difference(values: dict, entry: dict) -> dict | None:
@@ -93,6 +121,7 @@ def decide(values: dict, methods: list[str], family: str, margins: dict[str, flo
         claim["level"] = ALPHA if claim["role"] == "primary" else ALPHA / max(m, 1)
         claim["mdd"] = None if not d or not d.get("spread") else mdd(d["spread"], d["n"], alpha=claim["level"])
         claim["decidable"] = None if claim["mdd"] is None or not claim["matching"] else claim["mdd"] <= claim["paper"]
+        claim["interval"], claim["interval_level"] = None, None
         if d is None:
             claim["p_adjusted"], claim["verdict"] = None, None
         elif claim["p"] is None:
@@ -101,6 +130,12 @@ def decide(values: dict, methods: list[str], family: str, margins: dict[str, flo
         else:
             claim["p_adjusted"] = claim["p"] if claim["role"] == "primary" else adjusted[claim["id"]]
             claim["verdict"] = adjusted_verdict(d, 0.0, claim["p_adjusted"])
+            # the interval at the verdict's level (issue 63, goal 5): it holds 0 exactly where the verdict is
+            # within noise, where a 95 % interval beside a Holm verdict said otherwise for three claims
+            alpha = verdict_alpha(claim["p"], claim["p_adjusted"], ALPHA)
+            claim["interval"] = list(level_interval(d, alpha) or ()) or None
+            claim["interval_level"] = None if claim["interval"] is None else 1 - alpha
+        claim["against_paper"] = against_paper(claim)
     firmness(claims, margins or {})
     return claims
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from fullscale.evaluation.resolution import summary_step
 from fullscale.vocabulary import CATEGORIES
 from noisymix_app.reproduce.claims import (
+    POOLED_FAMILIES,
     category_claims,
     decide,
     descriptive_of,
@@ -46,7 +47,7 @@ from noisymix_app.reproduce.readme import BLOCK, publishable, replace_block, upd
 from noisymix_app.reproduce.report_ablation import ablation_lines, read_ablation
 from noisymix_app.reproduce.report_calibration import calibration_shift_lines, calibration_shift_summary
 from noisymix_app.reproduce.report_published import published_lines, read_published
-from noisymix_app.reproduce.words import MARKS, interval_text, label
+from noisymix_app.reproduce.words import AGAINST_PAPER, MARKS, interval_text, label, level_text
 from noisymix_figures.results import stale_evaluation
 from noisymix_infra.io import read_json, read_json_object, write_files
 from noisymix_infra.provenance import git_state, machine
@@ -197,7 +198,7 @@ def summarize(out: str | Path, plan_name: str | None = None) -> dict:
                "machine": {**machine(), "workers": log.get("workers", plan.get("workers", 0))},
                "calibration_under_shift": shift, "fidelity": profiles(out, plan),
                "theory": _theory(out / "theory" / "theory.json"), "toy": _toy(out / "toy" / "toy.json")}
-    summary.update(derive(values, plan, name, read_margins(sets)))
+    summary.update(derive(values, summary, read_margins(sets)))
     summary.update(_kept(name))
     return summary
 
@@ -220,14 +221,23 @@ def _table(values: dict[str, dict[str, dict[int, float]]]) -> dict:
                 for name, v in per.items() if v} for m, per in values.items()}
 
 
-def derive(values: dict[str, dict[str, dict[int, float]]], plan: dict, plan_name: str,
-           margins: dict[str, float]) -> dict:
-    """Everything a summary derives from the per-seed values: the plan's family of the paper's claims
-    (decided, marked against ``margins``), the descriptive rows and the per-group breakdown."""
-    family = family_of(plan_name)
-    return {"family": family, "claims": decide(values, plan["methods"], family, margins),
-            "descriptive": descriptive_of(values, plan["methods"]), "categories": category_claims(values),
-            "margins": margins}
+def derive(values: dict[str, dict[str, dict[int, float]]], record: dict, margins: dict[str, float],
+           pooled: bool = True) -> dict:
+    """Everything a summary derives from the per-seed values: the paper's claims (decided, marked against
+    ``margins``), the descriptive rows and the per-group breakdown.  ``record``: the summary's plan, plan name
+    and sets.  The main job decides the main and the eight-method families on every committed run of its
+    recipe and sets (``noisymix_app.reproduce.pool``; ``pooled=False``: its own runs alone, as the margins
+    compare them); a plan whose runs are pooled into it (``POOLED_PLANS``) decides nothing itself, so each
+    claim has one verdict (issue 63, goal 1); the ablation plan decides its own family."""
+    from noisymix_app.reproduce.pool import pool
+
+    family = family_of(record.get("plan_name", "custom"))
+    joined, pooling = pool(values, record) if pooled and family == "main" else (values, None)
+    methods = [m for m in dict.fromkeys([*record["plan"]["methods"], *joined])]
+    families = () if family in POOLED_FAMILIES else ("main", "eight-method") if family == "main" else (family,)
+    return {"family": family, "claims": [c for f in families for c in decide(joined, methods, f, margins)],
+            "descriptive": descriptive_of(values, record["plan"]["methods"]), "categories": category_claims(values),
+            "margins": margins, "pooled": pooling}
 
 
 def values_of(record: dict) -> dict[str, dict[str, dict[int, float]]]:
@@ -247,14 +257,14 @@ def values_of(record: dict) -> dict[str, dict[str, dict[int, float]]]:
     return values
 
 
-def rederive(record: dict, *, margins: dict[str, float] | None = None) -> dict:
+def rederive(record: dict, *, margins: dict[str, float] | None = None, pooled: bool = True) -> dict:
     """A summary read back, re-derived by the current code from its per-seed values and their resolutions:
     the same runs, today's statistics.  ``margins``: the margins to mark against (default: those measured on
     the summary's sets)."""
     values = values_of(record)
     margins = read_margins(record.get("sets")) if margins is None else margins
     return {**record, "table": _table(values),
-            **derive(values, record["plan"], record.get("plan_name", "custom"), margins)}
+            **derive(values, record, margins, pooled)}
 
 
 def _theory(path: Path) -> dict | None:
@@ -297,28 +307,48 @@ def _p(p: float | None) -> str:
 
 
 def _claim_line(c: dict) -> str:
-    """One claim in detail: the quote and its source, the paper's number and setting, ours with its interval,
-    p before and after Holm, the MDD at the claim's level, the verdict and its mark."""
+    """One claim in detail: the quote and its source, the paper's number and setting, ours with its interval at the
+    verdict's level, p before and after Holm, the MDD at 5 % / m, the verdict, its mark and where the paper's number
+    lies."""
     d = c.get("difference")
-    head = f"- **{c['statement']}**" + (" (primary)" if c["role"] == "primary" else "")
-    source = (f" The paper ({c['where']}): \"{c['quote']}\" Its number: {c['paper']:+.1f} points ({c['table']}, "
-              f"{c['column']}: {' minus '.join(c['rows'])}; {c['setting']}"
-              + ("" if c["matching"] else "; another setting, so only the direction is tested") + ").")
+    head = f"- **{c['statement']}**" + (" (primary)" if c["role"] == "primary" else "") + f" [{c['family']}]"
+    number = ("none, direction only" if c["paper"] is None
+              else f"{c['paper']:+.1f} points ({c['table']}, {c['column']}: {' minus '.join(c['rows'])})")
+    source = (f" The paper ({c['where']}): \"{c['quote']}\" Its number: {number}; its setting: {c['setting']}"
+              + ("" if c["matching"] else ", another, so only the direction is tested") + ".")
     if d is None:
         return head + ": not measured (no paired runs)." + source
-    seeds = f"{d['n']} seed" + ("s" if d["n"] != 1 else "")
-    line = (f"{head}: {interval_text(d)} (the paper's metric: {c['paper_metric'].split(',')[0]}; ours: "
-            f"`{c['metric']}`, {seeds})")
+    line = f"{head}: {level_text(c)} (the paper's metric: {c['paper_metric'].split(',')[0]}; ours: `{c['metric']}`)"
     if c.get("p") is not None:
         line += f"; p {_p(c['p'])}" + ("" if c["role"] == "primary" else f", after Holm {_p(c['p_adjusted'])}")
     if c.get("mdd") is not None:
         line += f"; MDD {c['mdd']:.1f} at level {c['level']:.3g}"
     line += f" — **{c['verdict']}**, {MARKS[c.get('firm')]}"
-    from noisymix_app.reproduce.claims import cannot_decide
-
-    if cannot_decide(c):
-        line += "; too small to decide (its MDD exceeds the paper's effect)"
+    if c.get("against_paper"):
+        line += f"; {AGAINST_PAPER[c['against_paper']]}"
     return line + "." + source
+
+
+def _pooled_lines(pooled: dict | None) -> list[str]:
+    """Which committed runs each claim's seeds come from (issue 63, goal 1)."""
+    if not pooled or not pooled.get("sources"):
+        return []
+    text = ("Seeds pooled: this job's own runs with " + "; ".join(
+        f"`docs/pooled/{s['file']}` (plan {s['plan']}, seeds {s['seeds'][0]}–{s['seeds'][-1]})"
+        for s in pooled["sources"])
+        + ", runs of the same recipe on the same sets, no seed counted twice ("
+        + ", ".join(f"{label(m)} {len(v)}" for m, v in pooled["seeds"].items()) + " seeds)")
+    skipped = [f"`{s['file']}` ({s['why']})" for s in pooled.get("not_pooled") or []
+               if s["why"] != "its own plan's runs"]
+    return [" " + text + ("; not pooled: " + ", ".join(skipped) if skipped else "") + "."]
+
+
+def _untested_lines() -> list[str]:
+    """The paper's comparative sentences not decided here, each with its reason (issue 63, goal 4)."""
+    from noisymix_figures.paper import not_testable
+
+    return ["**Not testable here** (the paper's other comparative sentences, `figures/paper_claims.json`):", "",
+            *(f"- \"{e['quote']}\" ({e['where']}): {e['reason']}." for e in not_testable())]
 
 
 def _generated(summary: dict) -> str:
@@ -374,13 +404,15 @@ def render(summary: dict) -> str:
         lines.append(f"| {label(m)} | {_fmt(row.get('clean'))} | {_fmt(row.get('corrupted'))} | "
                      f"{_fmt(row.get('rms_calibration_error_corrupted'))} | {_fmt(row.get('aurra_corrupted'))} |"
                      + (f" {_fmt(row.get('flip_probability'))} |" if flips else ""))
-    family = summary.get("family", "main")
-    lines += ["", f"**The claims in detail** (`figures/paper_claims.json`, the {family} family). "
-              "Each paired difference is tested two-sided against 0 by a paired t-test whose spread is the sd over "
-              "seeds, at least one test image's worth (so a difference the images cannot resolve is not read as "
-              "certainty); the primary claim alone at 5 %, the others as one family with Holm's correction; the MDD is "
-              "taken at the claim's level (5 % / m, Holm's first step, for the m others); *too small to decide*: "
-              "within noise with an MDD above the paper's effect, where that effect is of the analogue's setting.", ""]
+    families = list(dict.fromkeys(c.get("family", "main") for c in summary["claims"])) or [summary.get("family")]
+    lines += ["", f"**The claims in detail** (`figures/paper_claims.json`, the {' and the '.join(families)} "
+              "famil" + ("ies" if len(families) > 1 else "y") + "). Each paired difference is tested two-sided "
+              "against 0 by a paired t-test whose spread is the sd over seeds, at least one test image's worth (so a "
+              "difference the images cannot resolve is not read as certainty); the primary claim alone at 5 %, each "
+              "family's others with Holm's correction; each interval is at the level its verdict was reached (1 − 5 % "
+              "p / p after Holm: it holds 0 exactly where the verdict is within noise); the MDD (80 % power, "
+              "noncentral t) is at 5 % / m; *too small to decide*: within noise with the paper's effect, where it is "
+              "one of the analogue's setting, inside that interval too.", *_pooled_lines(summary.get("pooled")), ""]
     lines += [_claim_line(c) for c in summary["claims"]]
     described = [c for c in summary.get("descriptive") or [] if c.get("difference")]
     if described:
@@ -389,7 +421,8 @@ def render(summary: dict) -> str:
                   + "; ".join(f"{c['statement']}: {interval_text(c['difference'])}"
                               + (" (both inside the estimator's noise floor)" if c.get("within_floor") else "")
                               for c in described) + "."]
-    for section in (_category_lines(summary), fidelity_lines(summary.get("fidelity")),
+    for section in (_untested_lines() if summary.get("family") == "main" else [], _category_lines(summary),
+                    fidelity_lines(summary.get("fidelity")),
                     [aims] if (aims := aims_sentence(summary)) else [], calibration_section(summary),
                     calibration_shift_lines(summary.get("calibration_under_shift")),
                     published_lines(summary, summary.get("published_rows")), ablation_lines(summary.get("ablation"))):
@@ -492,7 +525,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="copy the summary to docs/reproduce-summary.* and into README.md (the main job's only)")
     args = parser.parse_args(argv)
     if args.margins:
-        measured = cross_machine_margins([rederive(_summary_at(p), margins={}) for p in args.margins])
+        # each summary's own runs: the pooled seeds are the same files on both sides (issue 63, goal 7)
+        measured = cross_machine_margins([rederive(_summary_at(p), margins={}, pooled=False) for p in args.margins])
         measured["how"] = "python -m noisymix_app.reproduce.summary --margins " + " ".join(args.margins)
         write_files({MARGINS: merge_margins(measured)})
         print(json.dumps(measured))

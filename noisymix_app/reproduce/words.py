@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from fullscale.training.methods import METHODS
 
-__all__ = ["LABELS", "MARKS", "VERDICT_WORDS", "interval_text", "join", "label", "signed"]
+__all__ = ["AGAINST_PAPER", "LABELS", "MARKS", "VERDICT_WORDS", "interval_text", "join", "label", "level_text",
+           "signed"]
 
 #: method names as the paper writes them (the methods' own titles, ``fullscale.training.methods``)
 LABELS = {name: method.title for name, method in METHODS.items()}
@@ -36,6 +37,23 @@ def interval_text(d: dict, digits: int = 1) -> str:
         return signed(d["mean"], digits)
     lo, hi = d["mean"] - d["half_width"], d["mean"] + d["half_width"]
     return f"{signed(d['mean'], digits)} [{signed(lo, digits)}, {signed(hi, digits)}]"
+
+
+def level_text(claim: dict, digits: int = 1) -> str:
+    """A claim's paired mean with its interval at the verdict's level (issue 63, goal 5), the level and the seeds:
+    ``+1.0 [−1.2, +3.2] at 98.8 %, n 9`` (the 95 % interval where no level was derived)."""
+    d = claim["difference"]
+    if not claim.get("interval"):
+        return f"{interval_text(d, digits)}, n {d['n']}"
+    lo, hi = claim["interval"]
+    return (f"{signed(d['mean'], digits)} [{signed(lo, digits)}, {signed(hi, digits)}] at "
+            f"{round(100 * claim['interval_level'], 1):g} %, n {d['n']}")
+
+
+#: where the paper's number lies against the interval at the verdict's level (``claims.against_paper``)
+AGAINST_PAPER = {"smaller": "smaller than the paper's", "larger": "larger than the paper's",
+                 "cannot tell": "too small to decide (the interval holds 0 and the paper's number)",
+                 "consistent": "the paper's number inside the interval"}
 
 
 def join(items: list[str]) -> str:

@@ -34,7 +34,7 @@ def test_the_family_is_the_registrys_entries_whose_methods_ran():
     assert all(c["level"] == pytest.approx(0.05 / len(secondary)) for c in secondary)
     # an old run had no AURRA: those claims are listed with no difference and counted in no family
     assert {c["id"] for c in record["claims"] if c["difference"] is None} == {
-        "aurra_noisymix_vs_baseline", "aurra_noisymix_vs_augmix_jsd"}
+        "aurra_noisymix_vs_baseline", "aurra_noisymix_vs_augmix_jsd", "aurra_noisymix_vs_nfm"}
     # the same paired differences as the kept table's per-seed values
     values = values_of(record)
     base, nm = values["baseline"]["corrupted"], values["noisymix"]["corrupted"]
