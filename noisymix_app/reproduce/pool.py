@@ -65,6 +65,8 @@ def pool(values: dict, record: dict, folder: Path | None = None) -> tuple[dict, 
                 if cell.step is not None:
                     into.step = max(into.step or 0.0, cell.step)
         used.append({"file": path.name, "plan": source["plan_name"], "seeds": source["plan"].get("seeds"),
-                     "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+                     "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                     # its Baseline's out-of-sample profile: the analogue's fidelity on seeds after the fits
+                     "fidelity": source.get("fidelity") if "baseline" in source["plan"].get("methods", ()) else None})
     seeds = {m: sorted(per.get("corrupted", {})) for m, per in pooled.items() if per.get("corrupted")}
     return pooled, {"sources": used, "not_pooled": skipped, "seeds": seeds}

@@ -227,17 +227,22 @@ def derive(values: dict[str, dict[str, dict[int, float]]], record: dict, margins
     ``margins``), the descriptive rows and the per-group breakdown.  ``record``: the summary's plan, plan name
     and sets.  The main job decides the main and the eight-method families on every committed run of its
     recipe and sets (``noisymix_app.reproduce.pool``; ``pooled=False``: its own runs alone, as the margins
-    compare them); a plan whose runs are pooled into it (``POOLED_PLANS``) decides nothing itself, so each
+    compare them); a plan whose runs are pooled into it (``claims.POOLED_FAMILIES``) decides nothing itself, so each
     claim has one verdict (issue 63, goal 1); the ablation plan decides its own family."""
     from noisymix_app.reproduce.pool import pool
 
     family = family_of(record.get("plan_name", "custom"))
     joined, pooling = pool(values, record) if pooled and family == "main" else (values, None)
+    # the Baseline's profile on a pooled plan's seeds, trained after the fits were frozen (goal 6), kept once
+    fresh = [f for f in (s.pop("fidelity") for s in (pooling or {}).get("sources", [])) if f]
+    fidelity = record.get("fidelity")
+    if fidelity:
+        fidelity = {k: v for k, v in fidelity.items() if k != "fresh"} | ({"fresh": fresh[0]} if fresh else {})
     methods = [m for m in dict.fromkeys([*record["plan"]["methods"], *joined])]
     families = () if family in POOLED_FAMILIES else ("main", "eight-method") if family == "main" else (family,)
     return {"family": family, "claims": [c for f in families for c in decide(joined, methods, f, margins)],
             "descriptive": descriptive_of(values, record["plan"]["methods"]), "categories": category_claims(values),
-            "margins": margins, "pooled": pooling}
+            "margins": margins, "pooled": pooling, "fidelity": fidelity}
 
 
 def values_of(record: dict) -> dict[str, dict[str, dict[int, float]]]:
