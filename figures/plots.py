@@ -158,7 +158,7 @@ def robust_c_figure(groups: dict):
             if s:
                 bars.scatter([xi + 0.2] * s["n"], s["values"], s=8, color="black", zorder=3)
             for shift, missing in ((-0.2, p is None and "not in the paper"),
-                                   (0.2, s is None and dataset and "no runs")):
+                                   (0.2, s is None and dataset and "not run in this job")):
                 if missing:
                     bars.text(xi + shift, 1, missing, rotation=90, ha="center", va="bottom", fontsize=7,
                               color="dimgray")
@@ -180,8 +180,8 @@ def robust_c_figure(groups: dict):
                 diffs.scatter(xi - 0.15, mine - p, marker="D", s=36, facecolors="none", edgecolors=color, zorder=3)
             d = paired(ours["noisymix"], ours[m]) if ours.get("noisymix") and ours.get(m) else None
             if d is None and dataset:
-                diffs.text(xi + 0.15, 0, " no paired runs", rotation=90, ha="center", va="bottom", fontsize=7,
-                           color="dimgray")
+                diffs.text(xi + 0.15, 0, " not run in this job", rotation=90, ha="center", va="bottom",
+                           fontsize=7, color="dimgray")
             if d is None:
                 continue
             seeds.add(d["n"])
@@ -189,7 +189,7 @@ def robust_c_figure(groups: dict):
             diffs.errorbar(xi + 0.15, d["mean"], yerr=d["half_width"], fmt="o", color=color, capsize=3,
                            mfc="none" if d["below_resolution"] else color)
         diffs.axhline(0, color="black", lw=0.8)
-        low, high = diffs.get_ylim()  # 0 inside the axes, where "no paired runs" stands
+        low, high = diffs.get_ylim()  # 0 inside the axes, where "not run in this job" stands
         diffs.set_ylim(min(low, -0.05 * (high - low)), max(high, 0.05 * (high - low)))
         diffs.set_xticks(range(len(others)), [label for label, *_ in others], rotation=40, ha="right", fontsize=9)
         diffs.set_xlim(-0.6, len(others) - 0.4)

@@ -140,6 +140,7 @@ def ablation_calibration(summary: dict) -> dict | None:
     return {"rows": rows, "driver": driver, "seeds": len((summary.get("plan") or {}).get("seeds") or []),
             "seconds": summary.get("seconds"),
             "commit": (summary.get("git") or {}).get("commit"), "seed_list": (summary.get("plan") or {}).get("seeds"),
+            "sets": summary.get("sets"),
             "noisymix": {metric: (summary.get("table", {}).get("noisymix") or {}).get(metric, {}).get("mean")
                          for metric, _ in MEASURES}}
 
@@ -152,7 +153,7 @@ def _cell(d: dict | None) -> str:
     return f"{d['mean']:+.1f} [{d['mean'] - d['half_width']:+.1f}, {d['mean'] + d['half_width']:+.1f}]"
 
 
-def ablation_lines(data: dict | None) -> list[str]:
+def ablation_lines(data: dict | None, current_sets: dict | None = None) -> list[str]:
     """The section "Why is NoisyMix under-confident?" from ``read_ablation``'s dict (none without it)."""
     if not data:
         return []
@@ -163,7 +164,11 @@ def ablation_lines(data: dict | None) -> list[str]:
              "under-confident). Made by `noisymix reproduce --plan ablation --set seeds="
              + ",".join(map(str, seeds)) + " --out ablation` "
              + (f"(its steps took {data['seconds'] / 60:.1f} min; " if data.get("seconds") else "(")
-             + f"commit `{(data.get('commit') or 'unknown')[:12]}`), kept as `docs/ablation-summary.json`.", "",
+             + f"commit `{(data.get('commit') or 'unknown')[:12]}`), kept as `docs/ablation-summary.json`"
+             # issue 63, goal 8: a table of another set says so
+             + ("" if data.get("sets") and data.get("sets", {}).get("c") == (current_sets or {}).get("c") else
+                "; made on an earlier Digits-C than this report's (its summary records no set identity, or another: "
+                "before issue 57's refit), so its numbers are of that set") + ".", "",
              "| row (without) | " + " | ".join(words for _, words in MEASURES) + " |",
              "|---|" + "---:|" * len(MEASURES)]
     for method in (m for m in COMPONENT_OF if m in data["rows"]):  # the plan's order (a JSON round trip sorts keys)

@@ -430,7 +430,8 @@ def render(summary: dict) -> str:
                     fidelity_lines(summary.get("fidelity")),
                     [aims] if (aims := aims_sentence(summary)) else [], calibration_section(summary),
                     calibration_shift_lines(summary.get("calibration_under_shift")),
-                    published_lines(summary, summary.get("published_rows")), ablation_lines(summary.get("ablation"))):
+                    published_lines(summary, summary.get("published_rows")),
+                    ablation_lines(summary.get("ablation"), summary.get("sets"))):
         if section:
             lines += ["", *section]
     lines += ["", made_on(summary) if summary.get("ran_on") else fragile_note(summary)]

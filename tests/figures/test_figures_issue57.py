@@ -97,7 +97,7 @@ def test_robust_c_starts_at_0_and_shows_every_method_in_the_papers_order(digits)
     # the methods without runs (and the one not in the paper) are drawn as missing and marked so
     marks = {(round(t.get_position()[0] - 0.2), t.get_text()) for t in bars.texts}
     for label in ("Manifold Mixup", "CutMix", "Puzzle Mix", "AugMax*"):
-        assert np.isnan(ours[ORDER.index(label)]) and (ORDER.index(label), "no runs") in marks
+        assert np.isnan(ours[ORDER.index(label)]) and (ORDER.index(label), "not run in this job") in marks
     assert (ORDER.index("Noise injections") + 0.4 - 0.4, "not in the paper") in {
         (round(t.get_position()[0] + 0.2), t.get_text()) for t in bars.texts}
     # one colour per method: both bars of a method in its colour
