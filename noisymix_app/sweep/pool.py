@@ -22,6 +22,14 @@ in a new worker; workers end with the parent (``noisymix_infra.workers``), and a
 parent (Ctrl-C, an exception) stops them, each keeping its last checkpoint.  A worker whose run failed
 in a way a retry may mend is retired: the next run starts in a fresh process (one that failed
 deterministically, a non-finite loss or a config error, leaves its process as it was).
+
+Issue 64 (a screen runs the user's own code in these workers): each worker is the leader of a process group
+of its own, and what a run starts (a user's function that spawns a process) is in that group: the group is
+killed when the worker ends, however it ends (``_end_group``: by the worker on its way out, and by the parent
+after a worker died or was stopped), so no process of a run outlives the sweep.  A worker stopped by the
+parent (SIGTERM) leaves through Python's exit (``_stop_on_term``), so multiprocessing releases what its imports
+made: no "leaked semaphore" warnings on a stop.  A run whose worker a signal killed says so ("killed by
+SIGKILL"), not only its exit status.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import contextlib
 import math
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -90,7 +99,52 @@ def _redirect(path: Path, previous):
     return handle
 
 
+def _stop_on_term(signum, frame) -> None:
+    """SIGTERM in a worker: leave through Python's exit (finalizers run, semaphores are released; the run's
+    last checkpoint is kept), never again on a second one."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise SystemExit(128 + signum)
+
+
+def _end_group(pgid: int | None = None) -> None:
+    """Kill every other process of this worker's group (``pgid`` None: this process's own group, from a worker
+    on its way out; else a worker's group, from the parent); nothing when the group is gone."""
+    try:
+        if pgid is None:
+            if os.getpgrp() != os.getpid():  # not a group of its own: never the parent's group
+                return
+            previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            try:
+                os.killpg(os.getpgrp(), signal.SIGTERM)
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+        else:
+            os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+def _signal_words(code: int | None) -> str:
+    """A worker's exit status in words: a negative one is the signal that killed it."""
+    if isinstance(code, int) and code < 0:
+        try:
+            return f"its worker process was killed by {signal.Signals(-code).name} (exit status {code})"
+        except ValueError:
+            pass
+    return f"its worker process ended (exit status {code})"
+
+
 def _serve(conn, parent_pid: int, threads: int, own_log: str) -> None:
+    """A worker (``_serve_run``) in a process group of its own, which it ends on its way out (module docstring)."""
+    os.setpgrp()
+    signal.signal(signal.SIGTERM, _stop_on_term)
+    try:
+        _serve_run(conn, parent_pid, threads, own_log)
+    finally:
+        _end_group()
+
+
+def _serve_run(conn, parent_pid: int, threads: int, own_log: str) -> None:
     """A worker process: ended with its parent, imports once, then runs what the parent sends, one run
     at a time: ``("run", job, spec, out, log, gated)`` -> ``("ended", code, message)``, code 0 (done),
     1 (failed; a retry may help) or 3 (failed deterministically); ``None`` or a closed pipe: exit.
@@ -278,11 +332,12 @@ def run_pool(out: Path, pending: list[RunSpec], *, workers: int, retries: int, t
             while worker.conn.poll():  # what it said before it ended comes first
                 message(worker, worker.conn.recv())
         worker.process.join()
+        _end_group(worker.process.pid)  # what its run started dies with it
         pool.remove(worker)
         worker.conn.close()
         if worker.spec is not None:
             run_ended(worker, worker.process.exitcode if worker.process.exitcode != 0 else 1,
-                      f"its worker process ended (exit status {worker.process.exitcode})")
+                      _signal_words(worker.process.exitcode))
 
     try:
         sample(force=True)
@@ -326,6 +381,10 @@ def run_pool(out: Path, pending: list[RunSpec], *, workers: int, retries: int, t
                 worker.process.terminate()
         for worker in pool:
             worker.process.join(30)
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+            _end_group(worker.process.pid)
         raise
     finally:
         # told to end, the workers end on their own: an interpreter with torch loaded takes ~2 s to tear down
