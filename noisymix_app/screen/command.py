@@ -20,6 +20,23 @@ predicted CIFAR-10-C and -P standing and an honest error bar (issue 59).
 
 ``--set workers=N`` only: every other field of the recipe is the summary's (a screen of another recipe
 would be compared with methods trained otherwise; make a summary of that recipe and give ``--summary``).
+
+Issue 64 (what the user's code and folder may do to a screen):
+
+- SPEC is imported and tried in a child process first (``spec.checked_spec``): a module that ends its
+  process at import is one line and status 2, not a silent status 0.  The user's own method runs only in
+  worker processes, each in a process group of its own that ends with the screen (``sweep.pool``); a run
+  whose worker was killed is retried once in a new worker, and a failure names its real cause (a signal
+  is not "the method", and no traceback is pointed to where none was written); a run that holds its
+  weights (another worker's finished run) is never removed, only folders without any.
+- The per-batch contract (``user_method``: targets' values, global draws) ends the screen in one line
+  naming the run and the batch.
+- ``--out`` that holds files but is no screen's folder (no marker of a screen) is refused before anything
+  is touched; ``--fresh`` removes only what a screen made (runs that are runs, the page), never a folder the
+  user put in ``runs/``; an unreadable ``screen-log.json`` is refused before anything is removed.
+- The reference is bound to its sets: a summary's ``sets`` (``{"c": sha256, "p": sha256}``, as
+  ``docs/reproduce-summary.json`` has them) must be the identity of the sets this screen makes, else one
+  line; a summary without them is screened and the page says its sets are unverified.
 """
 
 from __future__ import annotations
@@ -33,7 +50,7 @@ import time
 from pathlib import Path
 
 from noisymix_app.screen.reference import EXECUTION_FIELDS, PLAN, Reference, read_reference
-from noisymix_app.screen.spec import Spec, dry_run, resolve_spec
+from noisymix_app.screen.spec import Spec, checked_spec
 from noisymix_infra.io import printable, read_json, write_json
 
 __all__ = ["add_arguments", "run", "screen", "screen_plan", "screen_runs"]
@@ -108,20 +125,33 @@ def _check_runs(runs, plan) -> None:
 
 # ----------------------------------------------------------------------------- the folder
 
-def _check_folder(out: Path, spec: Spec, runs, fresh: bool) -> list[str]:
-    """What ``out`` holds, checked before anything is written: a folder of another kind is refused; a
-    screen of another method, or runs of another config (a source edited since), are refused unless
-    ``fresh``.  Returns the runs to clear (with ``fresh``)."""
+def _check_folder(out: Path, spec: Spec, runs, fresh: bool) -> tuple[list[str], dict]:
+    """What ``out`` holds, checked before anything is written: a folder of another kind, or one that holds
+    files but is no screen's (issue 64: a user's ``screen.png`` was deleted, ``--fresh`` deleted a user's
+    ``runs/mywork``), is refused; a screen of another method, or runs of another config (a source edited
+    since), are refused unless ``fresh``; an unreadable log is refused unless ``fresh``.  Returns the runs
+    to clear (with ``fresh``) and the log's steps as read now."""
     from noisymix_app.sweep.state import check_config
-    from noisymix_infra.folder_kind import check_claim
+    from noisymix_infra.folder_kind import check_claim, folder_kind
 
-    check_claim(out, "screen")
+    found = check_claim(out, "screen")
+    if found is None and out.is_dir() and any(out.iterdir()):
+        raise ValueError(f"{printable(str(out))} holds files and is not a screen's folder (it has no marker of a "
+                         "screen, noisymix-folder.json): give an empty or new --out (--fresh never clears a folder "
+                         "no screen made)")
     log = out / LOG
+    old: dict = {}
     if log.is_file():
         try:
-            was = read_json(log).get("spec", {}).get("method")
-        except (ValueError, AttributeError):
-            was = None
+            old = read_json(log)
+            if not isinstance(old, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as error:
+            if not fresh:
+                raise ValueError(f"{printable(str(log))} is unreadable ({str(error).splitlines()[0][:120]}): give "
+                                 "--fresh to screen anew in this folder, or another --out") from None
+            old = {}
+        was = old.get("spec", {}).get("method") if isinstance(old.get("spec"), dict) else None
         if isinstance(was, str) and was != spec.method and not fresh:
             if was.split("@")[0] == spec.method.split("@")[0]:  # the same function, its file edited since
                 raise ValueError(f"{printable(str(out))} holds a screen of {printable(spec.given)} whose source "
@@ -141,13 +171,18 @@ def _check_folder(out: Path, spec: Spec, runs, fresh: bool) -> list[str]:
             check_config(r, out / "runs" / r.name)
         except ValueError:
             clear.append(r.name)
+    for name in clear:  # only a run a screen made is ever removed
+        if folder_kind(out / "runs" / name) != "run":
+            raise ValueError(f"{printable(str(out / 'runs' / name))} is no run of a screen (no run's marker): move "
+                             "it out of the screen's folder, or give another --out; --fresh removes only runs")
     if clear and not fresh:
         other = [n for n in clear if n in names]
         why = (f"holds runs of another configuration ({printable(other[0])}: the method's source or the recipe "
                "changed since)" if other else f"holds runs this screen does not make ({printable(clear[0])}: another "
                "method's, or another summary's seeds)")
         raise ValueError(f"{printable(str(out))} {why}: give --fresh to train them anew, or another --out")
-    return clear
+    steps = old.get("steps") if isinstance(old.get("steps"), list) else []
+    return clear, {"steps": [e for e in steps if isinstance(e, dict) and isinstance(e.get("name"), str)]}
 
 
 def _clear(out: Path, names: list[str]) -> None:
@@ -217,24 +252,48 @@ def method_frames(trace: str, source: str | None) -> list[str]:
     return [text for f in frames for text in f[1:] if text]
 
 
-def _failure(out: Path, spec: Spec, runs, failed: str) -> MethodFailed:
-    """The failure of run ``failed`` as the method's: its error and its own frames; runs that failed
-    before their first checkpoint are removed (nothing is left half-made)."""
+_SIGNAL = re.compile(r"exit status (-\d+)\)")
+
+
+def _failure(out: Path, spec: Spec, runs, failed: str) -> Exception:
+    """The failure of run ``failed``, named by its real cause (issue 64): a worker killed by a signal is
+    not the method's error, a broken per-batch contract is one line (a ``ValueError``) naming the run and
+    the batch, and a traceback is pointed to only where one was written; otherwise the method's error
+    and its own frames.  A run folder without weights (no checkpoint, no ``final.pt``) is removed, nothing
+    half-made is left; a run with them (another worker's finished run) is kept, to be resumed or reused."""
+    import signal
+
+    from fullscale.training.user_method import CONTRACT
     from noisymix_app.sweep.state import run_record
 
     record = run_record(out, failed)
-    for r in runs.runs:
+    for r in runs.runs:  # nothing half-made is left; a run with its weights (another worker's finished one) stays
         run_dir = out / "runs" / r.name
         if run_dir.is_dir() and not any((run_dir / n).exists() for n in ("checkpoint.pt", "final.pt")):
             shutil.rmtree(run_dir)
-    frames = method_frames(record.get("traceback") or "", spec.source)
     step = record.get("step") or "train"
-    error = record.get("error") or "it stopped"
+    error = str(record.get("error") or "it stopped")
+    if CONTRACT in error:
+        return ValueError(f"run {failed} ({step}): {printable(error.removeprefix('ValueError: '))}; nothing of the "
+                          "screen's page was written")
+    killed = _SIGNAL.search(error)
+    if killed and not record.get("traceback"):
+        number = -int(killed.group(1))
+        name = signal.Signals(number).name if number in {s.value for s in signal.Signals} else f"signal {number}"
+        return MethodFailed(f"run {failed} ({step}): its worker process was killed by {name}, in its first worker "
+                            "and in the new one it was retried in; a signal from outside Python (the kernel's "
+                            "out-of-memory killer, a kill), not an error the method raised; no traceback was "
+                            "written, and nothing of the screen's page")
+    frames = method_frames(record.get("traceback") or "", spec.source)
     lines = [f"{printable(spec.given)} failed in run {failed} ({step}): {printable(error)}"]
     if frames:
         lines += ["its frames (most recent call last):", *(printable(f) for f in frames)]
-    lines.append(f"the whole traceback: `noisymix sweep status {printable(str(out))}`; nothing of the screen's page "
-                 "was written")
+    if record.get("traceback"):
+        lines.append(f"the whole traceback: `noisymix sweep status {printable(str(out))}`; nothing of the screen's "
+                     "page was written")
+    else:
+        lines.append(f"no traceback was written (the run's log: {printable(str(out / 'sweep' / 'logs'))}/"
+                     f"{printable(failed)}.log); nothing of the screen's page was written")
     return MethodFailed("\n".join(lines))
 
 
@@ -281,31 +340,40 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
     out = Path(out)
     reference = read_reference(summary)
     plan = screen_plan(reference, overrides or [])
-    spec = resolve_spec(given)
-    runs = screen_runs(spec, plan, out)
-    _check_runs(runs, plan)
-    dry_run(spec, runs.runs[0].config())
-    clear = _check_folder(out, spec, runs, fresh)
+    made_runs = []
+
+    def config_of(spec: Spec):
+        made_runs.append(screen_runs(spec, plan, out))
+        _check_runs(made_runs[-1], plan)
+        return made_runs[-1].runs[0].config()
+
+    spec = checked_spec(given, config_of)  # the user's code imported and tried in a child process first
+    runs = made_runs[-1] if made_runs else screen_runs(spec, plan, out)
+    if not made_runs:
+        _check_runs(runs, plan)
+    clear, old = _check_folder(out, spec, runs, fresh)
     # nothing was written before this line
     claim_folder(out, "screen")
     with directory_lock(out, "screening"):
-        _clear(out, clear)
-        log_path = out / LOG
-        old = read_json(log_path) if log_path.is_file() else {}
-        # the sets are kept by their identity (arguments and inputs), whatever else --fresh replaces
-        log = {"spec": dataclasses.asdict(spec), "summary": str(reference.path), "summary_sha256": reference.sha256,
-               "plan": dataclasses.asdict(plan), "steps": [] if not isinstance(old, dict)
-               else [e for e in old.get("steps", []) if isinstance(e, dict) and "name" in e]}
         for name in ("screen.json", "SCREEN.md", "screen.png"):  # a page is this invocation's, or none
             (out / name).unlink(missing_ok=True)
+        _clear(out, clear)
+        log_path = out / LOG
+        # the sets are kept by their identity (arguments and inputs), whatever else --fresh replaces
+        log = {"spec": dataclasses.asdict(spec), "summary": str(reference.path), "summary_sha256": reference.sha256,
+               "plan": dataclasses.asdict(plan), "steps": old["steps"]}
         write_json(log_path, log)
         made = _make_sets(plan, out, log)
+        sets = check_sets(reference, plan, out)
         for step, suite in (("corrupt", plan.corrupted_suite), ("corrupt-p", plan.perturbed_suite)):
             if step in made:  # an evaluation of a set made anew is evaluated again
                 for r in runs.runs:
                     (out / "runs" / r.name / "eval" / f"{suite}.json").unlink(missing_ok=True)
         pending = [r.name for r in runs.runs if run_state(out, r) != "done"]
         count = run_workers(plan, len(pending))
+        # the user's own code runs in workers only (their own process groups, ended with the screen), never in
+        # this process: one that ends its process cannot end the command without a word
+        workers = count if spec.builtin and count > 1 else 0 if spec.builtin else count
         print(f"screen: {spec.given} ({spec.form}) on {len(runs.runs)} seeds: {len(runs.runs) - len(pending)} runs "
               f"done, {len(pending)} to train and evaluate, {count} at a time, one torch thread each", flush=True)
         line = _progress_line(out, pending, time.perf_counter())
@@ -318,8 +386,10 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
                 raise _Stop(name)
 
         try:
-            run_local(runs, out, workers=0 if count == 1 else count, retries=0, tabulate=False, retry_failed=True,
-                      threads=1, after_run=after_run)
+            # retries=1: a run whose worker was killed gets a new worker once; a method's ValueError (its contract)
+            # is deterministic and never retried
+            run_local(runs, out, workers=workers, retries=1, tabulate=False, retry_failed=True, threads=1,
+                      after_run=after_run)
         except _Stop as stop:
             raise _failure(out, spec, runs, str(stop)) from None
         ours = _ours(out, runs, plan)
@@ -338,6 +408,7 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
         record = page_record(spec, reference, ours, plan=plan_words, runs=timings,
                              wall_seconds=round(time.perf_counter() - started, 1))
         record["sets"] = {s["name"]: {"argv": s.get("argv"), "inputs": s.get("inputs")} for s in log["steps"]}
+        record["sets_identity"] = sets
         record["provenance"] = provenance()
         text = write_page(out, record)
     print(text)
@@ -357,6 +428,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fresh", action="store_true",
                         help="replace a screen of another method, or of a method edited since, in --out")
     add_set_argument(parser, "--set workers=1", "the plan's execution (workers only: the recipe is the summary's)")
+
+
+def check_sets(reference: Reference, plan, out: Path) -> dict:
+    """The identity of the sets this screen made (``set_identity`` of their manifests, as the reproduce
+    summary's ``sets``), checked against the reference's ``sets`` where it has them (issue 64: after a refit
+    the screen compared new-set numbers with old-set ones and blamed another machine).  Returns
+    ``{"c": ..., "p": ..., "verified": bool}``."""
+    from noisymix_app.reproduce.steps import _corrupted, _perturbed
+    from noisymix_app.reproduce.summary import set_identity
+
+    ours = {"c": set_identity(_corrupted(plan, out)), "p": set_identity(_perturbed(plan, out))}
+    theirs = reference.sets
+    if theirs is not None:
+        differ = [k for k in ("c", "p") if theirs.get(k) != ours[k]]
+        if differ:
+            raise ValueError(f"{printable(str(reference.path))}: the reference was measured on other Digits-C/-P sets "
+                             f"(sets.{differ[0]} {printable(str(theirs.get(differ[0])))[:16]}..., this screen's "
+                             f"{str(ours[differ[0]])[:16]}...); rerun the eight-method plan")
+    return {**ours, "verified": theirs is not None}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,6 +8,12 @@ paired difference, their means and the paper's values the points of the map to C
 recipe they were trained with is the plan named in ``plan.name`` (``analogue-methods --set k=v ...``), which
 the screen trains its method with (``noisymix_app.screen.command``); seeds, counts and numbers all come from
 the file, none is written here.
+
+Issue 64: the paper's numbers are the package's (``noisymix_figures.paper.method_columns``, the one home of
+them), never the summary's copy (a copy of +10 moved every prediction by 10); every count the page says is
+the summary's real count of methods; and a summary's ``sets`` (``{"c": sha256, "p": sha256}``: the identity
+of the Digits-C and -P sets its methods were evaluated on, as ``docs/reproduce-summary.json`` has them) is
+read, so the screen can refuse sets other than its own (``command.check_sets``).
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ class Reference:
     overrides: tuple[str, ...]
     seeds: tuple[int, ...]
     rows: tuple[dict, ...]
+    #: the identity of the sets its methods were evaluated on (None: the summary does not say)
+    sets: dict | None = None
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -153,4 +161,33 @@ def read_reference(path: str | Path | None = None) -> Reference:
             raise _refuse(path, f"no {needed} row: a screen is paired with the Baseline and NoisyMix")
     if len(rows) < 5:  # the nested leave-one-out fits a line to the n - 2 others: at least three
         raise _refuse(path, f"{len(rows)} methods: the map and its leave-one-out check need at least five")
-    return Reference(path, sha256_file(path), data["plan"]["name"], overrides, seeds_t, rows)
+    return Reference(path, sha256_file(path), data["plan"]["name"], overrides, seeds_t, _paper_values(path, rows),
+                     _sets(path, data.get("sets")))
+
+
+def _paper_values(path: Path, rows: tuple[dict, ...]) -> tuple[dict, ...]:
+    """Each row with the paper's numbers of the package in place of the summary's copy (module docstring)."""
+    from noisymix_figures.paper import method_columns
+
+    out = []
+    for row in rows:
+        try:
+            paper = method_columns([row["method"]])[row["method"]]
+        except KeyError:
+            raise _refuse(path, f"method {printable(row['method'])} has no row of the paper's tables here: a screen "
+                                "maps the paper's methods") from None
+        out.append({**row, "paper_clean": paper["clean"], "paper_corrupted": paper["corrupted"],
+                    "paper_mfr": paper["mfr"]})
+    return tuple(out)
+
+
+def _sets(path: Path, sets: object) -> dict | None:
+    """The summary's ``sets``, ``{"c": sha256, "p": sha256}``, or None where it has none."""
+    import re
+
+    if sets is None:
+        return None
+    if not (isinstance(sets, dict) and all(isinstance(sets.get(k), str) and re.fullmatch(r"[0-9a-f]{64}", sets[k])
+                                           for k in ("c", "p"))):
+        raise _refuse(path, 'sets is not {"c": sha256, "p": sha256}, the identity of its Digits-C and -P sets')
+    return {"c": sets["c"], "p": sets["p"]}

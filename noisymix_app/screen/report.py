@@ -8,6 +8,10 @@ summary holds them, never re-run); its paired differences with the Baseline and 
 prediction intervals, and beside them the proxy's validity measured as prediction (each reference method
 left out in turn: ``noisymix_app.screen.predict``), which sets the intervals' width; where the proxy
 misses by as much as the eight paper values spread, the page says it cannot place the method.
+
+Issue 64: every count the page says ("eight", "the other seven") is the reference's real count of methods
+(``_words``), and the page says whether the reference's Digits-C/-P sets were verified to be the screen's
+(``record["sets_identity"]``, set by the command).
 """
 
 from __future__ import annotations
@@ -123,6 +127,21 @@ def page_record(spec, reference: Reference, ours: dict[str, list[float]], *, pla
     return record
 
 
+_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                 "twelve")
+
+
+def _word(n: int) -> str:
+    return _NUMBER_WORDS[n] if 0 <= n < len(_NUMBER_WORDS) else str(n)
+
+
+def _words(record: dict) -> tuple[str, str]:
+    """The reference's count of methods and that count less one, as words (issue 64: a 7-method summary's page
+    said "the eight reference methods")."""
+    n = len(record["reference"]["methods"])
+    return _word(n), _word(n - 1)
+
+
 def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
@@ -136,15 +155,16 @@ def finding(record: dict) -> str:
              f"{_pm(own['mean_flip'])} % of Digits-P frames ({_ordinal(place['mean_flip']['rank'])} of "
              f"{place['mean_flip']['of']}, fewest first)."]
     said = []
+    eight, _ = _words(record)
     for m, (_, benchmark, _, _) in BENCHMARKS.items():
         fitted = record["maps"][m]
         p = fitted["prediction"]
         if not fitted["placeable"]:
             said.append(f"the proxy cannot place it on {benchmark.split(' ')[0]} (its leave-one-out error, "
-                        f"{fitted['rmse']:.1f}, is as large as the eight methods' spread, {fitted['spread']:.1f})")
+                        f"{fitted['rmse']:.1f}, is as large as the {eight} methods' spread, {fitted['spread']:.1f})")
         else:
             said.append(f"{benchmark} {p['value']:.1f} [{p['low']:.1f}, {p['high']:.1f}]"
-                        + (" (outside the eight's range: extrapolated)" if p["extrapolated"] else "")
+                        + (f" (outside the {eight}'s range: extrapolated)" if p["extrapolated"] else "")
                         + (" (cut to 0-100 %)" if p["clipped"] else ""))
     return " ".join(parts) + " Predicted: " + "; ".join(said) + "."
 
@@ -166,6 +186,7 @@ def _fmt(value: float | None, digits: int = 1, sign: bool = False) -> str:
 def render_markdown(record: dict) -> str:
     """The page as Markdown (every word generated from ``record``)."""
     spec, own, seeds = record["spec"], record["ours"], record["seeds"]
+    eight, seven = _words(record)
     rows_named = record["maps"]["corrupted"]["rows"]
     seed_words = f"{_count(len(seeds), 'seed')} ({', '.join(map(str, seeds))})"
     lines = [f"# Screen: {spec['title']} (`{spec['given']}`)", "", f"**{record['finding']}**", ""]
@@ -190,8 +211,15 @@ def render_markdown(record: dict) -> str:
                   f"it runs the same code on the same seeds, and its per-seed numbers "
                   # the summary's per-seed values are rounded: within half their last place is equal
                   + (f"equal the summary's (to its {PER_SEED_DECIMALS} decimals)." if equal else
-                     f"differ from the summary's by up to {worst:.3g} points (another machine or code version)."), ""]
-    lines += ["## Among the eight reference methods", "",
+                     f"differ from the summary's by up to {worst:.3g} points (another machine or code version"
+                     + (")." if record.get("sets_identity", {}).get("verified") else
+                        ", or other Digits-C/-P sets: the summary does not say which it measured).")), ""]
+    sets = record.get("sets_identity")
+    if sets is not None and not sets.get("verified"):
+        lines += ["The reference's Digits-C/-P sets are unverified: its summary carries no identity of its sets "
+                  "(`sets`), so they may not be the ones this screen evaluated on (rerun the eight-method plan to "
+                  "bind them).", ""]
+    lines += [f"## Among the {eight} reference methods", "",
               f"Their numbers are the summary's (`{record['reference']['summary']}`, sha256 "
               f"{record['reference']['sha256'][:12]}…), never re-run.  Sorted by Digits-C accuracy.", "",
               "| method | Digits-C | Digits-P mean flip | the paper's CIFAR-10-C | the paper's CIFAR-10-P mFR |",
@@ -215,31 +243,32 @@ def render_markdown(record: dict) -> str:
         lines.append(f"| {p['row']} | {_NAMES[p['measure']]} | {d['mean']:+.1f}{hw} | {_fmt(d['mdd80'])} | "
                      f"{p['reads']} |")
     lines += ["", "## Predicted standing on CIFAR-10", "",
-              "A straight line from our mean to the paper's number, fitted on the eight reference methods; the "
+              f"A straight line from our mean to the paper's number, fitted on the {eight} reference methods; the "
               f"interval is {round(100 * record['maps']['corrupted']['level'])} % and calibrated on the line's "
               "leave-one-out errors (below), not on its residuals.", "",
-              "| benchmark | predicted | interval | from | the eight's range (proxy) | can the proxy place it? |",
+              f"| benchmark | predicted | interval | from | the {eight}'s range (proxy) | can the proxy place it? |",
               "|---|---:|---|---|---|---|"]
     for m, (proxy_name, benchmark, _, _) in BENCHMARKS.items():
         fitted = record["maps"][m]
         p = fitted["prediction"]
         low, high = fitted["proxy_range"]
         place = ("yes" if fitted["placeable"] else
-                 f"**no**: leave-one-out RMSE {fitted['rmse']:.1f} ≥ the eight paper values' sd {fitted['spread']:.1f}")
+                 f"**no**: leave-one-out RMSE {fitted['rmse']:.1f} ≥ the {eight} paper values' sd "
+                 f"{fitted['spread']:.1f}")
         lines.append(f"| {benchmark} | {p['value']:.1f} | [{p['low']:.1f}, {p['high']:.1f}] | {proxy_name} "
                      f"{own[m]['mean']:.1f}{' (extrapolated)' if p['extrapolated'] else ''}"
                      f"{' (cut to 0-100 %)' if p['clipped'] else ''} | "
                      f"{low:.1f} – {high:.1f} | {place} |")
     if record.get("reproduces"):
         lines += ["", f"The prediction for {rows_named.get(record['reproduces']['method'])} is its leave-one-out "
-                  "one: the line and the interval's width come from the other seven methods alone."]
+                  f"one: the line and the interval's width come from the other {seven} methods alone."]
     lines += ["", "## The proxy's validity: each reference method left out", "",
-              "Each method predicted by the line fitted to the other seven; its interval's width from the "
-              "leave-one-out errors of those seven alone (so neither the line nor the width saw it).", ""]
+              f"Each method predicted by the line fitted to the other {seven}; its interval's width from the "
+              f"leave-one-out errors of those {seven} alone (so neither the line nor the width saw it).", ""]
     for m, (_, benchmark, _, _) in BENCHMARKS.items():
         fitted = record["maps"][m]
         lines += [f"**{benchmark}** (line: paper = {fitted['intercept']:.2f} + {fitted['slope']:.3f} × ours): "
-                  f"mean absolute error {fitted['mae']:.1f}, RMSE {fitted['rmse']:.1f}, the eight paper values' "
+                  f"mean absolute error {fitted['mae']:.1f}, RMSE {fitted['rmse']:.1f}, the {eight} paper values' "
                   f"sd {fitted['spread']:.1f}; {fitted['covered']} of {fitted['n']} intervals hold the paper's "
                   f"value (nominal {round(100 * fitted['level'])} %).", "",
                   "| method | ours | the paper's | predicted | error | interval | holds it? |",
@@ -251,9 +280,9 @@ def render_markdown(record: dict) -> str:
         lines.append("")
     lines += ["How the interval is made: the leave-one-out errors' root mean square times t(0.975, n), n the "
               "number of errors (taken as draws of a new method's error, the next one over their RMS is "
-              "t-distributed with n degrees of freedom).  With eight methods this is a rough instrument: the "
+              f"t-distributed with n degrees of freedom).  With {eight} methods this is a rough instrument: the "
               "coverage above is what it achieved on the methods we have.", "",
-              "![the screened method on the map of the eight](screen.png)", ""]
+              f"![the screened method on the map of the {eight}](screen.png)", ""]
     runs = record["runs"]
     if runs:
         seconds = [v["seconds"] for v in runs.values() if isinstance(v.get("seconds"), int | float)]
