@@ -116,7 +116,11 @@ def render(summary: dict) -> str:
     plan = summary["plan"]
     flips = any("flip_probability" in row for row in summary["table"].values())
     head = " ".join(ablation_answer(summary)) if is_ablation(summary) else opening(summary)
-    lines = [head, "", *claims_table(summary), "", _generated(summary), "",
+    eight = claims_table(summary, "eight-method") if summary.get("family") == "main" else []
+    lines = [head, "", *claims_table(summary, summary.get("family") or "main"), "",
+             *(["The paper's claims about Mixup, Manifold Mixup, CutMix and Puzzle Mix (the eight-method family, "
+                "its own Holm family, on every pooled seed of each pair):", "", *eight, ""] if eight else []),
+             _generated(summary), "",
              "Ours: mean ± 95 % t-interval over seeds (%).", "",
              "| method | clean | corrupted | RMS calibration error, corrupted | AURRA, corrupted |"
              + (" mean flip probability |" if flips else ""), "|---|---:|---:|---:|---:|" + ("---:|" if flips else "")]

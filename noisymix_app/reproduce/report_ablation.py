@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from noisymix_app.reproduce.words import AGAINST_PAPER, level_text
 from noisymix_infra.io import read_json
 from noisymix_infra.stats import mdd, paired
 
@@ -76,34 +77,34 @@ def ablation_answer(summary: dict) -> list[str]:
             cannot.append(f"without {row} (no MDD)")
             continue
         words = f"without {row}: MDD {c['mdd']:.1f} against the paper's {c['paper']:+.1f}"
-        if c.get("decidable"):
+        if c.get("decidable"):  # the design's power before any data, not the verdict (that is the interval's)
             can.append(words)
         else:
             n = seeds_to_decide(c)
             need = ("more than " + str(MAX_SEEDS) + " seeds" if n is None else
                     f"{n} seeds, about {n * len(methods) * per_run / 60:.0f} min of steps for the plan's "
                     f"{len(methods)} rows ({per_run / 60:.1f} min per run as recorded)" if per_run else f"{n} seeds")
-            cannot.append(words + f" (to decide it: {need})")
+            cannot.append(words + f" (80 % power for it: {need})")
     level = claims[0].get("level")
     head = (f"**Are all of NoisyMix's components needed, at this scale (tab:ablation)?** Before any verdict, what "
-            f"{len(seeds)} seeds can decide (each row's MDD, the smallest difference detected with 80 % power, at its "
+            f"{len(seeds)} seeds can detect (each row's MDD, the smallest difference detected with 80 % power, at its "
             "test level" + ("" if level is None else f", {level:.3g} (5 % / {len(claims)}, Holm's first step)")
             + ", against the paper's effect, CIFAR-100-C, WRN-28x2): ")
     parts = []
     if can:
-        parts.append("it can decide " + "; ".join(can))
+        parts.append("it has that power " + "; ".join(can))
     if cannot:
-        parts.append("it cannot decide " + "; ".join(cannot))
+        parts.append("it has not " + "; ".join(cannot))
     sentences = [head + "; ".join(parts) + "."]
     verdicts: dict[str, list[str]] = {}
-    for c in claims:
-        d = c["difference"]
-        words = f"without {COMPONENT_OF[_row_of(c)]} ({_cell(d)}".replace("-", "−")
-        if c.get("decidable") and d.get("half_width") is not None and c["paper"] > d["mean"] + d["half_width"]:
-            words += f"; the paper's {c['paper']:+.1f} lies above the interval: a smaller effect here"
+    for c in claims:  # the interval at the verdict's level, and where the paper's number lies (issue 63, goal 5)
+        words = f"without {COMPONENT_OF[_row_of(c)]} ({level_text(c)}"
+        if c.get("against_paper") in AGAINST_PAPER:
+            words += "; " + AGAINST_PAPER[c["against_paper"]]
         verdicts.setdefault(c["verdict"], []).append(words + ")")
-    sentences.append("NoisyMix against each row (corrupted accuracy, full NoisyMix minus the row, points), after "
-                     "Holm's correction: " + ". ".join(f"**{v}**: " + "; ".join(rows) for v, rows in verdicts.items())
+    sentences.append("NoisyMix against each row (corrupted accuracy, full NoisyMix minus the row, points; each "
+                     "interval at its verdict's level), after Holm's correction: "
+                     + ". ".join(f"**{v}**: " + "; ".join(rows) for v, rows in verdicts.items())
                      + ".")
     return sentences
 

@@ -148,7 +148,7 @@ def test_the_ablation_summary_says_what_it_can_decide_before_any_verdict():
     assert [c["id"] for c in record["claims"]] == [c["id"] for c in paper_claims("ablation")]
     text = " ".join(ablation_answer(record))
     assert text.startswith("**Are all of NoisyMix's components needed, at this scale (tab:ablation)?**")
-    assert text.index("can decide") < text.index("after Holm's correction")
+    assert text.index("can detect") < text.index("after Holm's correction")
     # tab:ablation, CIFAR-100-C: AFNJ 71.9 against A-NJ 66.7 (the feature mixing)
     assert "without the feature mixing (its mixed soft labels): MDD" in text and "the paper's +5.2" in text
     kept = (ROOT / "docs" / "ablation-summary.md").read_text()
