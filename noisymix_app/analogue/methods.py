@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from fullscale.vocabulary import CORRUPTIONS, P_COLUMNS
+from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, P_COLUMNS
 from noisymix_app.reproduce.plans import EIGHT_METHODS
 from noisymix_app.reproduce.words import join, label, signed
 from noisymix_infra.io import read_json_object
@@ -218,7 +218,13 @@ def analogue_summary(runs: dict[str, dict[str, np.ndarray]], seeds: Sequence[int
               # per seed, aligned with ``seeds``: what `noisymix screen` pairs a new method with (issue 59)
               "per_seed": {"clean": runs[m]["clean"].round(PER_SEED_DECIMALS).tolist(),
                            "corrupted": runs[m]["per_corruption"].mean(1).round(PER_SEED_DECIMALS).tolist(),
-                           "mean_flip": runs[m]["per_perturbation"].mean(1).round(PER_SEED_DECIMALS).tolist()}}
+                           "mean_flip": runs[m]["per_perturbation"].mean(1).round(PER_SEED_DECIMALS).tolist(),
+                           # per corruption and per CIFAR-10-C family: where a method's gain lies (issue 65)
+                           "per_corruption": {c: runs[m]["per_corruption"][:, i].round(PER_SEED_DECIMALS).tolist()
+                                              for i, c in enumerate(CORRUPTIONS)},
+                           "per_family": {f: runs[m]["per_corruption"][:, [CORRUPTIONS.index(c) for c in members]]
+                                          .mean(1).round(PER_SEED_DECIMALS).tolist()
+                                          for f, members in CATEGORIES.items()}}}
              for m in methods]
     order = {}
     for key, field, column in (("c", "per_corruption", "corrupted"), ("p", "per_perturbation", "mfr")):
