@@ -254,7 +254,10 @@ def promise(record: dict) -> str:
         parts.append(f"`make test` {_minutes(by['make test'])} ({_load_words(by['make test'])})")
     for name, s in by.items():
         if name.startswith("reproduce ") and name != "reproduce quick":
-            parts.append(f"`noisymix reproduce --plan {name.split(' ', 1)[1]}` {_minutes(s)} ({_load_words(s)})")
+            # a plan changes between commits (issue 63: the eight-method plan went from 5 seeds to 10): its figure
+            # names the commit it was measured at
+            parts.append(f"`noisymix reproduce --plan {name.split(' ', 1)[1]}` {_minutes(s)} (the plan as of "
+                         f"`{s.get('commit', record.get('commit', '?'))[:12]}`; {_load_words(s)})")
     commits = sorted({s.get("commit", record.get("commit", "?"))[:12] for s in record["steps"]})
     cpus = sorted({f"{s.get('cpu_count', record.get('cpu_count'))} cores of "
                    f"{s.get('cpu_model') or record.get('cpu_model') or 'an unrecorded CPU'}" for s in record["steps"]})
