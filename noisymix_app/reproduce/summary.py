@@ -310,8 +310,9 @@ def write_summary(out: str | Path, plan_name: str | None = None) -> dict:
 def rerender(path: str, root: Path = ROOT, kept: str = "reproduce") -> dict:
     """Re-derive a kept summary (``rederive``) and write it back as docs/KEPT-summary.* and, for the main job's,
     the README's block: only a finished, complete summary of the main job (``readme.publishable``; issue 60:
-    a quick run's replaced the README's block), whose figures are those docs/ holds.  No run is redone."""
-    record = rederive(_summary_at(path))
+    a quick run's replaced the README's block), whose figures are those docs/ holds.  No run is redone; the record
+    names the commit that re-derived it (``git``: "rendered at"), its runs' own commits stay in ``made_at``."""
+    record = {**rederive(_summary_at(path)), "git": git_state(CODE_PATHS)}
     if kept == "reproduce":
         publishable(record, root)
     files = {root / "docs" / f"{kept}-summary.json": record, root / "docs" / f"{kept}-summary.md": render(record)}
