@@ -55,17 +55,20 @@ def pool(values: dict, record: dict, folder: Path | None = None) -> tuple[dict, 
             continue
         for method, per in values_of(source).items():
             for metric, cell in per.items():
-                into = pooled.setdefault(method, {}).setdefault(metric, Seeds(step=cell.step))
+                step = getattr(cell, "step", None)  # calibration under shift: plain per-seed values, no grid
+                into = pooled.setdefault(method, {}).setdefault(metric, Seeds(step=step))
                 for seed, value in cell.items():
                     if seed in into:
                         raise ValueError(f"{path.name}: {method} seed {seed} ({metric}) is also in "
                                          f"{owner.get((method, seed), 'another pooled file')}: no seed counts twice")
                     into[seed] = value
                     owner[(method, seed)] = path.name
-                if cell.step is not None:
-                    into.step = max(into.step or 0.0, cell.step)
+                if step is not None:
+                    into.step = max(into.step or 0.0, step)
         used.append({"file": path.name, "plan": source["plan_name"], "seeds": source["plan"].get("seeds"),
                      "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                     "made_at": sorted(set().union(*((source.get("made_at") or {}).get(k) or [] for k in
+                                                     ("training", "evaluation")))),
                      # its Baseline's out-of-sample profile: the analogue's fidelity on seeds after the fits
                      "fidelity": source.get("fidelity") if "baseline" in source["plan"].get("methods", ()) else None})
     seeds = {m: sorted(per.get("corrupted", {})) for m, per in pooled.items() if per.get("corrupted")}

@@ -87,6 +87,11 @@ def _generated(summary: dict) -> str:
         text += f"; {summary['wall_seconds'] / 60:.1f} min wall"
     if summary.get("seconds"):
         text += f" ({summary['seconds'] / 60:.1f} min summed over steps that ran side by side)"
+    sources = (summary.get("pooled") or {}).get("sources") or []
+    if sources:  # the claims' other seeds: runs of the same recipe and sets, each plan's own file
+        text += ("; the claims pool these seeds with " + ", ".join(
+            f"`docs/pooled/{s['file']}` ({s['plan'].split(' ')[0]}, seeds {s['seeds'][0]}–{s['seeds'][-1]}, made at "
+            + ", ".join(f"`{c[:12]}`" for c in s.get("made_at") or []) + ")" for s in sources))
     return text + "."
 
 
