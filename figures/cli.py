@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from noisymix_figures import plots
+from noisymix_figures import calibration_severity, plots, plots_examples
 from noisymix_figures.calibration_shift import calibration_shift
 from noisymix_figures.coverage import retitle
 from noisymix_figures.registry import portable
@@ -80,24 +80,24 @@ def make_figures(results_dir: str | Path, out: str | Path, *, examples: bool = T
            for label in plots.CATEGORY_FIGURES},
         ROBUST_C_VS_R: lambda: plots.robust_c_vs_r(groups, out / "robust_c_vs_r.png"),
         "Accuracy and calibration per corruption severity (ours; issue 31)":
-            lambda: plots.calibration_by_severity(groups, out / "calibration_by_severity.png"),
+            lambda: calibration_severity.calibration_by_severity(groups, out / "calibration_by_severity.png"),
         "Reliability under shift: clean vs severity 5, before and after the clean-fitted temperature (issue 46)":
             lambda: calibration_shift(groups, out / "calibration_shift.png"),
         "Toy accuracies, ours vs the paper (fig:toy_example)":
-            lambda: plots.toy_bars(results.toy[1], out / "toy_accuracy.png") if results.toy else None,
+            lambda: plots_examples.toy_bars(results.toy[1], out / "toy_accuracy.png") if results.toy else None,
         "Toy decision boundaries (fig:toy_example)":
-            lambda: plots.copy_figure(results.toy[0].parent / "decision_boundaries.png",
+            lambda: plots_examples.copy_figure(results.toy[0].parent / "decision_boundaries.png",
                                       out / "toy_decision_boundaries.png") if results.toy else None,
         "Toy data (fig:toy_data)":
-            lambda: plots.copy_figure(results.toy[0].parent / "toy_data.png", out / "toy_data.png")
+            lambda: plots_examples.copy_figure(results.toy[0].parent / "toy_data.png", out / "toy_data.png")
             if results.toy else None,
-        "Theory: residual convergence": lambda: plots.copy_figure(results.theory[0].parent / "convergence.png",
+        "Theory: residual convergence": lambda: plots_examples.copy_figure(results.theory[0].parent / "convergence.png",
                                                                   out / "theory_convergence.png")
             if results.theory else None,
     }
     if examples:
-        jobs["Digits-C: the 15 corruptions on a test digit (fig:cimages)"] = lambda: plots.corruption_examples(
-            out / "corruption_examples.png", shown=plots.examples_set(results))
+        jobs["Digits-C: the 15 corruptions on a test digit (fig:cimages)"] = lambda: plots_examples.corruption_examples(
+            out / "corruption_examples.png", shown=plots_examples.examples_set(results))
     left_out = {} if paper_only_figures else {
         title: "the paper's values only, no run of ours in it: `noisymix figures --results DIR --out DIR` draws it"
         for title in paper_only(groups) if title in jobs}

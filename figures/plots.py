@@ -5,9 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-import shutil
 import textwrap
-import warnings
 from pathlib import Path
 
 import matplotlib
@@ -17,16 +15,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from fullscale.evaluation.resolution import summary_step
-from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, EXTRA_CORRUPTIONS, METHOD_ROWS
+from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, METHOD_ROWS
 from noisymix_figures.methods import method_color, method_label, method_order
 from noisymix_figures.paper import paper_number, paper_values
-from noisymix_figures.registry import NEEDS_IMAGENET, NEEDS_TOY, has_suite, needs_cifar, register
+from noisymix_figures.registry import NEEDS_IMAGENET, has_suite, needs_cifar, register
 from noisymix_infra.io import write_bytes
 from noisymix_infra.stats import Seeds, interval, paired
 
-__all__ = ["CATEGORY_FIGURES", "calibration_by_severity", "category_bars", "category_figure", "copy_figure",
-           "corruption_examples", "examples_set", "imagenet_points", "robust_c_bars", "robust_c_vs_r", "save_figure",
-           "toy_bars", "write_points"]
+__all__ = ["CATEGORY_FIGURES", "category_bars", "category_figure", "imagenet_points",
+           "robust_c_bars", "robust_c_vs_r", "save_figure", "write_points"]
 
 
 def save_figure(fig, path: Path) -> Path:
@@ -208,93 +205,6 @@ def robust_c_figure(groups: dict):
     fig.suptitle("Robust accuracy on corrupted test sets: the paper's beside ours (colour: method; axis from 0), "
                  "and NoisyMix's paired differences", fontsize=11)
     return fig
-
-
-#: the per-severity panels: (title, where the value is, scale); severity 0 is the clean test split
-_SEVERITY_PANELS = (("accuracy (%)", "accuracy", 100), ("RMS calibration error (%)", "rms_calibration_error", 100),
-                    ("mean confidence - accuracy (points; > 0 over-confident)", "confidence_gap", 100))
-
-
-def _severity_values(run, suite: str, key: str) -> list[float] | None:
-    """One run's value at severity 0 (the clean test split: the clean / calibration suites) to 5
-    (the -C suite's per-severity means over its corruptions), or None where it lacks any."""
-    record = run.evals.get(suite, {}).get("summary", {})
-    per = (record.get("calibration") or {}).get("per_severity", {})
-    results = run.evals.get(suite, {}).get("results", {})
-    if key == "accuracy":
-        clean = record.get("clean_accuracy")
-        # the corruptions the calibration means average (fullscale.evaluation: the benchmark's, else all)
-        names = [c for c in results if c not in EXTRA_CORRUPTIONS] or list(results)
-        corrupted = [float(np.mean([results[c][str(s)]["accuracy"] for c in names if str(s) in results[c]]))
-                     if names else None for s in range(1, 6)]
-    else:
-        clean = run.evals.get("calibration", {}).get("summary", {}).get(key)  # absent before issue 31: no point
-        corrupted = [per.get(str(s), {}).get(key) for s in range(1, 6)]
-    values = [clean, *corrupted]
-    return None if any(v is None for v in values[1:]) else [np.nan if v is None else float(v) for v in values]
-
-
-def calibration_by_severity(groups: dict, out: Path) -> Path | None:
-    """``calibration_figure`` written to ``out``, the numbers it draws beside it (CSV); None when no
-    run has per-severity calibration."""
-    drawn = calibration_figure(groups)
-    if drawn is None:
-        return None
-    fig, points = drawn
-    write_points(out, points)
-    return save_figure(fig, out)
-
-
-def calibration_figure(groups: dict):
-    """(figure, points) of ``calibration_by_severity``: accuracy, RMS calibration error and the signed
-    confidence gap against corruption severity, one line per method (mean over seeds, error bars:
-    the 95 % t-interval), for every data set of ours with a -C suite (issue 31): under-confidence
-    shows as a gap below 0, over-confidence above.
-    Severity 0 is the clean test split; 1-5 average the -C suite's corruptions at that severity.
-    The data of every panel is named in its title; the figure's title says what the error bars are
-    (issue 48).  None when no run has per-severity calibration."""
-    settings: dict[tuple[str, str], dict[str, list]] = {}
-    for (dataset, model, method), runs in groups.items():
-        suite = f"{dataset}-c"
-        rows = [[_severity_values(r, suite, key) for r in runs] for _, key, _ in _SEVERITY_PANELS]
-        if all(v is not None for v in rows[1]) and rows[1]:
-            settings.setdefault((dataset, model), {})[method] = rows
-    if not settings:
-        return None
-    fig, axes = plt.subplots(len(settings), 3, figsize=(15, 3.8 * len(settings) + 0.6), squeeze=False,
-                             layout="constrained")
-    points = []
-    seeds = set()
-    for axes_row, ((dataset, model), methods) in zip(axes, sorted(settings.items()), strict=True):
-        for k, (ax, (title, key, scale)) in enumerate(zip(axes_row, _SEVERITY_PANELS, strict=True)):
-            for method in sorted(methods, key=method_order):
-                values = np.array([v for v in methods[method][k] if v is not None]) * scale
-                if not len(values):
-                    continue
-                with warnings.catch_warnings():  # a severity no seed has (the clean RMS of a run without it)
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    mean = np.nanmean(values, 0)
-                errors = [interval(list(col[~np.isnan(col)]))["half_width"] or 0.0 if np.sum(~np.isnan(col)) > 1
-                          else 0.0 for col in values.T]
-                label = method_label(method)
-                seeds.add(len(values))
-                ax.errorbar(range(6), mean, yerr=errors, marker="o", capsize=3, label=label,
-                            color=method_color(label))
-                points += [{"dataset": dataset, "model": model, "method": method, "measure": key, "severity": s,
-                            "mean": round(float(m), 4), "seeds": int(np.sum(~np.isnan(values[:, s])))}
-                           for s, m in enumerate(mean)]
-            if key == "confidence_gap":
-                ax.axhline(0, color="black", lw=0.8)
-            ax.set_xticks(range(6), ["clean", "1", "2", "3", "4", "5"])
-            ax.set_xlabel(f"severity ({dataset}-C; clean: the {dataset} test split)")
-            ax.set_ylabel(title, fontsize=8)
-            ax.set_title(f"{title}\n{dataset}, {model}", fontsize=9)
-        _legend_outside(axes_row[1], fontsize=8, ncol=4)
-    counts = ", ".join(str(n) for n in sorted(seeds))
-    fig.suptitle("Accuracy and calibration against corruption severity (ours): each point the mean over "
-                 f"{counts} seed(s);\nerror bars: the 95 % t-interval of that mean over the seeds (none for one "
-                 "seed)", fontsize=10)
-    return fig, points
 
 
 def category_bars(groups: dict, out: Path) -> Path:
@@ -502,134 +412,6 @@ def category_plot(groups: dict, label: str):
     return fig, points
 
 
-def examples_set(results=None) -> dict:
-    """Which Digits-C ``corruption_examples`` draws (issue 54: it always drew the package's current matched
-    strengths, also for plans that evaluate the published rows, and called them "CIFAR-10-C parameters").
-
-    The set the runs in ``results`` evaluated (``digits-c``: the ``manifest.json`` of each evaluation's
-    ``data_root``): the published rows (``--params cifar``) or the matched strengths that set was made
-    with; without such a set, the package's frozen fit, said so.  Runs evaluated on sets of other
-    strengths: a ``ValueError`` (the figure is then not drawn, and the report says why).  Returns
-    ``{"params", "strengths" (None: the published rows), "what" (words for the figure and the report)}``."""
-    from noisymix_infra.io import read_json
-
-    found: dict[str, dict] = {}
-    for run in getattr(results, "runs", ()):
-        record = run.evals.get("digits-c")
-        root = record.get("data_root") if isinstance(record, dict) else None
-        try:
-            manifest = read_json(Path(root) / "manifest.json") if isinstance(root, str) else None
-        except (OSError, ValueError):
-            manifest = None
-        if isinstance(manifest, dict) and manifest.get("params") in ("cifar", "digits-matched"):
-            strengths = manifest.get("strengths") if manifest["params"] == "digits-matched" else None
-            found.setdefault(repr((manifest["params"], sorted((strengths or {}).items()))),
-                             {"params": manifest["params"], "strengths": strengths})
-    if len(found) > 1:
-        raise ValueError(f"the runs evaluated {len(found)} Digits-C sets of other parameters or strengths: "
-                         "no one set to draw")
-    if found:
-        shown = next(iter(found.values()))
-        if shown["params"] == "cifar":
-            return {**shown, "what": "the published CIFAR-10-C rows (`--params cifar`), the set the runs evaluated"}
-        if not isinstance(shown["strengths"], dict) or set(shown["strengths"]) != set(CORRUPTIONS):
-            raise ValueError("the Digits-C set the runs evaluated does not record its 15 matched strengths")
-        return {**shown, "what": "the CIFAR-10-C rows at the difficulty-matched strengths of the set the runs "
-                                 "evaluated (`--params digits-matched`)"}
-    from fullscale.corruptions.matched import matched_fit
-
-    return {"params": "digits-matched", "strengths": dict(matched_fit()["strengths"]),
-            "what": "the CIFAR-10-C rows at the package's frozen difficulty-matched strengths (no Digits-C set "
-                    "evaluated in these results)"}
-
-
-def corruption_examples(out: Path, severities: tuple[int, ...] = (1, 2, 3, 4, 5), *,
-                        shown: dict | None = None) -> Path:
-    """``corruption_examples_figure`` written to ``out``."""
-    return save_figure(corruption_examples_figure(severities, shown=shown), out)
-
-
-def corruption_examples_figure(severities: tuple[int, ...] = (1, 2, 3, 4, 5), *, shown: dict | None = None):
-    """fig:cimages for the data set our tables report: the 15 corruptions of Digits-C on one test digit
-    (scikit-learn's digits upscaled to 32 x 32, as the main job makes them: our own ``fullscale.corruptions``)
-    at the strengths of the set the runs evaluated (``shown``, from ``examples_set``: the published rows or
-    the difficulty-matched strengths; default: the package's matched fit; issues 46, 54), at
-    ``severities``, each column named as the tables name it (tab:results_cifar10_c's headers), not by our
-    code's names (issue 40).  All five severities, one row each, every panel 1.3 inches a side (issue 52:
-    severities 3 and 5 only, tiny); the caption breaks between words, never in a code span (``_fill``)."""
-    import torch
-
-    from fullscale.corruptions import corrupt
-    from fullscale.data import load_dataset
-
-    shown = shown or examples_set()
-    test = load_dataset("digits", "test")
-    x = test.images[:1]
-    names = dict(zip(CORRUPTIONS, paper_values()["tab:results_cifar10_c"]["columns"], strict=True))
-    fig, axes = plt.subplots(len(severities), 16, figsize=(16 * 1.3, 1.45 * len(severities) + 0.8), squeeze=False)
-    for row, severity in enumerate(severities):
-        panels = [("clean", x), *((names[c], c) for c in CORRUPTIONS)]
-        for ax, (title, what) in zip(axes[row], panels, strict=True):
-            try:  # the matched rows are the CIFAR rows at the set's own strength (``params="digits-matched"``)
-                image = what if isinstance(what, torch.Tensor) else corrupt(
-                    x, what, severity, generator=torch.Generator().manual_seed(0), params="cifar",
-                    strength=1.0 if shown["strengths"] is None else float(shown["strengths"][what]))
-                ax.imshow(image[0].permute(1, 2, 0).numpy(), interpolation="nearest")
-            except Exception as error:  # a panel that cannot be drawn is labelled, not fatal
-                ax.text(0.5, 0.5, type(error).__name__, ha="center", va="center", fontsize=7)
-            if row == 0:
-                ax.set_title(_fill(title, 10), fontsize=10)
-            ax.set_xticks([])
-            ax.set_yticks([])
-        axes[row][0].set_ylabel(f"severity {severity}", fontsize=10)
-    fig.suptitle(_fill(f"Digits-C: the 15 corruptions on a test digit, {shown['what']} (ours: "
-                       "fullscale.corruptions, 32 x 32; columns named as in the tables)", 150), fontsize=10)
-    fig.tight_layout()
-    return fig
-
-
-def toy_bars(toy: dict, out: Path) -> Path:
-    """``toy_bars_figure`` written to ``out``."""
-    return save_figure(toy_bars_figure(toy), out)
-
-
-def toy_bars_figure(toy: dict):
-    """fig:toy_example accuracies: ours (mean and 95% CI over seeds) beside the paper's single run, each
-    scheme in its method's colour as in every other figure (``noisymix_figures.methods``): the paper's
-    bar hatched and pale, ours solid; the legend says which is which, in no method's colour (issue 48)."""
-    from toy.schemes import PAPER_SCHEMES
-
-    schemes = toy["schemes"]
-    # the paper's order (its panels, by rising accuracy), not toy.json's alphabetical one (issue 40)
-    names = sorted(schemes, key=lambda n: (PAPER_SCHEMES.index(n) if n in PAPER_SCHEMES else len(PAPER_SCHEMES), n))
-    ours = [100 * schemes[n]["accuracy"]["mean"] for n in names]
-    ci = np.array([[100 * schemes[n]["accuracy"]["mean"] - 100 * schemes[n]["accuracy"]["ci95"][0],
-                    100 * schemes[n]["accuracy"]["ci95"][1] - 100 * schemes[n]["accuracy"]["mean"]] for n in names]).T
-    paper = [100 * schemes[n].get("paper_accuracy", np.nan) for n in names]
-    colors = [method_color(schemes[n]["label"], "tab:blue") for n in names]
-    fig, ax = plt.subplots(figsize=(8, 4.2))
-    x = _paper_beside_ours(ax, paper, ours, ci, colors)
-    # level labels, long ones on two lines, so that no two touch
-    ax.set_xticks(x, [_fill(schemes[n]["label"], 15) for n in names], fontsize=8)
-    lows = [o - c for o, c in zip(ours, ci[0], strict=True)]
-    highs = [o + c for o, c in zip(ours, ci[1], strict=True)]
-    ax.set_title("Toy test accuracy in the paper's order (its panels); colour: scheme, as its method elsewhere",
-                 fontsize=9)
-    ax.set_ylabel("test accuracy (%)")
-    _shared_range([ax], [*paper, *lows, *highs])
-    handles = _paper_ours_handles("paper (one run)", f"ours (mean, 95% CI, {toy['experiment']['seeds']} seeds)")
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False, fontsize=8, ncol=2)
-    return fig
-
-
-def copy_figure(source: Path, out: Path) -> Path | None:
-    if not source.exists():
-        return None
-    out.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, out)
-    return out
-
-
 # ---------------------------------------------------------------------------- the registry
 # Each paper figure: its generator, which of our results it draws, and what REPORT.md's
 # label-by-label section says of it (``noisymix_figures.registry``); ``position``: its line there.
@@ -643,39 +425,6 @@ register("fig:robust10vs100", position=2, files=("robust_c.png",),
          needs=needs_cifar("results_cifar10"),
          found=lambda results, drawn: has_suite(results, ("cifar10", "cifar100"), "{}-c"))(
     lambda results, out: robust_c_bars(results.groups(), out / "robust_c.png"))
-register("fig:toy_data", position=7, files=("toy_data.png",), ours="`noisymix toy` (toy.json)", needs=NEEDS_TOY,
-         found=lambda results, drawn: ["toy.json"] if results.toy else [])(
-    lambda results, out: copy_figure(results.toy[0].parent / "toy_data.png", out / "toy_data.png")
-    if results.toy else None)
-
-
-@register("fig:toy_example", position=8, files=("toy_accuracy.png", "toy_decision_boundaries.png"),
-          ours="`noisymix toy` (toy.json, seeds)", needs=NEEDS_TOY,
-          found=lambda results, drawn: ["toy.json"] if results.toy else [])
-def _toy_example(results, out: Path) -> Path | None:
-    """fig:toy_example: our accuracies beside the paper's, and the decision boundaries `noisymix toy` drew."""
-    if not results.toy:
-        return None
-    toy_bars(results.toy[1], out / "toy_accuracy.png")
-    return copy_figure(results.toy[0].parent / "decision_boundaries.png", out / "toy_decision_boundaries.png")
-
-
-def _examples_found(results, drawn: bool) -> list[str]:
-    """fig:cimages' status: which strengths the examples were drawn at (issue 54)."""
-    if not drawn:
-        return []
-    try:
-        return [f"our corruption code at {examples_set(results)['what']}"]
-    except ValueError:
-        return ["our corruption code"]
-
-
-register("fig:cimages", position=9, files=("corruption_examples.png",),
-         ours="Digits-C: our own corruptions (fullscale.corruptions) on a test digit, at the strengths of the Digits-C "
-              "set the runs evaluated (the published rows, or the difficulty-matched ones); no runs needed",
-         needs="`noisymix figures` without --no-examples", found=_examples_found)(
-    lambda results, out: corruption_examples(out / "corruption_examples.png", shown=examples_set(results)))
-
 for _position, (_label, (_source, _dataset, _model, _)) in enumerate(CATEGORY_FIGURES.items(), 19):
     _name = _label.replace("fig:", "")
     register(_label, position=_position, files=(f"{_name}.png", f"{_name}.csv"),

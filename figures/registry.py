@@ -104,6 +104,7 @@ def register(label: str, *, position: int, files: tuple[str, ...], ours: str, ne
 def labels() -> dict[str, Coverage]:
     """Every registered label, in the report's order: imports the modules that register them."""
     import noisymix_figures.plots
+    import noisymix_figures.plots_examples
     import noisymix_figures.tables  # noqa: F401  (they register on import)
 
     return dict(sorted(REGISTRY.items(), key=lambda item: item[1].position))

@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from noisymix_figures.plots import calibration_by_severity
+from noisymix_figures.calibration_severity import calibration_by_severity
 from noisymix_figures.results import Run
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from fullscale.corruptions.matched import matched_fit
 from noisymix_app.cli import main
-from noisymix_figures import plots
+from noisymix_figures import plots_examples
 from noisymix_figures.registry import REGISTRY
 
 
@@ -29,7 +29,7 @@ def _results(*sets):
 
 
 def test_the_published_rows_are_drawn_for_runs_that_evaluated_them(tmp_path, monkeypatch):
-    shown = plots.examples_set(_results(_set(tmp_path, "cifar")))
+    shown = plots_examples.examples_set(_results(_set(tmp_path, "cifar")))
     assert shown["params"] == "cifar" and shown["strengths"] is None and "published" in shown["what"]
     import fullscale.corruptions as corruptions
 
@@ -41,11 +41,11 @@ def test_the_published_rows_are_drawn_for_runs_that_evaluated_them(tmp_path, mon
         return real(x, name, severity, **kwargs)
 
     monkeypatch.setattr(corruptions, "corrupt", spy)
-    assert plots.corruption_examples(tmp_path / "published.png", shown=shown).read_bytes()[:4] == b"\x89PNG"
+    assert plots_examples.corruption_examples(tmp_path / "published.png", shown=shown).read_bytes()[:4] == b"\x89PNG"
     # 15 corruptions x the five severities (issue 52), all at the published rows
     assert len(drawn) == 75 and {(p, k) for _, p, k in drawn} == {("cifar", 1.0)}
     drawn.clear()
-    plots.corruption_examples(tmp_path / "matched.png")  # no set named: the package's fit
+    plots_examples.corruption_examples(tmp_path / "matched.png")  # no set named: the package's fit
     assert {(n, k) for n, _, k in drawn} == {(n, k) for n, k in matched_fit()["strengths"].items()}
 
 
@@ -55,19 +55,19 @@ def test_the_matched_strengths_are_the_sets_own_not_the_packages(tmp_path):
     manifest = json.loads(manifest_path.read_text())
     manifest["strengths"]["contrast"] *= 2  # a set made before a refit
     manifest_path.write_text(json.dumps(manifest))
-    shown = plots.examples_set(_results(made))
+    shown = plots_examples.examples_set(_results(made))
     assert shown["strengths"]["contrast"] == pytest.approx(2 * matched_fit()["strengths"]["contrast"])
     assert "difficulty-matched strengths of the set the runs evaluated" in shown["what"]
 
 
 def test_without_runs_the_package_fit_is_drawn_and_said_so():
-    shown = plots.examples_set(SimpleNamespace(runs=[]))
+    shown = plots_examples.examples_set(SimpleNamespace(runs=[]))
     assert shown["strengths"] == matched_fit()["strengths"] and "no Digits-C set evaluated" in shown["what"]
 
 
 def test_two_different_sets_are_no_one_set_to_draw(tmp_path):
     with pytest.raises(ValueError, match="2 Digits-C sets"):
-        plots.examples_set(_results(_set(tmp_path, "cifar"), _set(tmp_path, "digits-matched")))
+        plots_examples.examples_set(_results(_set(tmp_path, "cifar"), _set(tmp_path, "digits-matched")))
 
 
 def test_the_reports_row_does_not_call_matched_strengths_cifar_parameters(tmp_path):

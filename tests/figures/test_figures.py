@@ -93,7 +93,7 @@ def test_our_value_beside_the_papers_with_the_difference(results, tmp_path):
 
 def test_corruption_examples_figure_shows_digits_c(tmp_path):
     """Issue 40: the examples are of the data set the tables report (Digits-C), not a photograph."""
-    from noisymix_figures.plots import corruption_examples
+    from noisymix_figures.plots_examples import corruption_examples
     path = corruption_examples(tmp_path / "c.png")
     assert path.read_bytes()[:4] == b"\x89PNG" and path.stat().st_size > 20_000
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
-from noisymix_figures import plots
+from noisymix_figures import plots, plots_examples
 from noisymix_figures.methods import ALIASES, method_color, method_colors
 from noisymix_figures.results import collect
 from noisymix_infra.io import write_json
@@ -123,7 +123,9 @@ def test_the_category_figure_draws_the_resnet18_table_with_nfm(groups):
 
 
 def test_calibration_figure_has_a_title_that_names_its_error_bars(groups):
-    fig, _ = plots.calibration_figure(groups)
+    from noisymix_figures.calibration_severity import calibration_figure
+
+    fig, _ = calibration_figure(groups)
     assert "error bars" in fig.get_suptitle() and "95 %" in fig.get_suptitle()
     for ax in fig.axes:
         assert ax.get_title() and ax.get_ylabel() and ax.get_xlabel()
@@ -144,7 +146,7 @@ def test_robust_c_vs_r_legend_outside_and_method_colours():
 
 
 def test_toy_bars_colour_each_scheme_as_its_method_and_say_paper_from_ours():
-    fig = plots.toy_bars_figure(TOY)
+    fig = plots_examples.toy_bars_figure(TOY)
     ax = fig.axes[0]
     assert ax.get_title() and ax.get_ylabel() and _y_axis_honest(ax) and _legend_outside(fig, ax)
     legend = " | ".join(t.get_text() for t in ax.get_legend().get_texts())

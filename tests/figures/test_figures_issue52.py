@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from noisymix_figures import plots
+from noisymix_figures import plots, plots_examples
 from noisymix_figures.cli import ROBUST_C_VS_R, paper_only
 from tests.figures.test_figures import _run
 
@@ -49,7 +49,7 @@ def test_the_main_job_asks_for_the_lean_report():
 
 @pytest.mark.slow
 def test_the_corruption_examples_show_all_five_severities_legibly():
-    fig = plots.corruption_examples_figure()
+    fig = plots_examples.corruption_examples_figure()
     labels = [ax.get_ylabel() for ax in fig.axes if ax.get_ylabel()]
     assert labels == [f"severity {s}" for s in range(1, 6)]
     assert len(fig.axes) == 5 * 16

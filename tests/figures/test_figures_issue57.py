@@ -24,7 +24,7 @@ from matplotlib.container import BarContainer, ErrorbarContainer
 from scipy import stats
 
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
-from noisymix_figures import plots
+from noisymix_figures import plots, plots_examples
 from noisymix_figures.methods import method_color
 from noisymix_figures.results import collect
 from noisymix_infra.io import write_json
@@ -213,8 +213,8 @@ def test_the_examples_caption_keeps_each_code_span_on_one_line(tmp_path, params)
     if params:
         write_json(tmp_path / "manifest.json", {"params": params, "strengths": dict(matched_fit()["strengths"])})
         runs = [SimpleNamespace(evals={"digits-c": {"data_root": str(tmp_path)}})]
-    shown = plots.examples_set(SimpleNamespace(runs=runs))
-    caption = plots.corruption_examples_figure((1,), shown=shown).get_suptitle()
+    shown = plots_examples.examples_set(SimpleNamespace(runs=runs))
+    caption = plots_examples.corruption_examples_figure((1,), shown=shown).get_suptitle()
     spans = [part for i, part in enumerate(shown["what"].split("`")) if i % 2]
     assert bool(spans) == bool(params)  # the run sets' words name the option that made them
     for span in spans:
