@@ -22,10 +22,19 @@ from noisymix_infra.io import read_json
 from noisymix_infra.stats import adjusted_verdict, holm, two_sided_p
 
 __all__ = ["MARGINS", "METRIC_WORDS", "cross_machine_margins", "firmness", "fragile_note", "made_on", "merge_margins",
-           "ran_on", "read_margins"]
+           "ran_on", "read_margins", "read_pairs"]
 
 ROOT = Path(__file__).resolve().parents[2]
 MARGINS = ROOT / "docs" / "cross-machine-margins.json"
+
+
+def read_pairs(sets: dict | None, path: Path = MARGINS) -> list:
+    """The machines the margins of ``sets`` were measured between (``cross_machine_margins``' ``pairs``)."""
+    if not sets or not path.is_file():
+        return []
+    data = read_json(path)
+    entries = (data.get("measurements") or []) if isinstance(data, dict) else []
+    return next((e.get("pairs") or [] for e in entries if isinstance(e, dict) and e.get("sets") == sets), [])
 
 
 def read_margins(sets: dict | None, path: Path = MARGINS) -> dict[str, float]:
@@ -55,8 +64,8 @@ def cross_machine_margins(summaries: list[dict]) -> dict:
             if (a.get("machine") or {}).get("cpu_model") == (b.get("machine") or {}).get("cpu_model"):
                 continue
             sets = a["sets"]
-            pairs.append([[(s.get("git") or {}).get("commit"), (s.get("machine") or {}).get("cpu_model")]
-                          for s in (a, b)])
+            pairs.append([[(s.get("git") or {}).get("commit"), (s.get("machine") or {}).get("cpu_model"),
+                           (s.get("machine") or {}).get("cpu_capability")] for s in (a, b)])
             theirs = {c["id"]: c for c in [*b["claims"], *(b.get("descriptive") or [])] if c.get("difference")}
             for claim in [*a["claims"], *(a.get("descriptive") or [])]:
                 other = theirs.get(claim["id"])
@@ -123,12 +132,17 @@ def fragile_note(summary: dict) -> str:
                 "measured on, and these were made since): every verdict is marked *margin unknown*; `python -m "
                 "noisymix_app.reproduce.summary --margins A.json B.json` measures them from this plan's summaries on "
                 "two CPUs.")
+    pairs = "; ".join(" against ".join(f"{side[1]}" + (f" ({side[2]} kernels)" if len(side) > 2 else "")
+                                       + f" at `{(side[0] or '?')[:12]}`" for side in pair)
+                      for pair in summary.get("margin_pairs") or [])
     return ("A verdict marked fragile changes (after Holm's correction, the verdict stated) when its paired mean "
             "moves by its metric's cross-machine margin, so it may differ on another CPU; each margin is the largest "
-            "shift of a paired mean measured on that metric between two CPUs running the same plan, seeds and sets ("
+            "shift of a paired mean measured on that metric between two runs of the main job, same plan, seeds and "
+            "sets, on different CPUs and kernel paths" + (f" ({pairs})" if pairs else "") + ": "
             + ", ".join(f"{METRIC_WORDS.get(k, k)} {v:g} points" for k, v in margins.items())
-            + "; docs/cross-machine-margins.json); measured on one pair of CPUs, so a firm verdict is no promise for a "
-            "third; a metric without a measured margin is marked *margin unknown*.")
+            + " (docs/cross-machine-margins.json). It is the shift of a 9-seed mean, held against claims whose means "
+            "pool more seeds; measured on one pair, so a firm verdict is no promise for a third machine; a metric "
+            "without a measured margin is marked *margin unknown*.")
 
 
 METRIC_WORDS = {"corrupted": "corrupted accuracy", "clean": "clean accuracy",

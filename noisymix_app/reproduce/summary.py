@@ -40,6 +40,7 @@ from noisymix_app.reproduce.margins import (
     merge_margins,
     ran_on,
     read_margins,
+    read_pairs,
 )
 from noisymix_app.reproduce.readme import BLOCK, publishable, replace_block, update_readme
 from noisymix_app.reproduce.render import render, render_readme
@@ -240,7 +241,8 @@ def derive(values: dict[str, dict[str, dict[int, float]]], record: dict, margins
     families = () if family in POOLED_FAMILIES else ("main", "eight-method") if family == "main" else (family,)
     return {"family": family, "claims": [c for f in families for c in decide(joined, methods, f, margins)],
             "descriptive": descriptive_of(values, record["plan"]["methods"]), "categories": category_claims(values),
-            "margins": margins, "pooled": pooling, "fidelity": fidelity}
+            "margins": margins, "margin_pairs": read_pairs(record.get("sets")) if margins else [],
+            "pooled": pooling, "fidelity": fidelity}
 
 
 def values_of(record: dict) -> dict[str, dict[str, dict[int, float]]]:
