@@ -246,10 +246,12 @@ def analogue_summary(runs: dict[str, dict[str, np.ndarray]], seeds: Sequence[int
     for key, found in order.items():
         found["spearman"]["p_adjusted"] = adjusted.get(key)
     base = paper["baseline"]
-    paper_drop = np.array([base["clean"] - base["per_corruption"][c] for c in CORRUPTIONS])
+    # differences of printed one-decimal cells, rounded back to that precision: as float differences two equal
+    # gains (11.4 and 11.4) ranked apart and broke the paper's tie (issue 63, goal 5)
+    paper_drop = np.array([base["clean"] - base["per_corruption"][c] for c in CORRUPTIONS]).round(1)
     gains = []
     for m in unfitted:
-        paper_gain = np.array([paper[m]["per_corruption"][c] - base["per_corruption"][c] for c in CORRUPTIONS])
+        paper_gain = np.array([paper[m]["per_corruption"][c] - base["per_corruption"][c] for c in CORRUPTIONS]).round(1)
         gains.append({"method": m, "slope": slope_through_origin(_gain(runs, m), paper_gain),
                       "rank_correlation": rank_correlation(_gain(runs, m), paper_gain),
                       "share_of_drop": rank_correlation(_share(runs, m), paper_gain / paper_drop),

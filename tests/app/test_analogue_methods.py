@@ -280,3 +280,13 @@ def test_too_few_bootstrap_draws_are_refused_in_one_line(tmp_path, one_line_erro
 
     assert main(["analogue", "--results", str(tmp_path), "--draws", "5"]) == 2
     assert "--draws" in one_line_error()
+
+
+def test_the_papers_gains_are_ranked_at_their_printed_precision():
+    """Issue 63, goal 5: two gains of the paper printed equal (11.4, 11.4) were ranked apart as float differences
+    (11.399999 and 11.400000), which broke the paper's tie in the rank correlation."""
+    summary = analogue_summary(_runs_like_the_paper(1.0, 0.3), list(range(5)), draws=200)
+    gains = {g["method"]: g["paper"] for g in summary["gains"]}
+    assert all(v == round(v, 1) for values in gains.values() for v in values)
+    nm = gains["noisymix"]
+    assert nm[CORRUPTIONS.index("contrast")] == nm[CORRUPTIONS.index("jpeg_compression")] == 11.4
