@@ -37,6 +37,21 @@ Issue 64 (what the user's code and folder may do to a screen):
 - The reference is bound to its sets: a summary's ``sets`` (``{"c": sha256, "p": sha256}``, as
   ``docs/reproduce-summary.json`` has them) must be the identity of the sets this screen makes, else one
   line; a summary without them is screened and the page says its sets are unverified.
+
+Issue 65 (the page says where it cannot see):
+
+- Per CIFAR-10-C family and per corruption, the method's Digits-C accuracy (``numbers_of``: read from the
+  runs' own evaluations, no extra work), its paired differences with the Baseline and NoisyMix and the
+  reference methods' means, each beside the analogue's multiplier of CIFAR's strength; where its gain lies
+  in corruptions the proxy scales beyond 2x or below 0.5x, the words say so before any prediction
+  (``noisymix_app.screen.families``).
+- ``--also-published``: the same trained models (no new training) evaluated on Digits-C and Digits-P made at
+  the published CIFAR rows (``--params cifar``) under ``DIR/data``, each run's results in
+  ``DIR/published/<run>/eval``, beside the committed reference at those rows
+  (``docs/published-strengths-summary.json``, ``--published-summary FILE``); where the two views disagree,
+  per family (``noisymix_app.screen.published``).  The published sets are made and checked against that
+  reference's ``sets`` before any training.  ``--published-summary`` without ``--also-published``, or one
+  that is absent or not such a reference, is one line before anything is written.
 """
 
 from __future__ import annotations
@@ -187,8 +202,10 @@ def _check_folder(out: Path, spec: Spec, runs, fresh: bool) -> tuple[list[str], 
 
 def _clear(out: Path, names: list[str]) -> None:
     """Delete the runs ``names`` and the sweep's records of them (``--fresh``: the user said so)."""
-    for name in names:
-        for path in (out / "runs" / name, out / "sweep" / "state" / f"{name}.json"):
+    from noisymix_app.screen.published import FOLDER
+
+    for name in names:  # and its evaluations at the published rows (issue 65), of the weights removed
+        for path in (out / "runs" / name, out / "sweep" / "state" / f"{name}.json", out / FOLDER / name):
             if path.is_dir():
                 shutil.rmtree(path)
             elif path.exists():
@@ -200,16 +217,25 @@ def _clear(out: Path, names: list[str]) -> None:
 def _make_sets(plan, out: Path, log: dict) -> list[str]:
     """The -C and -P sets of the plan under ``out/data``, by ``noisymix corrupt`` with reproduce's argument
     lines; a set made before with the same arguments and inputs is kept.  Returns the steps run now."""
+    from noisymix_app.reproduce.steps import _steps
+
+    return make_sets([s for s in _steps(plan, out, None)[0] if s.name in ("corrupt", "corrupt-p")], log, out / LOG)
+
+
+def make_sets(steps, log: dict, log_path: Path, prefix: str = "screen") -> list[str]:
+    """Run the ``noisymix corrupt`` ``steps`` not already made with the same arguments and inputs (``log``'s
+    ``steps``), recording each in ``log`` (written to ``log_path`` atomically); returns the steps run now.
+    The matched sets and, with ``--also-published``, the published ones (issue 65) go through here."""
     from noisymix_app.cli import main as command
-    from noisymix_app.reproduce.steps import _clear_for_rerun, _output_of, _same_step, _steps
+    from noisymix_app.reproduce.steps import _clear_for_rerun, _output_of, _same_step
     from noisymix_app.sweep.execute import ran_on
 
     finished = {(e["name"], tuple(e.get("argv", ()))): tuple(e["inputs"]) if isinstance(e.get("inputs"), list)
                 else None for e in log["steps"]}
     made = []
-    for step in (s for s in _steps(plan, out, None)[0] if s.name in ("corrupt", "corrupt-p")):
+    for step in steps:
         if _same_step(step, finished):
-            print(f"screen: {step.name}: done (kept)", flush=True)
+            print(f"{prefix}: {step.name}: done (kept)", flush=True)
             continue
         if _output_of(step).is_dir():
             _clear_for_rerun(step)  # made with other arguments or inputs: never resumed from
@@ -220,8 +246,8 @@ def _make_sets(plan, out: Path, log: dict) -> list[str]:
         log["steps"] = [e for e in log["steps"] if e["name"] != step.name]
         log["steps"].append({"name": step.name, "argv": list(step.argv), "inputs": list(step.inputs),
                              "seconds": round(time.perf_counter() - t0, 2), "ran_on": ran_on()})
-        write_json(out / LOG, log)
-        print(f"screen: {step.name}: {time.perf_counter() - t0:.1f} s", flush=True)
+        write_json(log_path, log)
+        print(f"{prefix}: {step.name}: {time.perf_counter() - t0:.1f} s", flush=True)
         made.append(step.name)
     return made
 
@@ -304,32 +330,58 @@ class _Stop(Exception):
 
 # ----------------------------------------------------------------------------- the screen
 
-def _ours(out: Path, runs, plan) -> dict[str, list[float]]:
+def _ours(out: Path, runs, plan) -> dict:
     """The screened method's per-seed numbers (points, %), in the seeds' order: clean accuracy, the mean
     Digits-C accuracy over the plan's corruptions and the mean Digits-P flip probability over its
-    perturbations, computed as the eight-method summary computes them (``noisymix_app.analogue.methods``)."""
+    perturbations, computed as the eight-method summary computes them (``noisymix_app.analogue.methods``);
+    and (issue 65) the accuracy per corruption and per CIFAR-10-C family."""
+    return numbers_of([out / "runs" / r.name / "eval" for r in runs.runs], plan)
+
+
+def numbers_of(folders: list[Path], plan, *, clean: bool = True) -> dict:
+    """``_ours`` of the evaluation ``folders`` (one per seed, in the seeds' order): ``clean`` (where asked),
+    ``corrupted``, ``mean_flip``, ``per_corruption`` ({corruption: per seed}) and ``per_family`` ({family:
+    per seed}, each the mean over its members the plan evaluates: ``families.fold``)."""
     import numpy as np
 
     from fullscale.vocabulary import CORRUPTIONS, P_COLUMNS
+    from noisymix_app.screen.families import family_members, fold
 
     corruptions, perturbations = plan.corruptions or CORRUPTIONS, plan.perturbations or P_COLUMNS
-    clean, per_c, per_p = [], [], []
-    for r in runs.runs:
-        folder = out / "runs" / r.name / "eval"
-        clean.append(100.0 * float(read_json(folder / "clean.json")["summary"]["accuracy"]))
+    members = family_members(corruptions)
+    names = list(corruptions)  # the plan's order: the mean over them is the summary's, to the last bit
+    found: dict = {"clean": [], "per_c": [], "per_p": []}
+    for folder in folders:
+        if clean:
+            found["clean"].append(100.0 * float(read_json(folder / "clean.json")["summary"]["accuracy"]))
         c = read_json(folder / f"{plan.corrupted_suite}.json")["summary"]["per_corruption"]
-        per_c.append([100.0 * float(c[name]) for name in corruptions])
+        found["per_c"].append([100.0 * float(c[name]) for name in names])
         p = read_json(folder / f"{plan.perturbed_suite}.json")["results"]
-        per_p.append([100.0 * float(p[name]["flip_probability"]) for name in perturbations])
-    return {"clean": [float(v) for v in clean], "corrupted": [float(v) for v in np.array(per_c).mean(1)],
-            "mean_flip": [float(v) for v in np.array(per_p).mean(1)]}
+        found["per_p"].append([100.0 * float(p[name]["flip_probability"]) for name in perturbations])
+    per_c = np.array(found["per_c"])
+    per_corruption = {c: [float(v) for v in per_c[:, i]] for i, c in enumerate(names)}
+    out = {"corrupted": [float(v) for v in per_c.mean(1)],
+           "mean_flip": [float(v) for v in np.array(found["per_p"]).mean(1)],
+           "per_corruption": per_corruption, "per_family": fold(per_corruption, members)}
+    if clean:
+        out["clean"] = [float(v) for v in found["clean"]]
+    return out
 
 
 def screen(given: str, out: str | Path, *, summary: str | Path | None = None, overrides: list[str] | None = None,
-           fresh: bool = False) -> dict:
-    """Screen ``given`` into ``out`` (see the module docstring); return the page's record."""
+           fresh: bool = False, also_published: bool = False, published_summary: str | Path | None = None) -> dict:
+    """Screen ``given`` into ``out`` (see the module docstring); return the page's record.  ``also_published``
+    (issue 65): the same models also evaluated at the published CIFAR rows (``noisymix_app.screen.published``),
+    beside the committed reference there (``published_summary``, default ``PUBLISHED_SUMMARY``)."""
     from noisymix_app.reproduce.command import run_workers
     from noisymix_app.reproduce.log import _progress_line
+    from noisymix_app.screen.published import (
+        check_published_sets,
+        evaluate_published,
+        make_published_sets,
+        published_numbers,
+        read_published,
+    )
     from noisymix_app.sweep.local import run_local
     from noisymix_app.sweep.state import run_record, run_state
     from noisymix_infra.folder_kind import claim_folder
@@ -340,6 +392,10 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
     out = Path(out)
     reference = read_reference(summary)
     plan = screen_plan(reference, overrides or [])
+    if published_summary is not None and not also_published:
+        raise ValueError("--published-summary is the reference of the second view: give it with --also-published")
+    published_ref = (read_published(None if published_summary is None else Path(published_summary), reference,
+                                    given=published_summary is not None) if also_published else None)
     made_runs = []
 
     def config_of(spec: Spec):
@@ -365,6 +421,10 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
         write_json(log_path, log)
         made = _make_sets(plan, out, log)
         sets = check_sets(reference, plan, out)
+        published_sets = None
+        if also_published:  # made and checked before any training: a mismatch costs no run
+            make_published_sets(plan, out, log, log_path)
+            published_sets = check_published_sets(published_ref, plan, out)
         for step, suite in (("corrupt", plan.corrupted_suite), ("corrupt-p", plan.perturbed_suite)):
             if step in made:  # an evaluation of a set made anew is evaluated again
                 for r in runs.runs:
@@ -393,6 +453,11 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
         except _Stop as stop:
             raise _failure(out, spec, runs, str(stop)) from None
         ours = _ours(out, runs, plan)
+        published = None
+        if also_published:  # evaluation only: the same weights on the published sets
+            evaluate_published(plan, out, [(r.name, out / "runs" / r.name) for r in runs.runs])
+            published = {"published_ours": published_numbers(out, [r.name for r in runs.runs], plan),
+                         "published_reference": published_ref, "sets": published_sets}
         timings = {}
         for r in runs.runs:  # what made each number: its weights by sha256, and its recorded time and machine
             rec = run_record(out, r.name)
@@ -403,10 +468,11 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
 
         plan_words = {"name": reference.plan_name, "model": plan.model, "width": plan.width, "epochs": plan.epochs,
                       "train_overrides": list(plan.train_overrides), "perturbed_limit": plan.perturbed_limit,
+                      "corruption_params": plan.corruption_params,
                       "corruptions": list(plan.corruptions) if plan.corruptions else None,
                       "perturbations": list(plan.perturbations) if plan.perturbations else None}
         record = page_record(spec, reference, ours, plan=plan_words, runs=timings,
-                             wall_seconds=round(time.perf_counter() - started, 1))
+                             wall_seconds=round(time.perf_counter() - started, 1), published=published)
         record["sets"] = {s["name"]: {"argv": s.get("argv"), "inputs": s.get("inputs")} for s in log["steps"]}
         record["sets_identity"] = sets
         record["provenance"] = provenance()
@@ -427,6 +493,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the eight-method summary to compare with (default: docs/analogue-methods-summary.json)")
     parser.add_argument("--fresh", action="store_true",
                         help="replace a screen of another method, or of a method edited since, in --out")
+    parser.add_argument("--also-published", action="store_true",
+                        help="also evaluate the same models (no new training) on Digits-C and Digits-P made at the "
+                             "published CIFAR rows (corrupt --params cifar), and say where the two views disagree")
+    parser.add_argument("--published-summary", default=None,
+                        help="the eight methods at the published rows, with --also-published (default: "
+                             "docs/published-strengths-summary.json; without it the page says how it is made)")
     add_set_argument(parser, "--set workers=1", "the plan's execution (workers only: the recipe is the summary's)")
 
 
@@ -451,7 +523,8 @@ def check_sets(reference: Reference, plan, out: Path) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        screen(args.spec, args.out, summary=args.summary, overrides=args.overrides, fresh=args.fresh)
+        screen(args.spec, args.out, summary=args.summary, overrides=args.overrides, fresh=args.fresh,
+               also_published=args.also_published, published_summary=args.published_summary)
     except MethodFailed as error:  # the method's own failure, with its frames (several lines)
         print(f"noisymix screen: {error}", file=sys.stderr)
         return 1

@@ -102,12 +102,15 @@ def _plan_overrides(path: Path, name: object, seeds: tuple[int, ...]) -> tuple[s
     return tuple(overrides)
 
 
-def _check_row(path: Path, i: int, row: object, seeds: int) -> dict:
+def _check_row(path: Path, i: int, row: object, seeds: int, *, paper: bool = True) -> dict:
+    """One row of the table checked (``paper``: with the paper's columns, which the map reads); its
+    ``per_seed.per_corruption`` and ``per_family`` (issue 65), where it has them, are ``seeds`` numbers per
+    known corruption and family, else one line."""
     where = f"table[{i}]"
     if not isinstance(row, dict) or not isinstance(row.get("method"), str):
         raise _refuse(path, f"{where} is not a method's row (an object with its method)")
     where = f"table[{i}] ({printable(row['method'])})"
-    for key in ("paper_corrupted", "paper_mfr"):
+    for key in ("paper_corrupted", "paper_mfr") if paper else ():
         if not _number(row.get(key)):
             raise _refuse(path, f"{where}.{key} is not a number")
     per_seed = row.get("per_seed")
@@ -125,7 +128,29 @@ def _check_row(path: Path, i: int, row: object, seeds: int) -> dict:
         # runs is refused
         if abs(sum(values) / seeds - entry["mean"]) > PER_SEED_ROUNDING + 1e-9 * max(1.0, abs(entry["mean"])):
             raise _refuse(path, f"{where}.{key}.mean {entry['mean']} is not the mean of its per_seed values")
+    _check_breakdown(path, where, per_seed, seeds)
     return row
+
+
+def _check_breakdown(path: Path, where: str, per_seed: dict, seeds: int) -> None:
+    """``per_seed.per_corruption`` ({corruption: per seed}) and ``per_family`` ({family: per seed}), where a
+    summary has them (written since issue 65; absent in older ones, which the page says): known names, each
+    ``seeds`` numbers."""
+    from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
+
+    for key, known in (("per_corruption", CORRUPTIONS), ("per_family", tuple(CATEGORIES))):
+        found = per_seed.get(key)
+        if found is None:
+            continue
+        if not isinstance(found, dict) or not found:
+            raise _refuse(path, f"{where}.per_seed.{key} is not an object of names to per-seed numbers")
+        for name, values in found.items():
+            if name not in known:
+                raise _refuse(path, f"{where}.per_seed.{key} names {printable(repr(name))[:60]}, none of "
+                                    f"{', '.join(known)}")
+            if not isinstance(values, list) or len(values) != seeds or not all(_number(v) for v in values):
+                raise _refuse(path, f"{where}.per_seed.{key}.{name} is not {seeds} numbers (one per seed of "
+                                    "plan.seeds)")
 
 
 def read_reference(path: str | Path | None = None) -> Reference:

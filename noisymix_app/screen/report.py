@@ -12,6 +12,13 @@ misses by as much as the eight paper values spread, the page says it cannot plac
 Issue 64: every count the page says ("eight", "the other seven") is the reference's real count of methods
 (``_words``), and the page says whether the reference's Digits-C/-P sets were verified to be the screen's
 (``record["sets_identity"]``, set by the command).
+
+Issue 65: the page says where it cannot see.  Per CIFAR-10-C family and per corruption (``by_family``:
+``noisymix_app.screen.families``) the method's accuracy, its paired differences with the Baseline and
+NoisyMix and the reference methods' means on the same sets, each beside the analogue's multiplier of CIFAR's
+strength; where the gain over the Baseline lies in corruptions the proxy scales beyond 2x or below 0.5x, the
+finding says so before any prediction.  With ``--also-published`` (``published``: ``published_view``) the same
+models at the published CIFAR rows, and where the two views disagree, also before any prediction.
 """
 
 from __future__ import annotations
@@ -23,11 +30,23 @@ from pathlib import Path
 import numpy as np
 
 from noisymix_app.analogue.methods import PER_SEED_DECIMALS
+from noisymix_app.screen.families import (
+    analogue_scale,
+    analogue_scale_p,
+    breakdown,
+    family_members,
+    multiplier_text,
+    pretty,
+    reference_breakdown,
+)
 from noisymix_app.screen.predict import map_record, predict
 from noisymix_app.screen.reference import PER_SEED_ROUNDING, Reference
-from noisymix_infra.io import write_bytes, write_json, write_text
+from noisymix_infra.io import write_files
 
-__all__ = ["BENCHMARKS", "page_record", "render_markdown", "write_page"]
+__all__ = ["BENCHMARKS", "page_record", "published_view", "render_markdown", "write_page"]
+
+#: ``page_record``'s default scale: the frozen fit of the plan's -C parameters
+_PLAN_SCALE = object()
 
 #: our measure -> (its name on the proxy, the paper's benchmark it maps to, the paper's column, lower is better)
 BENCHMARKS: dict[str, tuple[str, str, str, bool]] = {
@@ -83,11 +102,14 @@ def _reads(diff: dict, lower_better: bool) -> str:
             if diff["mdd80"] is not None else f"not distinguishable with {diff['n']} seeds")
 
 
-def page_record(spec, reference: Reference, ours: dict[str, list[float]], *, plan: dict, runs: dict,
-                wall_seconds: float | None) -> dict:
+def page_record(spec, reference: Reference, ours: dict, *, plan: dict, runs: dict, wall_seconds: float | None,
+                scale: dict | object | None = _PLAN_SCALE, published: dict | None = None) -> dict:
     """Everything the page shows, as data: ``ours`` are the screened method's per-seed numbers (measure ->
-    values aligned with ``reference.seeds``), ``plan`` the recipe it was trained with, ``runs`` each run's
-    recorded seconds."""
+    values aligned with ``reference.seeds``; with ``per_corruption`` and ``per_family``, the page's per-family
+    part), ``plan`` the recipe it was trained with, ``runs`` each run's recorded seconds; ``scale`` the
+    analogue's multipliers (``families.analogue_scale``; default: the frozen fit of ``plan``'s
+    ``corruption_params``, digits-matched where it does not say); ``published`` the second view's inputs
+    (``published_view``'s keyword arguments but ``ours``/``reference``), None without ``--also-published``."""
     seeds = reference.seeds
     own = {m: _interval(ours[m]) for m in ("clean", "corrupted", "mean_flip")}
     same = spec.method if spec.builtin and spec.method in reference.methods else None
@@ -123,8 +145,85 @@ def page_record(spec, reference: Reference, ours: dict[str, list[float]], *, pla
         fitted = map_record(names, [r[m]["mean"] for r in reference.rows], [r[paper_key] for r in reference.rows])
         fitted["rows"] = {r["method"]: r.get("row", r["method"]) for r in reference.rows}
         record["maps"][m] = {**fitted, "prediction": predict(fitted, own[m]["mean"], leave_out=same)}
+    if "per_corruption" in ours:
+        if scale is _PLAN_SCALE:
+            scale = analogue_scale(plan.get("corruption_params", "digits-matched"))
+        members = family_members(plan.get("corruptions"))
+        record["by_family"] = breakdown(ours, reference.rows, seeds, members, scale, same=same)
+        if published is not None:
+            record["published"] = published_view(ours=ours, reference=reference, members=members, same=same,
+                                                 scale=scale, **published)
     record["finding"] = finding(record)
     return record
+
+
+def published_view(*, ours: dict, published_ours: dict, published_reference, reference: Reference,
+                   members: dict, same: str | None, scale: dict | None, sets: dict | None = None,
+                   scale_p: dict | object | None = _PLAN_SCALE) -> dict:
+    """The second view (issue 65, goal 3): the same models at the published CIFAR rows.  ``published_ours``:
+    the screened method's per-seed numbers there (``published.published_numbers``); ``published_reference``:
+    the committed reference there (``published.read_published``), None where there is none (then only our
+    numbers, and the line saying how it is made).  Per family: both views' accuracy, and where both gains over
+    the Baseline can be measured, their comparison (``published.compare_views``)."""
+    from noisymix_app.screen.published import compare_views, missing_line
+
+    seeds = reference.seeds
+    if scale_p is _PLAN_SCALE:
+        scale_p = analogue_scale_p("digits-matched")
+    view: dict = {
+        "ours": {"corrupted": _interval(published_ours["corrupted"]),
+                 "mean_flip": _interval(published_ours["mean_flip"]),
+                 "per_family": {f: _interval(v) for f, v in published_ours["per_family"].items()},
+                 "per_corruption": {c: _interval(v) for c, v in published_ours["per_corruption"].items()}},
+        "reference": None, "missing": None, "sets": sets, "scale_p": scale_p, "families": [], "disagree": []}
+    if published_reference is None:
+        view["missing"] = missing_line()
+    else:
+        view["reference"] = {"path": str(published_reference.path), "sha256": published_reference.sha256,
+                             "methods": [r["method"] for r in published_reference.rows]}
+    theirs_p = ({r["method"]: reference_breakdown(r, members) for r in published_reference.rows}
+                if published_reference is not None else {})
+    base_m = reference_breakdown(reference.row("baseline"), members)
+    values = scale["values"] if scale else None
+    for f, group in members.items():
+        entry = {"name": f, "multiplier": None, "matched": float(np.mean(ours["per_family"][f])),
+                 "published": view["ours"]["per_family"][f], "reference": {}, "comparison": None}
+        if values is not None and all(c in values for c in group):
+            factors = [values[c] for c in group]
+            entry["multiplier"] = {"low": min(factors), "high": max(factors)}
+        for m, found in theirs_p.items():
+            if found is not None:
+                entry["reference"][m] = float(np.mean(found["per_family"][f]))
+        base_p = theirs_p.get("baseline")
+        if base_p is not None and base_m is not None and same != "baseline":
+            entry["comparison"] = compare_views(
+                {"ours": list(ours["per_family"][f]), "baseline": list(base_m["per_family"][f])},
+                {"ours": list(published_ours["per_family"][f]), "baseline": list(base_p["per_family"][f])}, seeds)
+            if entry["comparison"]["disagree"]:
+                view["disagree"].append(f)
+        view["families"].append(entry)
+    view["words"] = _published_words(view)
+    return view
+
+
+def _published_words(view: dict) -> str:
+    """The second view in one or two sentences, every number the data's."""
+    own = view["ours"]
+    head = (f"At the published CIFAR strengths (the same models, sets of `--params cifar`) it scores "
+            f"{_pm(own['corrupted'])} % on Digits-C and flips on {_pm(own['mean_flip'])} % of Digits-P frames")
+    compared = [e for e in view["families"] if e["comparison"] is not None]
+    if not compared:
+        by = ", ".join(f"{e['name']} {e['published']['mean']:.1f}" for e in view["families"])
+        why = view["missing"] or "the Baseline's numbers there are not comparable with this screen's"
+        return f"{head} (by family: {by} %); its gain over the Baseline there is not measured: {why}."
+    gains = ", ".join(f"{e['name']} {e['comparison']['published_gain']['mean']:+.1f} "
+                      f"(matched {e['comparison']['matched_gain']['mean']:+.1f})" for e in compared)
+    text = f"{head}; its gain over the Baseline there, by family: {gains} points."
+    if view["disagree"]:
+        where = "; ".join(f"{e['name']} ({e['comparison']['why']})" for e in compared if e["comparison"]["disagree"])
+        return f"{text}  The two views disagree on {where}."
+    return (f"{text}  The two views agree on every family (no sign flip beyond noise, no change beyond its "
+            "95 % interval).")
 
 
 _NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
@@ -166,6 +265,12 @@ def finding(record: dict) -> str:
             said.append(f"{benchmark} {p['value']:.1f} [{p['low']:.1f}, {p['high']:.1f}]"
                         + (f" (outside the {eight}'s range: extrapolated)" if p["extrapolated"] else "")
                         + (" (cut to 0-100 %)" if p["clipped"] else ""))
+    # before any prediction (issue 65): where the proxy's strengths are far from CIFAR's, and the second view
+    scale = (record.get("by_family") or {}).get("finding") or {}
+    if scale.get("words"):
+        parts.append(scale["words"])
+    if record.get("published"):
+        parts.append(record["published"]["words"])
     return " ".join(parts) + " Predicted: " + "; ".join(said) + "."
 
 
@@ -242,6 +347,8 @@ def render_markdown(record: dict) -> str:
         hw = "" if d["half_width"] is None else f" ± {d['half_width']:.1f}"
         lines.append(f"| {p['row']} | {_NAMES[p['measure']]} | {d['mean']:+.1f}{hw} | {_fmt(d['mdd80'])} | "
                      f"{p['reads']} |")
+    lines += _family_lines(record)
+    lines += _published_lines(record)
     lines += ["", "## Predicted standing on CIFAR-10", "",
               f"A straight line from our mean to the paper's number, fitted on the {eight} reference methods; the "
               f"interval is {round(100 * record['maps']['corrupted']['level'])} % and calibrated on the line's "
@@ -296,6 +403,96 @@ def render_markdown(record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _diff_cell(entry: dict, against: str) -> str:
+    found = entry["paired"].get(against)
+    if found is None:
+        return "–"
+    d = found["difference"]
+    return f"{d['mean']:+.1f}" + ("" if d["half_width"] is None else f" ± {d['half_width']:.1f}")
+
+
+def _family_lines(record: dict) -> list[str]:
+    """``## By family and corruption``: per family and corruption the analogue's multiplier, our accuracy,
+    the paired differences and the reference methods' means (issue 65, goals 1-2)."""
+    found = record.get("by_family")
+    if not found:
+        return []
+    rows_named = record["maps"]["corrupted"]["rows"]
+    scale = found["scale"]
+    lines = ["", "## By family and corruption", ""]
+    if scale is not None:
+        lines += [f"×: the analogue's multiplier of CIFAR's published strength for each corruption (the frozen fit, "
+                  f"`{scale['source']}`; a family: its members' range).  An augmentation written at CIFAR's strength "
+                  "is that many times weaker against the corruption here than against CIFAR-10-C's (below 1×: "
+                  "stronger), so its gain there is measured at another ratio than on CIFAR.", ""]
+    else:
+        lines += ["The plan's Digits-C is at no scale of CIFAR's strengths: no multiplier.", ""]
+    scale_finding = found.get("finding") or {}
+    if scale_finding.get("words"):
+        lines += [f"**{scale_finding['words']}**", ""]
+    elif scale_finding:
+        lines += [f"{round(100 * scale_finding['share'])} % of its summed positive per-corruption gain over the "
+                  f"Baseline ({scale_finding['far_gain']:+.1f} of {scale_finding['positive_gain']:+.1f} points) lies "
+                  "in corruptions the proxy scales beyond 2× or below 0.5×: not concentrated there.", ""]
+    if found["reference"] is not None:
+        lines += [f"The {found['reference']}.  Only the screened method's own numbers are shown.", ""]
+    methods = list(found["families"][0]["reference"]) if found["families"] else []
+    head = ["", "×", "ours", "− Baseline", "− NoisyMix", *(rows_named.get(m, m) for m in methods)]
+    lines += ["Ours: mean ± 95 % t-interval over the seeds, %; − Baseline / − NoisyMix: the paired difference seed "
+              "by seed (points); then each reference method's mean on the same sets.", ""]
+    for kind, title in (("families", "family"), ("corruptions", "corruption")):
+        lines += ["| " + " | ".join([title, *head[1:]]) + " |", "|---|" + "---:|" * (len(head) - 1)]
+        for e in found[kind]:
+            name = e["name"] if kind == "families" else pretty(e["name"])
+            cells = [name, multiplier_text(e["multiplier"]), _pm(e["ours"]), _diff_cell(e, "baseline"),
+                     _diff_cell(e, "noisymix"), *(f"{e['reference'][m]:.1f}" for m in methods)]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
+def _published_lines(record: dict) -> list[str]:
+    """``## A second view at the published strengths`` (``--also-published``; issue 65, goal 3)."""
+    view = record.get("published")
+    if not view:
+        return []
+    rows_named = record["maps"]["corrupted"]["rows"]
+    lines = ["", "## A second view at the published strengths", "",
+             "The same trained models (no new training) on Digits-C and Digits-P made at the published CIFAR rows "
+             "(`noisymix corrupt --params cifar`), beside the matched view above.", "", view["words"], ""]
+    if view["missing"]:
+        lines += [f"The reference methods: {view['missing']}.", ""]
+    else:
+        ref = view["reference"]
+        lines += [f"The reference methods' numbers at the published rows are the committed run's (`{ref['path']}`, "
+                  f"sha256 {ref['sha256'][:12]}…), never re-run"
+                  + ("." if (view.get("sets") or {}).get("verified") else
+                     "; its sets are unverified (the file carries no `sets`)."), ""]
+    methods = list(view["families"][0]["reference"]) if view["families"] else []
+    head = ["family", "× (matched)", "ours, matched", "ours, published", "gain over Baseline, matched",
+            "gain, published", "change", "the views", *(f"{rows_named.get(m, m)}, published" for m in methods)]
+    lines += ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for e in view["families"]:
+        c = e["comparison"]
+
+        def cell(d):
+            return "–" if d is None else f"{d['mean']:+.1f}" + ("" if d["half_width"] is None
+                                                               else f" ± {d['half_width']:.1f}")
+        verdict = "–" if c is None else (f"**disagree**: {c['why']}" if c["disagree"] else "agree")
+        lines.append("| " + " | ".join([e["name"], multiplier_text(e["multiplier"]), f"{e['matched']:.1f}",
+                                        _pm(e["published"]), cell(c and c["matched_gain"]),
+                                        cell(c and c["published_gain"]), cell(c and c["change"]), verdict,
+                                        *(f"{e['reference'][m]:.1f}" for m in methods)]) + " |")
+    lines.append("")
+    scale_p = view.get("scale_p")
+    if scale_p:
+        lines += ["Digits-P's multipliers of CIFAR-10-P's strengths (the frozen fit, "
+                  f"`{scale_p['source']}`): "
+                  + ", ".join(f"{pretty(n)} {multiplier_text({'low': v, 'high': v})}"
+                              for n, v in scale_p["values"].items()) + ".", ""]
+    return lines
+
+
 def figure(record: dict):
     """Two panels, Digits-C -> CIFAR-10-C and Digits-P -> CIFAR-10-P: the eight reference methods (ours
     against the paper's, each in its colour), the fitted line, and the screened method at its proxy value
@@ -307,7 +504,15 @@ def figure(record: dict):
 
     from noisymix_figures.methods import method_color, method_label
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.9))
+    found = record.get("by_family")
+    if found:  # issue 65: a second row, per family and per corruption
+        fig = plt.figure(figsize=(12, 9.6))
+        grid = fig.add_gridspec(2, 1)
+        top, bottom = grid[0].subgridspec(1, 2), grid[1].subgridspec(1, 2, width_ratios=(1, 2.2))
+        axes = [fig.add_subplot(top[0, 0]), fig.add_subplot(top[0, 1])]
+        _family_panels(record, fig.add_subplot(bottom[0, 0]), fig.add_subplot(bottom[0, 1]))
+    else:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4.9))
     for ax, (m, (proxy_name, benchmark, _, _)) in zip(axes, BENCHMARKS.items(), strict=True):
         fitted = record["maps"][m]
         for r in fitted["loo"]:
@@ -328,21 +533,64 @@ def figure(record: dict):
     fig.legend(handles, labels, loc="lower center", ncol=5, frameon=False, fontsize=8)
     fig.suptitle(f"{record['spec']['title']} screened on the digits proxy: its predicted CIFAR-10 standing "
                  f"({round(100 * record['maps']['corrupted']['level'])} % prediction intervals)", fontsize=10)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    fig.tight_layout(rect=(0, 0.12 if not found else 0.06, 1, 1))
     return fig
 
 
+def _family_panels(record: dict, left, right) -> None:
+    """Per family (``left``) and per corruption (``right``), each labelled with the analogue's multiplier: the
+    screened method's gain over the Baseline (black star, its 95 % interval), the reference methods' mean gains
+    (their colours), and with ``--also-published`` its gain at the published rows (open star); its accuracies
+    where the reference has no per-family numbers."""
+    from noisymix_figures.methods import method_color
+
+    found = record["by_family"]
+    rows_named = record["maps"]["corrupted"]["rows"]
+    view = record.get("published") or {}
+    gains = found["reference"] is None and all("baseline" in e["paired"] for e in found["corruptions"])
+    for ax, kind in ((left, "families"), (right, "corruptions")):
+        entries = found[kind]
+        xs = np.arange(len(entries))
+        for i, e in enumerate(entries):
+            base = e["reference"].get("baseline") if gains else 0.0
+            for m, mean in e["reference"].items():
+                row = rows_named.get(m, m)
+                ax.plot(i, mean - base if gains else mean, "o", ms=5, alpha=0.8, color=method_color(row, "tab:blue"))
+            if gains:
+                d = e["paired"]["baseline"]["difference"]
+                ax.errorbar(i, d["mean"], yerr=d["half_width"] or 0.0, fmt="*", color="black", ms=11, capsize=3,
+                            label=f"{record['spec']['title']} (screened)" if i == 0 else None)
+            else:
+                ax.errorbar(i, e["ours"]["mean"], yerr=e["ours"]["half_width"] or 0.0, fmt="*", color="black", ms=11,
+                            capsize=3, label=f"{record['spec']['title']} (screened)" if i == 0 else None)
+            if kind == "families":
+                pub = next((p for p in view.get("families", ()) if p["name"] == e["name"]), None)
+                if pub is not None and (pub["comparison"] is not None or not gains):
+                    y = pub["comparison"]["published_gain"]["mean"] if gains else pub["published"]["mean"]
+                    ax.plot(i + 0.2, y, "*", mfc="none", color="black", ms=11,
+                            label="at the published rows" if i == 0 else None)
+        names = [e["name"] if kind == "families" else pretty(e["name"]) for e in entries]
+        ax.set_xticks(xs, [f"{n}\n{multiplier_text(e['multiplier'])}" for n, e in zip(names, entries, strict=True)],
+                      fontsize=7 if kind == "corruptions" else 8, rotation=0 if kind == "families" else 60)
+        if gains:
+            ax.axhline(0.0, color="0.6", lw=0.8)
+        ax.set_ylabel("gain over the Baseline (points)" if gains else "Digits-C accuracy (%)")
+        ax.set_title(f"per {'family' if kind == 'families' else 'corruption'}, with the analogue's multiplier of "
+                     "CIFAR's strength", fontsize=9)
+        ax.grid(alpha=0.3, axis="y")
+    left.legend(fontsize=6, frameon=False, loc="best")
+
+
 def write_page(out: Path, record: dict) -> str:
-    """Write ``screen.png``, ``SCREEN.md`` and ``screen.json`` (each atomically; the JSON last, so its
-    presence says the page is whole); return the Markdown."""
+    """Write ``screen.png``, ``SCREEN.md`` and ``screen.json``, all or none (``write_files``: every file
+    rendered first, then each replaced atomically, the JSON last); return the Markdown."""
     import matplotlib.pyplot as plt
 
     fig = figure(record)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
     plt.close(fig)
-    write_bytes(out / "screen.png", buffer.getvalue())
     text = render_markdown(record)
-    write_text(out / "SCREEN.md", text)
-    write_json(out / "screen.json", record)
+    # all or none (issue 65: the page grew; a failure rendering one file writes none of them)
+    write_files({out / "screen.png": buffer.getvalue(), out / "SCREEN.md": text, out / "screen.json": record})
     return text
