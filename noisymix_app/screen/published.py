@@ -342,6 +342,8 @@ def _rounded(per_seed: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from noisymix_infra.threads import add_threads_argument, torch_threads
+
     parser = argparse.ArgumentParser(prog="python -m noisymix_app.screen.published",
                                      description="the eight methods at the published CIFAR rows, from their runs "
                                                  "(docs/published-strengths-summary.json; issue 65)")
@@ -350,8 +352,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="the JSON file to write")
     parser.add_argument("--work", default=None, help="where the published sets and evaluations go "
                                                      "(default: RESULTS/published-strengths)")
+    add_threads_argument(parser, None)
     args = parser.parse_args(argv)
-    record = build_published_summary(args.results, args.out, summary=args.summary, work=args.work)
+    with torch_threads(args.threads):  # the free cores, as every command (a busy machine is not oversubscribed)
+        record = build_published_summary(args.results, args.out, summary=args.summary, work=args.work)
     print(f"wrote {args.out}: {len(record['table'])} methods on {len(record['seeds'])} seeds at the published rows")
     return 0
 

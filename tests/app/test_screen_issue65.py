@@ -424,3 +424,22 @@ def test_the_published_evaluations_are_of_the_runs_weights_beside_their_own_and_
     (runs[1][1] / "final.pt").write_bytes(b"retrained")  # other weights: evaluated again, the other run kept
     assert evaluate_published(plan, tmp_path, runs, device="cpu") == [f"aug-seed5 {plan.corrupted_suite}",
                                                                         f"aug-seed5 {plan.perturbed_suite}"]
+
+
+def test_a_published_reference_beside_a_summary_without_per_family_numbers_gives_the_published_gain_alone(tmp_path):
+    from noisymix_app.screen.published import read_published
+
+    rows = _rows(8, breakdown=False)
+    reference = read_reference(_summary(tmp_path, rows))
+    pub_rows = _rows(9, paper=False)
+    ours_pub = _ours(pub_rows, dict.fromkeys(FAMILIES["noise"], 4.0), seed=3)
+    published = read_published(_published(tmp_path, pub_rows), reference, given=True)
+    record = page_record(SPEC, reference, _ours(_rows(8), {}), plan=PLAN, runs={}, wall_seconds=None, scale=SCALE,
+                         published=_view(ours_pub, published))
+    view = record["published"]
+    noise = next(e for e in view["families"] if e["name"] == "noise")
+    gain = (np.mean([ours_pub["per_corruption"][c] for c in FAMILIES["noise"]], axis=0)
+            - np.mean([pub_rows["baseline"]["per_seed"]["per_corruption"][c] for c in FAMILIES["noise"]], axis=0))
+    assert noise["comparison"] is None and noise["published_gain"]["mean"] == pytest.approx(gain.mean())
+    assert f"noise {gain.mean():+.1f}" in view["words"]
+    assert "the eight-method summary has no per-family numbers" in view["words"] and view["disagree"] == []
