@@ -509,16 +509,11 @@ def check_sets(reference: Reference, plan, out: Path) -> dict:
     ``{"c": ..., "p": ..., "verified": bool}``."""
     from noisymix_app.reproduce.steps import _corrupted, _perturbed
     from noisymix_app.reproduce.summary import set_identity
+    from noisymix_app.screen.reference import compare_sets
 
     ours = {"c": set_identity(_corrupted(plan, out)), "p": set_identity(_perturbed(plan, out))}
-    theirs = reference.sets
-    if theirs is not None:
-        differ = [k for k in ("c", "p") if theirs.get(k) != ours[k]]
-        if differ:
-            raise ValueError(f"{printable(str(reference.path))}: the reference was measured on other Digits-C/-P sets "
-                             f"(sets.{differ[0]} {printable(str(theirs.get(differ[0])))[:16]}..., this screen's "
-                             f"{str(ours[differ[0]])[:16]}...); rerun the eight-method plan")
-    return {**ours, "verified": theirs is not None}
+    return compare_sets(ours, reference.sets, reference.path, "the reference was measured on other Digits-C/-P sets",
+                        "rerun the eight-method plan")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -218,15 +218,13 @@ def check_published_sets(published: PublishedReference | None, plan, out: Path) 
     from noisymix_app.reproduce.summary import set_identity
 
     c_root, p_root = published_sets(plan, out)
+    from noisymix_app.screen.reference import compare_sets
+
     ours = {"c": set_identity(c_root), "p": set_identity(p_root)}
-    theirs = published.sets if published is not None else None
-    if theirs is not None:
-        differ = [k for k in ("c", "p") if theirs.get(k) != ours[k]]
-        if differ:
-            raise ValueError(f"{printable(str(published.path))}: the reference at the published rows was measured on "
-                             f"other sets (sets.{differ[0]} {str(theirs.get(differ[0]))[:16]}..., this screen's "
-                             f"{str(ours[differ[0]])[:16]}...); remake it ({COMMAND})")
-    return {**ours, "verified": theirs is not None}
+    if published is None:
+        return {**ours, "verified": False}
+    return compare_sets(ours, published.sets, published.path,
+                        "the reference at the published rows was measured on other sets", f"remake it ({COMMAND})")
 
 
 # ----------------------------------------------------------------------------- the two views

@@ -216,3 +216,15 @@ def _sets(path: Path, sets: object) -> dict | None:
                                            for k in ("c", "p"))):
         raise _refuse(path, 'sets is not {"c": sha256, "p": sha256}, the identity of its Digits-C and -P sets')
     return {"c": sets["c"], "p": sets["p"]}
+
+
+def compare_sets(ours: dict, theirs: dict | None, path: Path, what: str, remedy: str) -> dict:
+    """``ours`` (the sets a screen made: {"c", "p"} identities) against a reference's ``theirs``: one line where
+    they differ (its numbers are of other sets; issue 64), ``verified`` False where the reference does not say."""
+    if theirs is not None:
+        differ = [k for k in ("c", "p") if theirs.get(k) != ours[k]]
+        if differ:
+            raise ValueError(f"{printable(str(path))}: {what} (sets.{differ[0]} "
+                             f"{printable(str(theirs.get(differ[0])))[:16]}..., this screen's "
+                             f"{str(ours[differ[0]])[:16]}...); {remedy}")
+    return {**ours, "verified": theirs is not None}
