@@ -200,6 +200,40 @@ def _share(runs: dict, method: str) -> np.ndarray:
     return _gain(runs, method) / np.where(drop == 0, np.nan, drop)
 
 
+def family_validity(gains: list[dict]) -> dict:
+    """Per CIFAR-10-C family (issue 65, goal 4): the unfitted methods' mean gain over the Baseline on the family's
+    corruptions, ours against the paper's, as rank agreement (Spearman with its exact one-sided permutation p, Holm
+    over the four families) and the slope of ours on the paper's through the origin: where the analogue is an
+    instrument for a method's gain, and where it is not."""
+    out = {}
+    for family, members in CATEGORIES.items():
+        index = [CORRUPTIONS.index(c) for c in members]
+        ours = [float(np.mean([g["ours"][i] for i in index])) for g in gains]
+        paper = [round(float(np.mean([g["paper"][i] for i in index])), 2) for g in gains]
+        test = order_test(ours, paper)["spearman"]
+        out[family] = {"spearman": test["value"], "p": test["p"], "slope": slope_through_origin(ours, paper),
+                       "ours": [round(v, 2) for v in ours], "paper": paper}
+    adjusted = holm({f: v["p"] for f, v in out.items() if v["p"] is not None})
+    for family, entry in out.items():
+        entry["p_adjusted"] = adjusted.get(family)
+    return out
+
+
+def _family_words(families: dict) -> str:
+    """The per-family validity in one sentence, its words from the Holm-adjusted p by the order's rule."""
+    if not families:
+        return ""
+    ranks = [f"{f} ({signed(v['spearman'], 2)}, p {v['p_adjusted']:.3f}, slope {v['slope']:.2f})" for f, v in
+             families.items() if v.get("p_adjusted") is not None and v["p_adjusted"] < 0.05 and v["spearman"] > 0]
+    not_ = [f"{f} ({'undefined' if v['spearman'] is None else signed(v['spearman'], 2)}"
+            + ("" if v.get("p_adjusted") is None else f", p {v['p_adjusted']:.3f}") + ")" for f, v in families.items()
+            if not (v.get("p_adjusted") is not None and v["p_adjusted"] < 0.05 and v["spearman"] > 0)]
+    return (" Per corruption family (Spearman of the methods' gains over the Baseline, exact p after Holm over the "
+            "four families, slope of ours on the paper's): they rank as the paper's on " + (join(ranks) if ranks else
+                                                                                            "no family")
+            + (f"; not reliably on {join(not_)}" if not_ else "") + ".")
+
+
 def analogue_summary(runs: dict[str, dict[str, np.ndarray]], seeds: Sequence[int], *, seed: int = 0,
                      draws: int = BOOTSTRAP) -> dict:
     """Everything the analogue's test reports, as data (``render_markdown`` words it, ``finding`` says it)."""
@@ -257,7 +291,7 @@ def analogue_summary(runs: dict[str, dict[str, np.ndarray]], seeds: Sequence[int
                       "share_of_drop": rank_correlation(_share(runs, m), paper_gain / paper_drop),
                       "ours": _gain(runs, m).round(4).tolist(), "paper": paper_gain.round(4).tolist()})
     summary = {"methods": methods, "unfitted": unfitted, "seeds": list(seeds), "table": table, "order": order,
-               "gains": gains, "bootstrap": {"draws": draws, "seed": seed}}
+               "gains": gains, "families": family_validity(gains), "bootstrap": {"draws": draws, "seed": seed}}
     summary["finding"] = finding(summary)
     return summary
 
@@ -302,7 +336,7 @@ def finding(summary: dict) -> str:
                    + ("; " if reversed_ and shares else "")
                    + (f"the share of the Baseline's drop each recovers correlates with the paper's at "
                       f"{signed(min(shares), 2)} to {signed(max(shares), 2)}" if shares else "") + ".")
-    return text + sizes + profile
+    return text + sizes + profile + _family_words(summary.get("families") or {})
 
 
 def _pm(entry: dict) -> str:
@@ -355,6 +389,15 @@ def render_markdown(summary: dict, *, plan_line: str = "") -> str:
     for g in summary["gains"]:
         cells = ["n/a" if g[k] is None else signed(g[k], 2) for k in ("rank_correlation", "share_of_drop")]
         lines.append(f"| {label(g['method'])} | {signed(g['slope'], 2)} | {cells[0]} | {cells[1]} |")
+    if summary.get("families"):  # issue 65, goal 4: where the analogue is an instrument, family by family
+        lines += ["", "**Per CIFAR-10-C family**, the unfitted methods' mean gain over the Baseline on its "
+                  "corruptions, ours against the paper's:", "", "| family | Spearman | exact p | after Holm | slope |",
+                  "|---|---:|---:|---:|---:|"]
+        lines += [f"| {f} | {'n/a' if v['spearman'] is None else signed(v['spearman'], 2)} | "
+                  f"{'—' if v['p'] is None else format(v['p'], '.3f')} | "
+                  f"{'—' if v.get('p_adjusted') is None else format(v['p_adjusted'], '.3f')} | "
+                  f"{signed(v['slope'], 2)} |"
+                  for f, v in summary["families"].items()]
     return "\n".join(lines) + "\n"
 
 

@@ -290,3 +290,27 @@ def test_the_papers_gains_are_ranked_at_their_printed_precision():
     assert all(v == round(v, 1) for values in gains.values() for v in values)
     nm = gains["noisymix"]
     assert nm[CORRUPTIONS.index("contrast")] == nm[CORRUPTIONS.index("jpeg_compression")] == 11.4
+
+
+def test_per_family_validity_is_each_familys_rank_agreement_and_slope():
+    """Issue 65, goal 4: per CIFAR-10-C family, the unfitted methods' family gains ranked against the paper's (exact
+    one-sided p, Holm over the four families) and the slope through the origin; a family whose gains we invert is
+    named as not ranked."""
+    from scipy.stats import spearmanr
+
+    from fullscale.vocabulary import CATEGORIES
+
+    runs = _runs_like_the_paper(1.0, 0.3)
+    base = runs["baseline"]["per_corruption"].copy()
+    index = [CORRUPTIONS.index(c) for c in CATEGORIES["weather"]]
+    for m in EIGHT_METHODS[1:]:  # weather gains turned upside down
+        runs[m]["per_corruption"][:, index] = base[:, index] - (runs[m]["per_corruption"][:, index] - base[:, index])
+    summary = analogue_summary(runs, list(range(5)), draws=200)
+    fam = summary["families"]
+    noise = [CORRUPTIONS.index(c) for c in CATEGORIES["noise"]]
+    ours = [np.mean([g["ours"][i] for i in noise]) for g in summary["gains"]]
+    paper = [round(float(np.mean([g["paper"][i] for i in noise])), 2) for g in summary["gains"]]
+    assert fam["noise"]["spearman"] == pytest.approx(spearmanr(ours, paper).statistic)
+    assert fam["noise"]["slope"] == pytest.approx(float(np.dot(ours, paper) / np.dot(paper, paper)))
+    assert fam["weather"]["spearman"] < 0 and fam["weather"]["p_adjusted"] >= fam["weather"]["p"]
+    assert "not reliably on weather" in summary["finding"] and "| weather |" in render_markdown(summary)
