@@ -443,7 +443,8 @@ def write_report(results: Path, *, draws: int = BOOTSTRAP) -> dict:
                  f"{', '.join(map(str, plan['seeds']))}), {plan['model']} width {plan['width']}, {plan['epochs']} "
                  "epochs, "
                  f"{recipe}; Digits-C and Digits-P ({plan['perturbed_limit']} sequences) at their difficulty-matched "
-                 f"strengths" + ("" if wall is None else f"; {wall / 60:.1f} min wall") + ".")
+                 f"strengths" + ("" if wall is None else f"; {wall / 60:.1f} min wall as recorded (a measure of this "
+                                                          "invocation, on cores it may have shared)") + ".")
     text = render_markdown(summary, plan_line=plan_line)
     text += "\n![ours against the paper's](figures/analogue_methods.png)\n"
     if plan["corruption_params"] == "digits-matched":
@@ -463,12 +464,11 @@ README_END = "<!-- analogue-methods:end -->"
 
 
 def readme_block(summary: dict) -> str:
-    """The README's few generated lines: the finding, the wall time, the figure."""
-    minutes = summary.get("plan", {}).get("wall_minutes")
-    return (f"**{summary['finding']}** `noisymix reproduce --plan {PLAN} --out DIR` ran it"
-            + ("" if minutes is None else f" in {minutes} min wall on 2 CPU cores")
-            + "; every table in [docs/analogue-methods-summary.md](docs/analogue-methods-summary.md) (the paper's "
-            "claims about these methods are decided once, with every run pooled, in the main job's report).\n\n"
+    """The README's few generated lines: the finding and the figure (its time is the first-run block's figure, one
+    number per fact: issue 63, goal 8)."""
+    return (f"**{summary['finding']}** `noisymix reproduce --plan {PLAN} --out DIR` makes its runs; every table in "
+            "[docs/analogue-methods-summary.md](docs/analogue-methods-summary.md) (the paper's claims about these "
+            "methods are decided once, with every run of the recipe pooled, in the main job's report).\n\n"
             "![the analogue on the eight methods](docs/figures/analogue_methods.png)\n")
 
 
