@@ -59,7 +59,7 @@ def _mean(summary: dict, method: str, metric: str) -> float | None:
     return None if not cell else cell["mean"]
 
 
-def _calibration_words(summary: dict, claims: list[dict]) -> str | None:
+def _calibration_words(summary: dict, claims: list[dict], brief: bool = False) -> str | None:
     """The paper's calibration claim answered plainly on its own metrics, with the diagnostic beside it."""
     mine = [c for c in claims if c["metric"] in CALIBRATION_METRICS]
     if not mine:
@@ -83,7 +83,9 @@ def _calibration_words(summary: dict, claims: list[dict]) -> str | None:
               and c.get("difference")]
     if gap is not None or scaled:
         text += " As evaluated it is " + gap_words(gap).split(" (")[0] if gap is not None else ""
-        if scaled:
+        if scaled and brief:  # the README's block: the diagnostic's numbers are the docs' (its words budget)
+            text += " (the clean-fitted temperature's diagnostic: docs/reproduce-summary.md, Calibration)"
+        elif scaled:
             text += ("; after a temperature fitted on clean images (the diagnostic that explains this, not the paper's "
                      "metric), its RMS error minus each other method's is "
                      + ", ".join(f"{interval_text({**c['difference'], 'mean': -c['difference']['mean']})} "
@@ -92,7 +94,7 @@ def _calibration_words(summary: dict, claims: list[dict]) -> str | None:
     return text
 
 
-def answer(summary: dict) -> tuple[str, list[str]]:
+def answer(summary: dict, brief: bool = False) -> tuple[str, list[str]]:
     """The one-word answer to "does NoisyMix do what the paper says, at this scale?" and the opening's
     sentences: the primary claim; how many of the others hold, are within noise or fail (the table names each;
     issue 57: the opening repeated every verdict the table gave), naming those that fail; the calibration claim
@@ -121,7 +123,7 @@ def answer(summary: dict) -> tuple[str, list[str]]:
                             if opposite else ""))
     # the paper's calibration claim, on every method it was decided against, both families (issue 63: the
     # README named the one failure of six)
-    calibration = _calibration_words(summary, others + _judged(summary, "eight-method"))
+    calibration = _calibration_words(summary, others + _judged(summary, "eight-method"), brief)
     if calibration:
         sentences.append(calibration)
     small = [c for c in others if cannot_decide(c)]
@@ -152,9 +154,10 @@ def _tally(claims: list[dict]) -> str:
                      if (n := sum(c["verdict"] == v for c in claims)))
 
 
-def opening(summary: dict) -> str:
-    """The report's answer in one paragraph: the one-word answer, then ``answer``'s sentences."""
-    word, sentences = answer(summary)
+def opening(summary: dict, brief: bool = False) -> str:
+    """The report's answer in one paragraph: the one-word answer, then ``answer``'s sentences (``brief``: the
+    README's, the calibration diagnostic's numbers left to the docs)."""
+    word, sentences = answer(summary, brief)
     return f"**Does NoisyMix do what the paper says, at this scale? {word.capitalize()}.** " + " ".join(sentences)
 
 

@@ -89,8 +89,8 @@ def _generated(summary: dict) -> str:
         text += f" ({summary['seconds'] / 60:.1f} min summed over steps that ran side by side)"
     sources = (summary.get("pooled") or {}).get("sources") or []
     if sources:  # the claims' other seeds: runs of the same recipe and sets, each plan's own file
-        text += ("; the claims pool these seeds with " + ", ".join(
-            f"`docs/pooled/{s['file']}` ({s['plan'].split(' ')[0]}, seeds {s['seeds'][0]}–{s['seeds'][-1]}, made at "
+        text += ("; pooled with " + ", ".join(
+            f"`docs/pooled/{s['file']}` (seeds {s['seeds'][0]}–{s['seeds'][-1]}, made at "
             + ", ".join(f"`{c[:12]}`" for c in s.get("made_at") or []) + ")" for s in sources))
     return text + "."
 
@@ -100,12 +100,11 @@ def render_readme(summary: dict) -> str:
     numbers come from, one figure; every term defined where first used."""
     from noisymix_app.reproduce.headline import claims_table, opening
 
-    lines = [opening(summary), "", *claims_table(summary), "",
+    lines = [opening(summary, brief=True), "", *claims_table(summary), "",
              "Ours: NoisyMix minus the other, paired over seeds (points; positive: NoisyMix better); the paper's: the "
              "same difference in its table and setting (*direction only*: a setting the digits do not stand for, "
-             "so only the sign is tested). " + _generated(summary) + " Every other table (the claims with "
-             "their quotes, per method, calibration, the analogue's fidelity out of sample, the ablation, theory, "
-             "toy): [docs/reproduce-summary.md](docs/reproduce-summary.md).", "",
+             "so only the sign is tested). " + _generated(summary) + " The claims with their quotes and every other "
+             "table: [docs/reproduce-summary.md](docs/reproduce-summary.md).", "",
              "![The paper's CIFAR-10-C accuracies beside ours on Digits-C, and each paired difference]"
              "(docs/figures/robust_c.png)"]
     return "\n".join(lines) + "\n"
