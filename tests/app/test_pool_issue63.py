@@ -85,3 +85,33 @@ def test_the_main_job_decides_on_the_pooled_seeds_and_a_pooled_plan_decides_noth
     assert next(c for c in alone["claims"] if c["id"] == claim["id"])["difference"]["n"] == 9
     central = derive(values, {**record, "plan": _plan("central"), "plan_name": "central"}, {})
     assert central["claims"] == [] and central["pooled"] is None
+
+
+def test_the_central_plan_runs_the_seeds_the_committed_power_analysis_fixed():
+    """Issue 63, goal 2: the power analysis was committed before the runs; the plan runs exactly its seeds, and they
+    are seeds no other committed run of the two methods holds."""
+    from pathlib import Path
+
+    power = json.loads((Path(__file__).resolve().parents[2] / "docs" / "central-power.json").read_text())
+    assert list(PLANS["central"].seeds) == power["new_seeds"]
+    assert power["pooled_before_new"] + len(power["new_seeds"]) >= power["pairs_needed"]
+    before = set(PLANS["laptop"].seeds) | set(PLANS["analogue-methods"].seeds)
+    assert len(before) == power["pooled_before_new"] and not before & set(power["new_seeds"])
+
+
+def test_the_power_rule_is_an_interval_no_wider_than_the_papers_effect():
+    """The committed rule (noisymix_infra.stats.seeds_to_decide), checked by simulation at its answer: with the true
+    sd, intervals at alpha/m of n pairs are no wider than the effect in at least 80 % of draws, of n - 1 in fewer."""
+    import numpy as np
+
+    from noisymix_infra.stats import seeds_to_decide, t_quantile
+
+    sd, width, alpha = 1.8, 2.4, 0.05 / 16
+    n = seeds_to_decide(sd, width, alpha)
+    rng = np.random.default_rng(0)
+
+    def share(k: int) -> float:
+        s = rng.normal(0, sd, (20000, k)).std(axis=1, ddof=1)
+        return float(np.mean(2 * t_quantile(1 - alpha / 2, k - 1) * s / k ** 0.5 <= width))
+
+    assert share(n) >= 0.79 and share(n - 1) < 0.80
