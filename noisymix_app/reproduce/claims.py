@@ -133,7 +133,8 @@ def decide(values: dict, methods: list[str], family: str, margins: dict[str, flo
             # the interval at the verdict's level (issue 63, goal 5): it holds 0 exactly where the verdict is
             # within noise, where a 95 % interval beside a Holm verdict said otherwise for three claims
             alpha = verdict_alpha(claim["p"], claim["p_adjusted"], ALPHA)
-            claim["interval"] = list(level_interval(d, alpha) or ()) or None
+            bounds = level_interval(d, alpha)
+            claim["interval"] = None if bounds is None else list(bounds)
             claim["interval_level"] = None if claim["interval"] is None else 1 - alpha
         claim["against_paper"] = against_paper(claim)
     firmness(claims, margins or {})

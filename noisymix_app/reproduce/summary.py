@@ -237,7 +237,7 @@ def derive(values: dict[str, dict[str, dict[int, float]]], record: dict, margins
     fidelity = record.get("fidelity")
     if fidelity:
         fidelity = {k: v for k, v in fidelity.items() if k != "fresh"} | ({"fresh": fresh[0]} if fresh else {})
-    methods = [m for m in dict.fromkeys([*record["plan"]["methods"], *joined])]
+    methods = list(dict.fromkeys([*record["plan"]["methods"], *joined]))
     families = () if family in POOLED_FAMILIES else ("main", "eight-method") if family == "main" else (family,)
     return {"family": family, "claims": [c for f in families for c in decide(joined, methods, f, margins)],
             "descriptive": descriptive_of(values, record["plan"]["methods"]), "categories": category_claims(values),
