@@ -491,6 +491,12 @@ def update_docs(results: Path, root: Path | None = None) -> None:
         raise ValueError(f"{results} is not the {PLAN} plan's complete output (its plan differs in "
                          f"{', '.join(differs or ['?'])}, or not the eight methods on at least 5 seeds): only that "
                          "plan's report goes into the README and docs/")
+    # issue 64, cause 1: a folder of evaluation files alone (no run's config, no weights) went into the README
+    missing = [f"{m}-seed{s}" for m in summary["plan"]["methods"] for s in summary["plan"]["seeds"]
+               if not all((Path(results) / "runs" / f"{m}-seed{s}" / f).is_file() for f in ("config.json", "final.pt"))]
+    if missing:
+        raise ValueError(f"{results}: run {missing[0]} has no config.json or final.pt: only runs that exist go into "
+                         "the README and docs/")
     text, png = (source / "analogue.md").read_text(), (source / "analogue_methods.png").read_bytes()
     readme = (root / "README.md").read_text()
     pattern = re.compile(re.escape(README_BEGIN) + r".*?" + re.escape(README_END), flags=re.S)

@@ -53,8 +53,8 @@ from noisymix_infra.provenance import git_state, machine
 from noisymix_infra.stats import Seeds, interval
 from theory.results import checks_of, tally
 
-__all__ = ["CODE_PATHS", "README_WORDS", "derive", "main", "rederive", "render", "render_readme", "set_identity",
-           "summarize", "values_of", "write_summary"]
+__all__ = ["CODE_PATHS", "README_WORDS", "check_whole", "derive", "main", "rederive", "render", "render_readme",
+           "set_identity", "summarize", "values_digest", "values_of", "write_summary"]
 
 ROOT = Path(__file__).resolve().parents[2]
 # the code whose change makes a summary stale (methods, trainer, evaluation, metrics, augmentation,
@@ -309,14 +309,57 @@ def write_summary(out: str | Path, plan_name: str | None = None) -> dict:
     return summary
 
 
+def values_digest(record: dict) -> str:
+    """The sha256 of a summary's per-seed values as read back (``values_of``: the table and calibration under shift):
+    what a re-render re-derives from, recorded at the first render and checked at every later one (issue 64)."""
+    cells = {m: {k: sorted((str(seed), value) for seed, value in v.items()) for k, v in per.items()}
+             for m, per in values_of(record).items()}  # as read back: a re-rendered record gives the same digest
+    return hashlib.sha256(json.dumps(cells, sort_keys=True).encode()).hexdigest()
+
+
+def check_whole(record: dict, where: str) -> None:
+    """One line unless a summary read back is whole (issue 64, cause 1: a cell whose values and seeds differ in
+    length was dropped without a word, a value edited was rendered): every cell's seeds and values of one length,
+    the values finite numbers, the seeds distinct integers; its numbers those it was written with."""
+    import math
+
+    for method, row in (record.get("table") or {}).items():
+        for metric, cell in (row if isinstance(row, dict) else {}).items():
+            seeds, values = (cell or {}).get("seeds"), (cell or {}).get("values")
+            if not isinstance(seeds, list) or not isinstance(values, list) or len(seeds) != len(values) \
+                    or len(set(map(str, seeds))) != len(seeds) or not all(isinstance(x, int) for x in seeds) \
+                    or not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+                               for v in values):
+                raise ValueError(f"{where}: table.{method}.{metric} is not whole (seeds and values of one length, "
+                                 "distinct integer seeds, finite values): not re-rendered")
+    if record.get("digest") is not None and record["digest"] != values_digest(record):
+        raise ValueError(f"{where}: its per-seed values are not those it was written with (digest differs): a "
+                         "summary is re-rendered from its own numbers only")
+
+
 def rerender(path: str, root: Path = ROOT, kept: str = "reproduce") -> dict:
     """Re-derive a kept summary (``rederive``) and write it back as docs/KEPT-summary.* and, for the main job's,
-    the README's block: only a finished, complete summary of the main job (``readme.publishable``; issue 60:
-    a quick run's replaced the README's block), whose figures are those docs/ holds.  No run is redone; the record
+    the README's block: only a whole summary (``check_whole``: its numbers as written, issue 64) of the kept plan
+    (the main job's finished, complete output, ``readme.publishable``; the ablation plan's for ``ablation``),
+    whose figures are those docs/ holds, that decides every claim it decided before.  No run is redone; the record
     names the commit that re-derived it (``git``: "rendered at"), its runs' own commits stay in ``made_at``."""
-    record = {**rederive(_summary_at(path)), "git": git_state(CODE_PATHS)}
+    from noisymix_app.reproduce.plans import protocol_differences
+
+    original = _summary_at(path)
+    check_whole(original, path)
+    record = {**rederive(original), "git": git_state(CODE_PATHS), "digest": values_digest(original)}
+    before = {c["id"] for c in original.get("claims") or [] if c.get("difference")}
+    lost = sorted(before - {c["id"] for c in record["claims"] if c.get("difference")})
+    if lost:
+        raise ValueError(f"{path}: re-derived, it no longer decides {lost[0]} (its values are missing): "
+                         "not re-rendered")
     if kept == "reproduce":
         publishable(record, root)
+    elif {k for k in protocol_differences(record.get("plan") or {}, kept) if k in (record.get("plan") or {})} \
+            - {"seeds"} or record.get("complete") is False:
+        # the kept ablation ran 3 of the plan's seeds (and predates some fields): any other field it records
+        # makes it another plan's (issue 64: a quick run's replaced docs/ablation-summary.*)
+        raise ValueError(f"{path} is not the {kept} plan's complete output: only that goes to docs/{kept}-summary.*")
     files = {root / "docs" / f"{kept}-summary.json": record, root / "docs" / f"{kept}-summary.md": render(record)}
     if kept == "reproduce":
         files[root / "README.md"] = replace_block((root / "README.md").read_text(), render_readme(record))

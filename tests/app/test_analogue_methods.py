@@ -189,6 +189,8 @@ def _write_fixture_runs(root, runs: dict) -> None:
         for s, seed in enumerate(plan["seeds"]):
             folder = root / "runs" / f"{m}-seed{seed}" / "eval"
             folder.mkdir(parents=True)
+            (folder.parent / "config.json").write_text("{}")  # a run's own files (the README takes only runs)
+            (folder.parent / "final.pt").write_bytes(b"weights")
             (folder / "clean.json").write_text(json.dumps({"summary": {"accuracy": r["clean"][s] / 100}}))
             per_c = {c: r["per_corruption"][s][i] / 100 for i, c in enumerate(CORRUPTIONS)}
             (folder / "digits-c.json").write_text(json.dumps({"summary": {"per_corruption": per_c}}))
@@ -216,6 +218,12 @@ def test_the_command_reads_real_result_files_and_the_docs_copy_is_guarded_and_al
         update_docs(results, root)
     assert not (root / "docs").exists()  # refused before writing anything
     (root / "README.md").write_text(f"intro\n{README_BEGIN}\nthe old block\n{README_END}\nend\n")
+    weights = results / "runs" / "mixup-seed12" / "final.pt"
+    weights.unlink()  # evaluation files without the run's weights (issue 64): refused, nothing written
+    with pytest.raises(ValueError, match=r"run mixup-seed12 has no config\.json or final\.pt"):
+        update_docs(results, root)
+    assert not (root / "docs").exists()
+    weights.write_bytes(b"weights")
     update_docs(results, root)
     readme = (root / "README.md").read_text()
     assert summary["finding"] in readme and "the old block" not in readme and readme.endswith("end\n")
