@@ -306,8 +306,15 @@ def test_update_readme_writes_nothing_when_it_refuses(tmp_path):
     (out / "figures").mkdir(parents=True)
     (out / "SUMMARY.md").write_text("new numbers\n")
     laptop = json.loads(json.dumps(dataclasses.asdict(PLANS["laptop"])))  # the main job's finished output ...
+    from noisymix_app.reproduce.summary import run_hashes
+
+    for m in laptop["methods"]:  # the runs the summary was made from (issue 64: the writer checks their hashes)
+        for s in laptop["seeds"]:
+            (out / "runs" / f"{m}-seed{s}").mkdir(parents=True)
+            (out / "runs" / f"{m}-seed{s}" / "final.pt").write_bytes(b"w")
     (out / "summary.json").write_text(json.dumps({"plan": laptop, "plan_name": "laptop", "complete": True,
-                                                  "theory": {"checks": 1}, "toy": {"seeds": 20}}))
+                                                  "theory": {"checks": 1}, "toy": {"seeds": 20},
+                                                  "runs": run_hashes(out, laptop)}))
     (out / "figures" / "robust_c.png").write_bytes(b"the new run's figure")  # calibration_shift.png missing
     readme = (f"intro\n{BEGIN}\nold numbers\n{END}\n![a](docs/figures/robust_c.png)\n"
               "![b](docs/figures/calibration_shift.png)\n")

@@ -134,14 +134,26 @@ def test_the_reproduce_summary_is_not_stale():
                          "rerun `noisymix reproduce --out results --update-readme` and commit the result")
 
 
-def _finished() -> str:
+def _finished(out: Path) -> str:
     """A summary.json that the README's writer takes: the main job's plan, finished and complete (issue 60)."""
     import dataclasses
 
     from noisymix_app.reproduce.plans import PLANS
 
     plan = json.loads(json.dumps(dataclasses.asdict(PLANS["laptop"])))
-    return json.dumps({"plan": plan, "plan_name": "laptop", "complete": True, "theory": {"n": 1}, "toy": {"n": 1}})
+    return json.dumps({"plan": plan, "plan_name": "laptop", "complete": True, "theory": {"n": 1}, "toy": {"n": 1},
+                       "runs": _runs_of(plan, out)})
+
+
+def _runs_of(plan: dict, out: Path) -> dict:
+    """The run hashes a summary records (issue 64): each run's weights, written under ``out``."""
+    from noisymix_app.reproduce.summary import run_hashes
+
+    for m in plan["methods"]:
+        for s in plan["seeds"]:
+            (out / "runs" / f"{m}-seed{s}").mkdir(parents=True, exist_ok=True)
+            (out / "runs" / f"{m}-seed{s}" / "final.pt").write_bytes(f"{m}{s}".encode())
+    return run_hashes(out, plan)
 
 
 def test_update_readme_replaces_only_the_marked_block(tmp_path):
@@ -150,7 +162,7 @@ def test_update_readme_replaces_only_the_marked_block(tmp_path):
     out = tmp_path / "results"
     out.mkdir()
     (out / "SUMMARY.md").write_text("| a | 1.0 ± 0.1 |\n")
-    (out / "summary.json").write_text(_finished())
+    (out / "summary.json").write_text(_finished(out))
     (tmp_path / "README.md").write_text(f"intro\n{BEGIN}\nold numbers\n{END}\nrest\n")
     update_readme(out, root=tmp_path)
     assert (tmp_path / "README.md").read_text() == f"intro\n{BEGIN}\n| a | 1.0 ± 0.1 |\n{END}\nrest\n"
@@ -184,7 +196,7 @@ def test_a_stale_figure_is_caught(tmp_path):
     out = tmp_path / "results"
     (out / "figures").mkdir(parents=True)
     (out / "SUMMARY.md").write_text("numbers\n")
-    (out / "summary.json").write_text(_finished())
+    (out / "summary.json").write_text(_finished(out))
     (out / "figures" / "a.png").write_bytes(b"figure of this run")
     (tmp_path / "README.md").write_text(f"{BEGIN}\nold\n{END}\n![a](docs/figures/a.png)\n")
     update_readme(out, root=tmp_path)

@@ -79,9 +79,20 @@ def update_readme(out: str | Path, root: Path = ROOT) -> None:
     Everything is read and checked before the first write: a refusal writes nothing (issue 54: a run
     without ``calibration_shift.png`` was refused only after ``docs/figures/robust_c.png`` had been
     replaced, leaving the README's figures from two runs)."""
+    from noisymix_app.reproduce.summary import check_whole, run_hashes
+
     out = Path(out)
     record = read_json(out / "summary.json")
     publishable(record)  # the writer's own guard, whoever calls it (issue 60)
+    # issue 64, goal 1: the numbers as written, of runs that exist with the weights and evaluations they were of
+    check_whole(record, str(out / "summary.json"))
+    found = run_hashes(out, record["plan"])
+    differ = [name for name, digest in (record.get("runs") or {}).items() if found.get(name) != digest or not digest]
+    if not record.get("runs") or differ:
+        raise ValueError(f"{out}: " + (f"run {differ[0]} is not the one the summary was made from (its weights or "
+                                       "evaluations are missing or changed)" if differ else
+                                       "the summary records no run hashes (made before issue 64): rerun the summary")
+                         + "; nothing written")
     text = (out / "SUMMARY.md").read_text()
     block = (out / BLOCK).read_text() if (out / BLOCK).is_file() else text
     readme = replace_block((root / "README.md").read_text(), block)

@@ -54,7 +54,7 @@ from noisymix_infra.stats import Seeds, interval
 from theory.results import checks_of, tally
 
 __all__ = ["CODE_PATHS", "README_WORDS", "check_whole", "derive", "main", "rederive", "render", "render_readme",
-           "set_identity", "summarize", "values_digest", "values_of", "write_summary"]
+           "run_hashes", "set_identity", "summarize", "values_digest", "values_of", "write_summary"]
 
 ROOT = Path(__file__).resolve().parents[2]
 # the code whose change makes a summary stale (methods, trainer, evaluation, metrics, augmentation,
@@ -199,7 +199,28 @@ def summarize(out: str | Path, plan_name: str | None = None) -> dict:
                "theory": _theory(out / "theory" / "theory.json"), "toy": _toy(out / "toy" / "toy.json")}
     summary.update(derive(values, summary, read_margins(sets)))
     summary.update(_kept(name))
+    # what ties the numbers to their source (issue 64, goal 1): each run's weights and evaluation files, hashed,
+    # and the per-seed values' digest; the README's writers check both before writing
+    summary["runs"] = run_hashes(out, plan)
+    summary["digest"] = values_digest(summary)
     return summary
+
+
+def run_hashes(out: Path, plan: dict) -> dict[str, str | None]:
+    """Per run of the plan, the sha256 of its weights (``final.pt``) and evaluation files together; None where the
+    run has no weights."""
+    hashes: dict[str, str | None] = {}
+    for method in plan["methods"]:
+        for seed in plan["seeds"]:
+            run = Path(out) / "runs" / f"{method}-seed{seed}"
+            if not (run / "final.pt").is_file():
+                hashes[run.name] = None
+                continue
+            digest = hashlib.sha256((run / "final.pt").read_bytes())
+            for path in sorted((run / "eval").glob("*.json")):
+                digest.update(path.name.encode() + path.read_bytes())
+            hashes[run.name] = digest.hexdigest()
+    return hashes
 
 
 def _kept(plan_name: str) -> dict:

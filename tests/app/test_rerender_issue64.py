@@ -84,3 +84,47 @@ def test_a_rerendered_summary_rerenders_again(tmp_path):
 
     record = {**rederive(_committed()), "digest": values_digest(_committed())}
     check_whole(json.loads(json.dumps(record)), "x")
+
+
+def _results(tmp_path: Path) -> Path:
+    """A main-job folder the README's writer takes: its summary records its runs' hashes and its values' digest."""
+    import dataclasses
+
+    from noisymix_app.reproduce.plans import PLANS
+    from noisymix_app.reproduce.summary import run_hashes
+
+    out = tmp_path / "results"
+    plan = json.loads(json.dumps(dataclasses.asdict(PLANS["laptop"])))
+    for m in plan["methods"]:
+        for s in plan["seeds"]:
+            (out / "runs" / f"{m}-seed{s}" / "eval").mkdir(parents=True)
+            (out / "runs" / f"{m}-seed{s}" / "final.pt").write_bytes(f"{m}{s}".encode())
+            (out / "runs" / f"{m}-seed{s}" / "eval" / "clean.json").write_text('{"summary": {"accuracy": 0.9}}')
+    record = {"plan": plan, "plan_name": "laptop", "complete": True, "theory": {"n": 1}, "toy": {"n": 1},
+              "table": {"noisymix": {"clean": {"seeds": [0, 1], "values": [90.0, 91.0]}}},
+              "runs": run_hashes(out, plan)}
+    record["digest"] = values_digest(record)
+    (out / "summary.json").write_text(json.dumps(record))
+    (out / "SUMMARY.md").write_text("numbers\n")
+    return out
+
+
+def test_the_readme_writer_takes_only_the_runs_and_numbers_the_summary_was_made_from(tmp_path):
+    from noisymix_app.reproduce.readme import BEGIN, END, update_readme
+
+    readme = f"intro\n{BEGIN}\nold\n{END}\n"
+    (tmp_path / "README.md").write_text(readme)
+    out = _results(tmp_path)
+    update_readme(out, root=tmp_path)  # as made: taken
+    assert "numbers" in (tmp_path / "README.md").read_text()
+    (tmp_path / "README.md").write_text(readme)
+    (out / "runs" / "nfm-seed3" / "eval" / "clean.json").write_text('{"summary": {"accuracy": 0.1}}')
+    with pytest.raises(ValueError, match="run nfm-seed3 is not the one the summary was made from"):
+        update_readme(out, root=tmp_path)
+    out = _results(tmp_path / "again")
+    record = json.loads((out / "summary.json").read_text())
+    record["table"]["noisymix"]["clean"]["values"] = [95.0, 96.0]  # the numbers edited after they were written
+    (out / "summary.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="not those it was written with"):
+        update_readme(out, root=tmp_path)
+    assert (tmp_path / "README.md").read_text() == readme  # refused: nothing written
