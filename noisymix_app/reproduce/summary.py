@@ -344,9 +344,13 @@ def check_whole(record: dict, where: str) -> None:
     the values finite numbers, the seeds distinct integers; its numbers those it was written with."""
     import math
 
-    for method, row in (record.get("table") or {}).items():
-        for metric, cell in (row if isinstance(row, dict) else {}).items():
-            seeds, values = (cell or {}).get("seeds"), (cell or {}).get("values")
+    table = record.get("table")
+    if not isinstance(table, dict) or not all(isinstance(row, dict) and all(isinstance(c, dict) for c in row.values())
+                                              for row in table.values()):
+        raise ValueError(f"{where}: its table is not an object of methods, each an object of cells: not re-rendered")
+    for method, row in table.items():
+        for metric, cell in row.items():
+            seeds, values = cell.get("seeds"), cell.get("values")
             if not isinstance(seeds, list) or not isinstance(values, list) or len(seeds) != len(values) \
                     or len(set(map(str, seeds))) != len(seeds) or not all(isinstance(x, int) for x in seeds) \
                     or not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)

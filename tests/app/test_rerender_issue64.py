@@ -128,3 +128,12 @@ def test_the_readme_writer_takes_only_the_runs_and_numbers_the_summary_was_made_
     with pytest.raises(ValueError, match="not those it was written with"):
         update_readme(out, root=tmp_path)
     assert (tmp_path / "README.md").read_text() == readme  # refused: nothing written
+
+
+@pytest.mark.parametrize("cell", [[1, 2], "97.0", None, 5])
+def test_a_cell_of_another_kind_is_one_line_not_a_traceback(tmp_path, cell):
+    record = _committed()
+    record["table"]["noisymix"]["corrupted"] = cell
+    with pytest.raises(ValueError, match="its table is not an object of methods"):
+        rerender(str(_write(tmp_path, record)), root=tmp_path)
+    assert _untouched(tmp_path)
