@@ -186,6 +186,9 @@ def read_reference(path: str | Path | None = None) -> Reference:
             raise _refuse(path, f"no {needed} row: a screen is paired with the Baseline and NoisyMix")
     if len(rows) < 5:  # the nested leave-one-out fits a line to the n - 2 others: at least three
         raise _refuse(path, f"{len(rows)} methods: the map and its leave-one-out check need at least five")
+    for key in ("corrupted", "mean_flip"):  # a line through one x is no map: refused before any training (issue 64)
+        if len({round(float(r[key]["mean"]), 9) for r in rows}) < 2:
+            raise _refuse(path, f"every method has the same {key} mean: no line maps it to the paper's")
     return Reference(path, sha256_file(path), data["plan"]["name"], overrides, seeds_t, _paper_values(path, rows),
                      _sets(path, data.get("sets")))
 

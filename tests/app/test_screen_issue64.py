@@ -422,3 +422,20 @@ def test_the_papers_numbers_are_the_packages_and_the_page_counts_the_real_method
     assert "## Among the seven reference methods" in text and "the eight " not in text
     assert "the other six" in text and "Digits-C/-P sets are unverified" in text
     assert record["place"]["corrupted"]["of"] == 8  # seven and the screened one
+
+
+def test_a_reference_whose_methods_share_one_value_is_refused_before_any_training(tmp_path):
+    """Issue 64, cause 2: a --summary whose methods all have one Digits-C mean was refused only after training."""
+    import json as _json
+
+    from noisymix_app.screen.reference import read_reference
+
+    root = Path(__file__).resolve().parents[2]
+    data = _json.loads((root / "docs" / "analogue-methods-summary.json").read_text())
+    for row in data["table"]:
+        row["corrupted"]["mean"] = 80.0
+        row["per_seed"]["corrupted"] = [80.0] * len(row["per_seed"]["corrupted"])
+    path = tmp_path / "summary.json"
+    path.write_text(_json.dumps(data))
+    with pytest.raises(ValueError, match="every method has the same corrupted mean"):
+        read_reference(path)
