@@ -117,7 +117,7 @@ def answer(summary: dict, brief: bool = False) -> tuple[str, list[str]]:
         # the calibration claims' verdicts are said in their own sentence, on their own metrics
         opposite = [c for c in others if c["verdict"] == "fails" and c["metric"] not in CALIBRATION_METRICS]
         sentences.append(f"Of the paper's {len(others)} other claims, tested as one family with Holm's correction "
-                         "(which holds the chance of any false *holds* or *fails* in the family at 5 %), each on every "
+                         "(at most a 5 % chance of any false *holds* or *fails* in the family), each on every "
                          f"committed seed of its two methods, {tally} (the table names each)."
                          + (" The opposite is measured for: " + "; ".join(_short(c) for c in opposite) + "."
                             if opposite else ""))
@@ -142,8 +142,8 @@ def answer(summary: dict, brief: bool = False) -> tuple[str, list[str]]:
     else:
         fragile = [c for c in claims if c.get("firm") is False]
         if fragile:
-            sentences.append("Fragile (the verdict changes if the paired mean moves by the largest shift measured "
-                             "between two CPUs): " + "; ".join(_short(c) for c in fragile) + ".")
+            sentences.append("Fragile (its verdict moves within the cross-machine margin): "
+                             + "; ".join(_short(c) for c in fragile) + ".")
     return word, sentences
 
 
