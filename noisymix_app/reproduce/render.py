@@ -102,8 +102,9 @@ def render_readme(summary: dict) -> str:
 
     lines = [opening(summary, brief=True), "", *claims_table(summary), "",
              "Ours: NoisyMix minus the other, paired over seeds (points; positive: NoisyMix better); the paper's: the "
-             "same difference in its table (*direction only*: a setting the digits do not stand for). " + _generated(summary) + " The claims with their quotes and every other "
-             "table: [docs/reproduce-summary.md](docs/reproduce-summary.md).", "",
+             "same difference in its table (*direction only*: a setting the digits do not stand for). "
+             + _generated(summary) + " The claims with their quotes and every other table: "
+             "[docs/reproduce-summary.md](docs/reproduce-summary.md).", "",
              "![The paper's CIFAR-10-C accuracies beside ours on Digits-C, and each paired difference]"
              "(docs/figures/robust_c.png)"]
     return "\n".join(lines) + "\n"
