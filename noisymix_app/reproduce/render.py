@@ -58,7 +58,7 @@ def _pooled_lines(pooled: dict | None) -> list[str]:
         f"`docs/pooled/{s['file']}` (plan {s['plan']}, seeds {s['seeds'][0]}–{s['seeds'][-1]})"
         for s in pooled["sources"])
         + ", runs of the same recipe on the same sets, no seed counted twice ("
-        + ", ".join(f"{label(m)} {len(v)}" for m, v in pooled["seeds"].items()) + " seeds)")
+        + ", ".join(f"{label(m)} {len(v)}" for m, v in sorted(pooled["seeds"].items())) + " seeds)")
     skipped = [f"`{s['file']}` ({s['why']})" for s in pooled.get("not_pooled") or []
                if s["why"] != "its own plan's runs"]
     return [" " + text + ("; not pooled: " + ", ".join(skipped) if skipped else "") + "."]
