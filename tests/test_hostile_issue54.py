@@ -313,7 +313,7 @@ def test_update_readme_writes_nothing_when_it_refuses(tmp_path):
             (out / "runs" / f"{m}-seed{s}").mkdir(parents=True)
             (out / "runs" / f"{m}-seed{s}" / "final.pt").write_bytes(b"w")
     (out / "summary.json").write_text(json.dumps({"plan": laptop, "plan_name": "laptop", "complete": True,
-                                                  "theory": {"checks": 1}, "toy": {"seeds": 20},
+                                                  "theory": {"checks": 1}, "toy": {"seeds": 20}, "table": {},
                                                   "runs": run_hashes(out, laptop)}))
     (out / "figures" / "robust_c.png").write_bytes(b"the new run's figure")  # calibration_shift.png missing
     readme = (f"intro\n{BEGIN}\nold numbers\n{END}\n![a](docs/figures/robust_c.png)\n"

@@ -142,7 +142,7 @@ def _finished(out: Path) -> str:
 
     plan = json.loads(json.dumps(dataclasses.asdict(PLANS["laptop"])))
     return json.dumps({"plan": plan, "plan_name": "laptop", "complete": True, "theory": {"n": 1}, "toy": {"n": 1},
-                       "runs": _runs_of(plan, out)})
+                       "table": {}, "runs": _runs_of(plan, out)})
 
 
 def _runs_of(plan: dict, out: Path) -> dict:

@@ -67,11 +67,15 @@ def test_kept_ablation_takes_only_the_ablation_plans_summary(tmp_path):
     assert _untouched(tmp_path)
 
 
-def test_a_summary_that_no_longer_decides_a_claim_is_refused(tmp_path):
+def test_a_summary_that_no_longer_decides_a_claim_is_refused(tmp_path, monkeypatch):
     """The values of a claim's method gone (a whole method dropped, lengths consistent): the primary claim would
-    vanish from the README; refused instead."""
+    vanish from the README; refused instead (nothing pooled here, so the method's seeds are gone altogether)."""
+    import noisymix_app.reproduce.pool as pool_module
+
+    monkeypatch.setattr(pool_module, "POOLED", tmp_path / "nothing-pooled")
     record = _committed()
     del record["table"]["baseline"]
+    record["digest"] = values_digest(record)  # as if written so: the digest alone would not catch it
     path = _write(tmp_path, record)
     with pytest.raises(ValueError, match="no longer decides"):
         rerender(str(path), root=tmp_path)
