@@ -299,10 +299,16 @@ def test_a_summary_without_per_seed_numbers_is_refused_saying_how_to_make_them(t
 def test_the_committed_summary_is_read_with_its_per_seed_numbers():
     """The committed file (written by `noisymix analogue --update-readme`, per-seed values rounded to 4
     decimals beside means of the unrounded ones) is one the screen reads: every method, every seed."""
+    from noisymix_app.reproduce.plans import PLANS
+
     reference = read_reference(DEFAULT_SUMMARY)
-    assert set(EIGHT_METHODS) <= set(reference.methods) and len(reference.seeds) == 5
+    n = len(PLANS["analogue-methods"].seeds)  # the plan's seeds (10 since issue 63)
+    assert set(EIGHT_METHODS) <= set(reference.methods) and len(reference.seeds) == n
     for method in EIGHT_METHODS:
-        assert all(len(v) == 5 for v in reference.row(method)["per_seed"].values())
+        per_seed = reference.row(method)["per_seed"]
+        assert all(len(v) == n for v in per_seed.values() if isinstance(v, list))
+        # per corruption and per family (issue 65): one value per seed each
+        assert all(len(v) == n for k in ("per_corruption", "per_family") for v in per_seed[k].values())
 
 
 def test_summaries_that_cannot_be_compared_with_are_refused(tmp_path):
