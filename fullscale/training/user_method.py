@@ -92,7 +92,9 @@ _LOADED: dict[str, Method] = {}
 #: the config keys' first parts a ``Method``'s strengths may set: the method's own (its mixing's ``mix.*``,
 #: AugMix's ``augmix.*``, the JSD's weight and form), never the recipe's (issue 64); the groups the built-in
 #: methods' strengths use (``puzzlemix.*``) are added when the registry is read (``_method_keys``)
-METHOD_KEYS = frozenset({"mix", "augmix", "jsd_weight", "jsd_variant"})
+#: (with the groups the built-in methods' strengths set, ``puzzlemix``: a test holds it to the registry, so this
+#: module need not import the registry that imports it)
+METHOD_KEYS = frozenset({"mix", "augmix", "jsd_weight", "jsd_variant", "puzzlemix"})
 #: the words every per-batch contract error carries (the screen reports such a run's failure in one line)
 CONTRACT = "broke the batch-function contract"
 #: this project's checkout (its own packages are not the user's sources)
@@ -302,17 +304,10 @@ def load_method(spec: str) -> Method:
     return method
 
 
-def _method_keys() -> frozenset[str]:
-    """``METHOD_KEYS`` and the groups the built-in methods' strengths set (a mixing's own options)."""
-    from fullscale.training.methods import METHODS
-
-    return METHOD_KEYS | {key.split(".")[0] for m in METHODS.values() for key, _ in m.strengths}
-
-
 def _check_keys(spec: str, method: Method) -> None:
     """Refuse (one line) a ``Method`` whose strengths set a key of the recipe (issue 64: ``optim.lr=1.0`` trained
     at that rate while the page said the reference methods' recipe; ``optim.epochs=3`` was silently overridden)."""
-    allowed = _method_keys()
+    allowed = METHOD_KEYS
     for item in method.strengths:
         key = item[0] if isinstance(item, tuple | list) and item and isinstance(item[0], str) else None
         if key is None:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from noisymix_app.analogue.methods import _order_cell
+from noisymix_app.reproduce.words import signed
 
 __all__ = ["figure", "png"]
+
+
+def _order_cell(entry: dict) -> str:
+    value, p = entry["value"], entry["p"]
+    return "undefined" if p is None else f"{signed(value, 2)} (p = {p:.3f})"
 
 
 def figure(summary: dict):

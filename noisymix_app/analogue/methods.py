@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, P_COLUMNS
+from noisymix_app.analogue.figure import _order_cell
 from noisymix_app.reproduce.plans import EIGHT_METHODS
 from noisymix_app.reproduce.words import join, label, signed
 from noisymix_infra.io import read_json_object
@@ -342,11 +343,6 @@ def finding(summary: dict) -> str:
 def _pm(entry: dict) -> str:
     hw = entry["half_width"]
     return f"{entry['mean']:.1f}" + ("" if hw is None else f" ± {hw:.1f}")
-
-
-def _order_cell(entry: dict) -> str:
-    value, p = entry["value"], entry["p"]
-    return "undefined" if p is None else f"{signed(value, 2)} (p = {p:.3f})"
 
 
 def render_markdown(summary: dict, *, plan_line: str = "") -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from noisymix_app.reproduce.record import values_of
 from noisymix_infra.io import read_json_object
 from noisymix_infra.stats import Seeds
 
@@ -38,8 +39,6 @@ def pool(values: dict, record: dict, folder: Path | None = None) -> tuple[dict, 
     """``values`` (method -> metric -> seed -> value, a summary's own) joined with every source under ``folder``
     of the same recipe and sets (module doc); returns the pooled values and what was pooled (``sources``: each
     file's name, plan, seeds and sha256; ``not_pooled``: the others and why; ``seeds`` per method)."""
-    from noisymix_app.reproduce.summary import values_of
-
     folder = POOLED if folder is None else folder
     pooled = {m: {k: Seeds(v, step=getattr(v, "step", None)) for k, v in per.items()} for m, per in values.items()}
     owner = {(m, s): "this run" for m, per in values.items() for v in per.values() for s in v}

@@ -79,7 +79,7 @@ def update_readme(out: str | Path, root: Path = ROOT) -> None:
     Everything is read and checked before the first write: a refusal writes nothing (issue 54: a run
     without ``calibration_shift.png`` was refused only after ``docs/figures/robust_c.png`` had been
     replaced, leaving the README's figures from two runs)."""
-    from noisymix_app.reproduce.summary import check_whole, run_hashes
+    from noisymix_app.reproduce.record import check_whole, run_hashes
 
     out = Path(out)
     record = read_json(out / "summary.json")

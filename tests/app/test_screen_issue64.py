@@ -439,3 +439,12 @@ def test_a_reference_whose_methods_share_one_value_is_refused_before_any_trainin
     path.write_text(_json.dumps(data))
     with pytest.raises(ValueError, match="every method has the same corrupted mean"):
         read_reference(path)
+
+
+def test_the_method_keys_cover_every_built_in_methods_strengths():
+    """A Method may set the keys the built-in methods set (METHOD_KEYS is a literal, not read from the registry)."""
+    from fullscale.training.methods import METHODS
+    from fullscale.training.user_method import METHOD_KEYS
+
+    assert {key.split(".")[0] for m in METHODS.values() for key, _ in m.strengths} <= METHOD_KEYS
+    assert not {"optim", "epochs", "batch_size", "width", "model"} & METHOD_KEYS
