@@ -64,8 +64,7 @@ def cross_machine_margins(summaries: list[dict]) -> dict:
             if (a.get("machine") or {}).get("cpu_model") == (b.get("machine") or {}).get("cpu_model"):
                 continue
             sets = a["sets"]
-            pairs.append([[(s.get("git") or {}).get("commit"), (s.get("machine") or {}).get("cpu_model"),
-                           (s.get("machine") or {}).get("cpu_capability")] for s in (a, b)])
+            pairs.append([_where(s) for s in (a, b)])
             theirs = {c["id"]: c for c in [*b["claims"], *(b.get("descriptive") or [])] if c.get("difference")}
             for claim in [*a["claims"], *(a.get("descriptive") or [])]:
                 other = theirs.get(claim["id"])
@@ -76,6 +75,18 @@ def cross_machine_margins(summaries: list[dict]) -> dict:
     if not pairs:
         raise ValueError("--margins needs two summaries of the same plan, seeds and sets made on different CPUs")
     return {"sets": sets, "margins": dict(sorted(margins.items())), "pairs": pairs}
+
+
+def _where(summary: dict) -> list:
+    """[the commits its runs were made at, CPU, torch's kernel path] of a summary: its steps' own record (``ran_on``,
+    ``made_at``), not the machine that summarized it (a summary made elsewhere named that one's kernels)."""
+    made = summary.get("made_at") or {}
+    commits = sorted(set(made.get("training") or []) | set(made.get("evaluation") or [])) \
+        or [(summary.get("git") or {}).get("commit")]
+    kernels = sorted({r.get("cpu_capability") for r in summary.get("ran_on") or [] if r.get("cpu_capability")}) \
+        or [(summary.get("machine") or {}).get("cpu_capability")]
+    return [",".join(c[:12] for c in commits if c), (summary.get("machine") or {}).get("cpu_model"), "/".join(
+        str(k) for k in kernels)]
 
 
 def merge_margins(measurement: dict, path: Path = MARGINS) -> dict:
@@ -133,7 +144,7 @@ def fragile_note(summary: dict) -> str:
                 "noisymix_app.reproduce.summary --margins A.json B.json` measures them from this plan's summaries on "
                 "two CPUs.")
     pairs = "; ".join(" against ".join(f"{side[1]}" + (f" ({side[2]} kernels)" if len(side) > 2 else "")
-                                       + f" at `{(side[0] or '?')[:12]}`" for side in pair)
+                                       + f" at `{side[0] or '?'}`" for side in pair)
                       for pair in summary.get("margin_pairs") or [])
     return ("A verdict marked fragile changes (after Holm's correction, the verdict stated) when its paired mean "
             "moves by its metric's cross-machine margin, so it may differ on another CPU; each margin is the largest "

@@ -98,13 +98,19 @@ def test_margins_are_measured_and_read_only_on_the_same_sets(tmp_path):
         cross_machine_margins([a, other])
 
 
-def test_the_committed_margins_bind_no_set_in_use():
-    """The margins measured before the refit (450 test digits, the old strengths) were made on other sets: the
-    file keeps them with no identity, so every verdict on today's sets is *margin unknown*."""
+def test_the_committed_margins_bind_only_the_sets_they_were_measured_on():
+    """The margins measured before the refit (450 test digits, the old strengths) keep no identity and bind no set;
+    the one measured on today's sets (issue 63, goal 7: the AMD EPYC main job against a second main job on an
+    Intel Xeon with torch's AVX2 kernels) binds exactly the summary's, with the two runs it compared."""
     data = json.loads((ROOT / "docs" / "cross-machine-margins.json").read_text())
     assert all("sets" in m for m in data["measurements"])
     summary = json.loads((ROOT / "docs" / "reproduce-summary.json").read_text())
-    assert read_margins(summary.get("sets")) == {}
+    assert [m["sets"] for m in data["measurements"]].count(summary["sets"]) == 1
+    margins = read_margins(summary["sets"])
+    assert set(margins) >= {"corrupted", "flip_probability", "clean", "rms_calibration_error_corrupted"}
+    (pair,) = next(m for m in data["measurements"] if m["sets"] == summary["sets"])["pairs"]
+    assert {side[2] for side in pair} == {"AVX512", "AVX2"} and pair[0][1] != pair[1][1]
+    assert read_margins({"c": "another", "p": "set"}) == {}
     claims = rederive(_committed(), margins={})["claims"]
     firmness(claims, {})
     assert {c["firm"] for c in claims} == {None}
