@@ -76,15 +76,15 @@ def _calibration_words(summary: dict, claims: list[dict], brief: bool = False) -
             parts.append(f"{words} " + ", ".join(said))
     if not parts:  # one seed, or no spread: no verdict to say
         return None
-    text = ("On the paper's own calibration metrics (the RMS calibration error and AURRA as evaluated, no "
-            "temperature, over the corrupted sets), NoisyMix is " + "; ".join(parts) + ".")
+    text = ("On the paper's own calibration metrics (RMS calibration error and AURRA as evaluated, over the "
+            "corrupted sets), NoisyMix is " + "; ".join(parts) + ".")
     gap = _mean(summary, "noisymix", "confidence_gap_corrupted")
     scaled = [c for c in summary.get("descriptive") or [] if c["id"].startswith("scaled_noisymix_vs_")
               and c.get("difference")]
     if gap is not None or scaled:
         text += " As evaluated it is " + gap_words(gap).split(" (")[0] if gap is not None else ""
         if scaled and brief:  # the README's block: the diagnostic's numbers are the docs' (its words budget)
-            text += " (the clean-fitted temperature's diagnostic: docs/reproduce-summary.md, Calibration)"
+            text += " (the temperature diagnostic: docs/reproduce-summary.md)"
         elif scaled:
             text += ("; after a temperature fitted on clean images (the diagnostic that explains this, not the paper's "
                      "metric), its RMS error minus each other method's is "
