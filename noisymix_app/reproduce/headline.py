@@ -109,7 +109,7 @@ def answer(summary: dict, brief: bool = False) -> tuple[str, list[str]]:
     word = ("no" if primary["verdict"] != "holds" else "yes" if all(c["verdict"] == "holds" for c in others)
             else "partly")
     d = primary["difference"]
-    sentences = [f"{_short(primary)} ({interval_text(d)} points of mean accuracy on the corrupted digits, paired over "
+    sentences = [f"{_short(primary)} ({interval_text(d)} points of mean corrupted-digit accuracy, paired over "
                  f"{d['n']} seeds with a 95 % interval; the primary claim, declared before any run and tested alone at "
                  f"5 %): **{primary['verdict']}**."]
     if others:
@@ -117,7 +117,7 @@ def answer(summary: dict, brief: bool = False) -> tuple[str, list[str]]:
         # the calibration claims' verdicts are said in their own sentence, on their own metrics
         opposite = [c for c in others if c["verdict"] == "fails" and c["metric"] not in CALIBRATION_METRICS]
         sentences.append(f"Of the paper's {len(others)} other claims, tested as one family with Holm's correction "
-                         "(at most a 5 % chance of any false *holds* or *fails* in the family), each on every "
+                         "(at most a 5 % chance of any false *holds* or *fails*), each on every "
                          f"committed seed of its two methods, {tally} (the table names each)."
                          + (" The opposite is measured for: " + "; ".join(_short(c) for c in opposite) + "."
                             if opposite else ""))

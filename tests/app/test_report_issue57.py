@@ -59,7 +59,7 @@ def test_partly_names_each_verdict_and_says_calibration_on_the_papers_metrics():
     assert within >= 1 and f"{within} {'are' if within > 1 else 'is'} within noise" in text
     # issue 57, goal 3: the paper's calibration metric said plainly; here NoisyMix's error is the larger
     assert "On the paper's own calibration metrics" in text and "worse on RMS error than Baseline" in text
-    assert "Holm's correction (at most a 5 % chance of any false *holds* or *fails* in the family)" in text
+    assert "Holm's correction (at most a 5 % chance of any false *holds* or *fails*)" in text
 
 
 def test_too_small_to_decide_is_an_interval_holding_zero_and_the_papers_effect():
