@@ -144,6 +144,8 @@ def test_a_builtin_screened_by_name_is_its_eight_method_run(analogue_runs, tmp_p
     assert record["maps"]["corrupted"]["prediction"]["half_width"] == pytest.approx(row["half_width"])
 
 
+# slow (38 s on a 2-core Intel Xeon): the fast suite keeps the built-in's end-to-end screen
+@pytest.mark.slow
 def test_a_function_or_method_equal_to_a_builtin_gives_its_numbers(analogue_runs, tmp_path, user_module, capsys):
     module = user_module("equals", EQUALS)
     summary = make_summary(tmp_path / "summary.json")
@@ -163,6 +165,9 @@ def test_a_function_or_method_equal_to_a_builtin_gives_its_numbers(analogue_runs
     assert config["mix"]["alpha"] == 1.0
 
 
+# slow (47 s on a 2-core Intel Xeon): three screens end to end; the identity's parts are tested fast
+# (tests/app/test_screen_issue64.py: own_sources, the pinned digest)
+@pytest.mark.slow
 def test_a_rerun_resumes_and_an_edited_source_is_another_run(tmp_path, user_module, capsys):
     module = user_module("cut", "def keep(images, labels, generator):\n    return images * 1.0, labels\n")
     summary = make_summary(tmp_path / "summary.json")
