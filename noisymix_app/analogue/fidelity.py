@@ -4,7 +4,7 @@ The fits (``fit_c``, ``fit_p``) chose each strength so that the fit's own Baseli
 digits' fit split, lose on Digits-C what the paper's Baseline loses on CIFAR-10-C and flip on Digits-P as
 often as it flips on CIFAR-10-P: *in sample*, that match holds by construction. What the report can claim of
 the analogue is the same profile measured on what the fit never saw: a run's own Baseline seeds (the main
-job's 0-8, the eight-method plan's 10-14) on the evaluated sets, made from the test split. For each set this
+job's 0-8, the eight-method plan's 10-19) on the evaluated sets, made from the test split. For each set this
 gives, per corruption (or perturbation), our Baseline's drop (or flip rate) out of sample, the paper's, and
 the fit's in-sample value (only where the evaluated set was made with the frozen record's strengths), the rank
 correlation with the paper's (scipy), and how many lie within tolerance (Digits-C: 40 % of the paper's or 5

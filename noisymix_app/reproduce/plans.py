@@ -148,7 +148,7 @@ PLANS: dict[str, ReproducePlan] = {
     # difficulty-matched Digits-C and Digits-P.  The analogue was fitted to the Baseline only; whether
     # the other seven methods behave on it as on CIFAR-10-C / CIFAR-10-P is the finding
     # (noisymix_app.analogue.methods), never a target to tune the analogue, the recipe or the strengths
-    # to.  Five seeds (the paper's count; the intervals are seed-bootstrap ones).  Every method is
+    # to.  Ten seeds since issue 63 (every method on at least ten).  Every method is
     # evaluated on Digits-P; no claim of the main job is tested here.
     # Its seeds are 10-19 (issue 57, goal 4; issue 63, goal 3: every method on at least ten seeds): the test of the
     # refitted sets on seeds neither the fits (100+) nor the main job (0-8) used.
