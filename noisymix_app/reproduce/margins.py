@@ -21,32 +21,37 @@ from pathlib import Path
 from noisymix_infra.io import read_json
 from noisymix_infra.stats import adjusted_verdict, holm, two_sided_p
 
-__all__ = ["MARGINS", "METRIC_WORDS", "cross_machine_margins", "firmness", "fragile_note", "made_on", "merge_margins",
-           "ran_on", "read_margins", "read_pairs"]
+__all__ = ["MARGINS", "METRIC_WORDS", "cross_machine_margins", "firmness", "fragile_note", "made_commits", "made_on",
+           "merge_margins", "ran_on", "read_margins", "read_pairs"]
 
 ROOT = Path(__file__).resolve().parents[2]
 MARGINS = ROOT / "docs" / "cross-machine-margins.json"
 
 
-def read_pairs(sets: dict | None, path: Path = MARGINS) -> list:
-    """The machines the margins of ``sets`` were measured between (``cross_machine_margins``' ``pairs``)."""
-    if not sets or not path.is_file():
-        return []
-    data = read_json(path)
-    entries = (data.get("measurements") or []) if isinstance(data, dict) else []
-    return next((e.get("pairs") or [] for e in entries if isinstance(e, dict) and e.get("sets") == sets), [])
-
-
-def read_margins(sets: dict | None, path: Path = MARGINS) -> dict[str, float]:
-    """Each metric's cross-machine margin in points, measured on ``sets`` (a summary's ``sets``); empty where
-    none was (another identity, a file of the old form without ``sets``, or none at all)."""
+def _measurement(sets: dict | None, path: Path = MARGINS) -> dict:
+    """The margins file's measurement made on ``sets`` (a summary's ``sets``); empty where none was (another
+    identity, a file of the old form without ``sets``, or none at all)."""
     if not sets or not path.is_file():
         return {}
     data = read_json(path)
-    for entry in (data.get("measurements") or []) if isinstance(data, dict) else []:
-        if isinstance(entry, dict) and entry.get("sets") == sets:
-            return {k: float(v) for k, v in sorted((entry.get("margins") or {}).items())}
-    return {}
+    entries = (data.get("measurements") or []) if isinstance(data, dict) else []
+    return next((e for e in entries if isinstance(e, dict) and e.get("sets") == sets), {})
+
+
+def read_pairs(sets: dict | None, path: Path = MARGINS) -> list:
+    """The machines the margins of ``sets`` were measured between (``cross_machine_margins``' ``pairs``)."""
+    return _measurement(sets, path).get("pairs") or []
+
+
+def read_margins(sets: dict | None, path: Path = MARGINS) -> dict[str, float]:
+    """Each metric's cross-machine margin in points, measured on ``sets``; empty where none was."""
+    return {k: float(v) for k, v in sorted((_measurement(sets, path).get("margins") or {}).items())}
+
+
+def made_commits(summary: dict) -> list[str]:
+    """The commits a summary's runs were trained and evaluated at (its ``made_at``), sorted."""
+    made = summary.get("made_at") or {}
+    return sorted(set(made.get("training") or []) | set(made.get("evaluation") or []))
 
 
 def cross_machine_margins(summaries: list[dict]) -> dict:
@@ -80,9 +85,7 @@ def cross_machine_margins(summaries: list[dict]) -> dict:
 def _where(summary: dict) -> list:
     """[the commits its runs were made at, CPU, torch's kernel path] of a summary: its steps' own record (``ran_on``,
     ``made_at``), not the machine that summarized it (a summary made elsewhere named that one's kernels)."""
-    made = summary.get("made_at") or {}
-    commits = sorted(set(made.get("training") or []) | set(made.get("evaluation") or [])) \
-        or [(summary.get("git") or {}).get("commit")]
+    commits = made_commits(summary) or [(summary.get("git") or {}).get("commit")]
     kernels = sorted({r.get("cpu_capability") for r in summary.get("ran_on") or [] if r.get("cpu_capability")}) \
         or [(summary.get("machine") or {}).get("cpu_capability")]
     return [",".join(c[:12] for c in commits if c), (summary.get("machine") or {}).get("cpu_model"), "/".join(

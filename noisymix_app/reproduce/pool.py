@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from noisymix_app.reproduce.margins import made_commits
 from noisymix_app.reproduce.record import values_of
 from noisymix_infra.io import read_json_object
 from noisymix_infra.stats import Seeds
@@ -35,14 +36,15 @@ def recipe(plan: dict) -> dict:
     return {k: v for k, v in sorted((plan or {}).items()) if k not in RECIPE_FREE}
 
 
-def pool(values: dict, record: dict, folder: Path | None = None) -> tuple[dict, dict]:
+def pool(values: dict, record: dict, folder: Path | None = None) -> tuple[dict, dict, dict | None]:
     """``values`` (method -> metric -> seed -> value, a summary's own) joined with every source under ``folder``
     of the same recipe and sets (module doc); returns the pooled values and what was pooled (``sources``: each
-    file's name, plan, seeds and sha256; ``not_pooled``: the others and why; ``seeds`` per method)."""
+    file's name, plan, seeds, sha256 and commits; ``not_pooled``: the others and why; ``seeds`` per method) and the
+    first pooled Baseline's out-of-sample fidelity profile (None without one)."""
     folder = POOLED if folder is None else folder
     pooled = {m: {k: Seeds(v, step=getattr(v, "step", None)) for k, v in per.items()} for m, per in values.items()}
     owner = {(m, s): "this run" for m, per in values.items() for v in per.values() for s in v}
-    used, skipped = [], []
+    used, skipped, fresh = [], [], None
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         source = read_json_object(path, "a pooled summary of noisymix reproduce",
                                   {"plan": "object", "table": "object", "plan_name": "string"})
@@ -66,9 +68,8 @@ def pool(values: dict, record: dict, folder: Path | None = None) -> tuple[dict, 
                     into.step = max(into.step or 0.0, step)
         used.append({"file": path.name, "plan": source["plan_name"], "seeds": source["plan"].get("seeds"),
                      "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                     "made_at": sorted(set().union(*((source.get("made_at") or {}).get(k) or [] for k in
-                                                     ("training", "evaluation")))),
-                     # its Baseline's out-of-sample profile: the analogue's fidelity on seeds after the fits
-                     "fidelity": source.get("fidelity") if "baseline" in source["plan"].get("methods", ()) else None})
+                     "made_at": made_commits(source)})
+        if fresh is None and "baseline" in source["plan"].get("methods", ()):
+            fresh = source.get("fidelity")  # the Baseline's out-of-sample profile on seeds after the fits
     seeds = {m: sorted(per.get("corrupted", {})) for m, per in pooled.items() if per.get("corrupted")}
-    return pooled, {"sources": used, "not_pooled": skipped, "seeds": seeds}
+    return pooled, {"sources": used, "not_pooled": skipped, "seeds": seeds}, fresh

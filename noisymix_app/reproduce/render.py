@@ -5,7 +5,7 @@ sentences not testable here, where the numbers come from, the corruption groups.
 from __future__ import annotations
 
 from fullscale.vocabulary import CATEGORIES
-from noisymix_app.reproduce.margins import fragile_note, made_on
+from noisymix_app.reproduce.margins import fragile_note, made_commits, made_on
 from noisymix_app.reproduce.report_ablation import ablation_lines
 from noisymix_app.reproduce.report_calibration import calibration_shift_lines
 from noisymix_app.reproduce.report_published import published_lines
@@ -76,8 +76,7 @@ def _generated(summary: dict) -> str:
     """Where the numbers come from: the plan, the commits the runs were made at and the one that rendered
     them, and the job's time as what it is (issue 57, goal 7)."""
     plan, git = summary["plan"], summary.get("git") or {}
-    made = summary.get("made_at") or {}
-    commits = sorted(set(made.get("training") or []) | set(made.get("evaluation") or []))
+    commits = made_commits(summary)
     text = (f"`noisymix reproduce --plan {summary.get('plan_name', '?')}`: {plan['dataset']}, {plan['model']} width "
             f"{plan['width']}, {plan['epochs']} epochs, {len(plan['seeds'])} seeds; runs made at "
             + (", ".join(f"`{c[:12]}`" for c in commits) or "an unrecorded commit")

@@ -236,12 +236,11 @@ def derive(values: dict[str, dict[str, dict[int, float]]], record: dict, margins
     from noisymix_app.reproduce.pool import pool
 
     family = family_of(record.get("plan_name", "custom"))
-    joined, pooling = pool(values, record) if pooled and family == "main" else (values, None)
-    # the Baseline's profile on a pooled plan's seeds, trained after the fits were frozen (goal 6), kept once
-    fresh = [f for f in (s.pop("fidelity") for s in (pooling or {}).get("sources", [])) if f]
+    joined, pooling, fresh = pool(values, record) if pooled and family == "main" else (values, None, None)
+    # the Baseline's profile on a pooled plan's seeds, trained after the fits were frozen (goal 6)
     fidelity = record.get("fidelity")
     if fidelity:
-        fidelity = {k: v for k, v in fidelity.items() if k != "fresh"} | ({"fresh": fresh[0]} if fresh else {})
+        fidelity = {k: v for k, v in fidelity.items() if k != "fresh"} | ({"fresh": fresh} if fresh else {})
     methods = list(dict.fromkeys([*record["plan"]["methods"], *joined]))
     families = () if family in POOLED_FAMILIES else ("main", "eight-method") if family == "main" else (family,)
     return {"family": family, "claims": [c for f in families for c in decide(joined, methods, f, margins)],

@@ -41,7 +41,7 @@ def test_runs_of_the_recipe_and_sets_pool_and_others_are_named_not_pooled(tmp_pa
     (tmp_path / "other-sets.json").write_text(json.dumps(_source("central", [40, 41], 9.0, {"c": "c" * 64})))
     (tmp_path / "quick.json").write_text(json.dumps(_source("quick", [50], 9.0)))
     record, values = _own()
-    pooled, what = pool(values, record, tmp_path)
+    pooled, what, _ = pool(values, record, tmp_path)
     assert sorted(pooled["noisymix"]["corrupted"]) == [*range(9), *range(20, 30)]
     # the pooled paired differences: this run's 9 and the source's 10, nothing else
     diffs = [pooled["noisymix"]["corrupted"][s] - pooled["augmix_jsd"]["corrupted"][s] for s in range(20, 30)]
@@ -62,7 +62,7 @@ def test_a_seed_in_two_places_is_refused_in_one_line(tmp_path):
 def test_a_source_of_the_summarys_own_plan_is_its_own_runs_not_pooled(tmp_path):
     (tmp_path / "laptop.json").write_text(json.dumps(_source("laptop", list(range(9)), 5.0)))
     record, values = _own()
-    pooled, what = pool(values, record, tmp_path)
+    pooled, what, _ = pool(values, record, tmp_path)
     assert what["not_pooled"] == [{"file": "laptop.json", "plan": "laptop", "why": "its own plan's runs"}]
     assert pooled["noisymix"]["corrupted"] == values["noisymix"]["corrupted"]
 
