@@ -41,8 +41,10 @@ def figure(summary: dict):
         ax.plot([low - pad, high + pad], [low - pad, high + pad], ls="--", color="grey", lw=1, label="y = x")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-        rho = _order_cell(summary["order"][key]["spearman"])
-        ax.set_title(f"the {len(summary['unfitted'])} unfitted: Spearman {rho}", fontsize=9)
+        entry = summary["order"][key]["spearman"]
+        adjusted = entry.get("p_adjusted")  # the verdict's p: Holm over the two benchmarks (issue 63, goal 5)
+        ax.set_title(f"the {len(summary['unfitted'])} unfitted: Spearman {_order_cell(entry)}"
+                     + ("" if adjusted is None else f", {adjusted:.3f} after Holm"), fontsize=9)
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=5, frameon=False, fontsize=8)
