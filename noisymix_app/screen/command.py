@@ -64,11 +64,11 @@ import sys
 import time
 from pathlib import Path
 
-from noisymix_app.screen.reference import EXECUTION_FIELDS, PLAN, Reference, read_reference
+from noisymix_app.screen.reference import DEFAULT_SEEDS, EXECUTION_FIELDS, PLAN, Reference, read_reference
 from noisymix_app.screen.spec import Spec, checked_spec
 from noisymix_infra.io import printable, read_json, write_json
 
-__all__ = ["add_arguments", "run", "screen", "screen_plan", "screen_runs"]
+__all__ = ["add_arguments", "run", "screen", "screen_plan", "screen_runs", "screen_seeds"]
 
 #: the record of the screen's steps and what it screens (``reproduce.json``'s role in a screen folder)
 LOG = "screen-log.json"
@@ -104,6 +104,34 @@ def screen_plan(reference: Reference, overrides: list[str] | tuple[str, ...] = (
     if not plan.perturbed_suite:
         raise ValueError(f"{printable(reference.plan_name)} evaluates no -P set: a screen reads Digits-P")
     return dataclasses.replace(plan, seeds=reference.seeds)
+
+
+def screen_seeds(reference: Reference, overrides: list[str] | tuple[str, ...] = ()) -> tuple[Reference, list[str]]:
+    """The seeds a screen trains (issue 65, goal 6) and the other overrides: ``--set seeds=10,12,...``, some of
+    the summary's seeds, or by default its first ``DEFAULT_SEEDS``; the reference returned is cut to them
+    (``Reference.on_seeds``: paired seed by seed with its runs of the same seeds).  One line for a seed the
+    summary has no run of, a seed named twice, or fewer than two (no interval)."""
+    from noisymix_infra.config import parse_value
+
+    rest, chosen = [], None
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if key.strip() != "seeds":
+            rest.append(item)
+            continue
+        try:
+            chosen = tuple(parse_value(value.strip(), tuple[int, ...], "seeds"))
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"--set seeds={printable(value)[:80]}: {str(error).splitlines()[0][:120]}") from None
+    if chosen is None:
+        return reference.on_seeds(reference.seeds[:DEFAULT_SEEDS]), rest
+    missing = [s for s in chosen if s not in reference.seeds]
+    if missing or len(set(chosen)) != len(chosen) or len(chosen) < 2:
+        why = (f"the summary has no runs of seed {missing[0]}" if missing else "a seed is named twice"
+               if len(set(chosen)) != len(chosen) else "a screen needs two seeds at least (an interval over them)")
+        raise ValueError(f"--set seeds={printable(value)[:80]}: {why}; a screen is paired seed by seed with the "
+                         f"summary's runs, of seeds {', '.join(map(str, reference.seeds))}")
+    return reference.on_seeds(chosen), rest
 
 
 def screen_runs(spec: Spec, plan, out: Path):
@@ -390,12 +418,15 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
 
     started = time.perf_counter()
     out = Path(out)
-    reference = read_reference(summary)
-    plan = screen_plan(reference, overrides or [])
+    whole = read_reference(summary)
+    reference, overrides = screen_seeds(whole, overrides or [])
+    plan = screen_plan(reference, overrides)
     if published_summary is not None and not also_published:
         raise ValueError("--published-summary is the reference of the second view: give it with --also-published")
-    published_ref = (read_published(None if published_summary is None else Path(published_summary), reference,
+    published_ref = (read_published(None if published_summary is None else Path(published_summary), whole,
                                     given=published_summary is not None) if also_published else None)
+    if published_ref is not None:
+        published_ref = published_ref.on_seeds(whole.seeds, reference.seeds)
     made_runs = []
 
     def config_of(spec: Spec):
@@ -499,7 +530,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--published-summary", default=None,
                         help="the eight methods at the published rows, with --also-published (default: "
                              "docs/published-strengths-summary.json; without it the page says how it is made)")
-    add_set_argument(parser, "--set workers=1", "the plan's execution (workers only: the recipe is the summary's)")
+    add_set_argument(parser, "--set workers=1", "the plan's execution: workers=N, and seeds=A,B,... (some of the "
+                     f"summary's seeds; default its first {DEFAULT_SEEDS}); the recipe is the summary's")
 
 
 def check_sets(reference: Reference, plan, out: Path) -> dict:

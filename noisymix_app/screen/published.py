@@ -172,6 +172,12 @@ class PublishedReference:
     def row(self, method: str) -> dict | None:
         return next((r for r in self.rows if r["method"] == method), None)
 
+    def on_seeds(self, have: tuple[int, ...], keep: tuple[int, ...]) -> PublishedReference:
+        """Cut to the screen's seeds ``keep``, as ``Reference.on_seeds`` (its rows aligned with ``have``)."""
+        from noisymix_app.screen.reference import cut_per_seed
+
+        return dataclasses.replace(self, seeds=tuple(keep), rows=tuple(cut_per_seed(r, have, keep) for r in self.rows))
+
 
 def read_published(path: Path | None, reference, *, given: bool) -> PublishedReference | None:
     """The reference at the published rows at ``path`` (default ``PUBLISHED_SUMMARY``), checked against the

@@ -18,6 +18,7 @@ read, so the screen can refuse sets other than its own (``command.check_sets``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shlex
 from dataclasses import dataclass
@@ -26,7 +27,8 @@ from pathlib import Path
 from noisymix_app.analogue.methods import PER_SEED_DECIMALS
 from noisymix_infra.io import printable
 
-__all__ = ["DEFAULT_SUMMARY", "EXECUTION_FIELDS", "MEASURES", "PER_SEED_ROUNDING", "Reference", "read_reference"]
+__all__ = ["DEFAULT_SEEDS", "DEFAULT_SUMMARY", "EXECUTION_FIELDS", "MEASURES", "PER_SEED_ROUNDING", "Reference",
+           "cut_per_seed", "read_reference"]
 
 #: the committed eight-method summary (a source checkout's; ``--summary`` names another)
 DEFAULT_SUMMARY = Path(__file__).resolve().parents[2] / "docs" / "analogue-methods-summary.json"
@@ -41,6 +43,10 @@ MEASURES: dict[str, str | None] = {"clean": None, "corrupted": "paper_corrupted"
 #: whatever the count side by side), and the fields a screen sets itself (its seeds are the summary's,
 #: its method its own)
 EXECUTION_FIELDS = frozenset({"workers", "members", "seeds", "methods", "perturbed_methods"})
+#: how many of the summary's seeds a screen trains unless ``--set seeds=...`` names them (issue 65, goal 6: the
+#: summary went from 5 seeds to 10, and a screen of all of them took twice the 2.5-3 minutes of its five): the
+#: first five, paired seed by seed with the reference's runs of the same seeds
+DEFAULT_SEEDS = 5
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,8 @@ class Reference:
     rows: tuple[dict, ...]
     #: the identity of the sets its methods were evaluated on (None: the summary does not say)
     sets: dict | None = None
+    #: every seed of the summary, where ``seeds`` is a screen's share of them (``on_seeds``; None: the same)
+    summary_seeds: tuple[int, ...] | None = None
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -63,6 +71,26 @@ class Reference:
 
     def row(self, method: str) -> dict:
         return next(r for r in self.rows if r["method"] == method)
+
+    def on_seeds(self, seeds: tuple[int, ...]) -> Reference:
+        """The reference a screen of ``seeds`` (some of the summary's) is paired with: every per-seed list cut
+        to those seeds (``cut_per_seed``); each row's mean and interval stay the summary's, over all its seeds
+        (the place among the eight and the map to the paper are the best estimates there are)."""
+        return dataclasses.replace(self, seeds=tuple(seeds), summary_seeds=self.summary_seeds or self.seeds,
+                                   rows=tuple(cut_per_seed(r, self.seeds, seeds) for r in self.rows))
+
+
+def cut_per_seed(row: dict, have: tuple[int, ...], keep: tuple[int, ...]) -> dict:
+    """``row`` with its ``per_seed`` lists (and those of its ``per_corruption``/``per_family`` maps), aligned
+    with ``have``, cut to the seeds ``keep`` in that order; every other key as it is."""
+    at = [have.index(s) for s in keep]
+
+    def cut(value):
+        if isinstance(value, dict):
+            return {k: cut(v) for k, v in value.items()}
+        return [value[i] for i in at]
+
+    return {**row, "per_seed": cut(row["per_seed"])}
 
 
 def _refuse(path: Path, why: str) -> ValueError:

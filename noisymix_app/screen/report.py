@@ -119,7 +119,7 @@ def page_record(spec, reference: Reference, ours: dict, *, plan: dict, runs: dic
                  "form": spec.form, "source": spec.source, "source_sha256": spec.source_sha256},
         "seeds": list(seeds), "ours": own,
         "reference": {"summary": str(reference.path), "sha256": reference.sha256, "plan": reference.plan_name,
-                      "methods": list(reference.methods)},
+                      "methods": list(reference.methods), "seeds": list(reference.summary_seeds or seeds)},
         "plan": plan, "runs": runs, "wall_seconds": wall_seconds,
     }
     if same is not None:  # a built-in screened by name: the same code on the same seeds as its committed row
@@ -309,6 +309,9 @@ def render_markdown(record: dict) -> str:
     eight, seven = _words(record)
     rows_named = record["maps"]["corrupted"]["rows"]
     seed_words = f"{_count(len(seeds), 'seed')} ({', '.join(map(str, seeds))})"
+    every = record["reference"].get("seeds", seeds)
+    share = (f" (of their {len(every)}: the others by `--set seeds=...`; their means below are over all "
+             f"{len(every)})") if len(every) != len(seeds) else ""
     lines = [f"# Screen: {spec['title']} (`{spec['given']}`)", "", f"**{record['finding']}**", ""]
     what = {"built-in": "a built-in method, by name",
             "function": "an input-space batch function (images, labels, generator) -> (images, targets)",
@@ -318,8 +321,9 @@ def render_markdown(record: dict) -> str:
     plan = record["plan"]
     overrides = ", ".join(plan["train_overrides"]) or "no overrides"
     lines += ["", f"Trained with the reference methods' recipe (`{plan['name']}`: {plan['model']} width "
-              f"{plan['width']}, {_count(plan['epochs'], 'epoch')}, {overrides}) on their {seed_words}, evaluated on "
-              f"the difficulty-matched Digits-C and Digits-P ({plan['perturbed_limit'] or 'all'} sequences).", ""]
+              f"{plan['width']}, {_count(plan['epochs'], 'epoch')}, {overrides}) on {seed_words} of theirs{share}, "
+              f"evaluated on the difficulty-matched Digits-C and Digits-P ({plan['perturbed_limit'] or 'all'} "
+              "sequences).", ""]
     lines += ["## Its numbers", "", f"Mean ± 95 % t-interval over the {seed_words}, %.", "",
               "| clean | Digits-C | Digits-P mean flip probability |", "|---:|---:|---:|",
               f"| {_pm(own['clean'])} | {_pm(own['corrupted'])} | {_pm(own['mean_flip'])} |", ""]
