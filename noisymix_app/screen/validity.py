@@ -1,0 +1,287 @@
+"""The screen's validity beyond the eight (issue 65, goal 5): methods the NoisyMix paper does not compare,
+screened on the proxy, their predictions held against published CIFAR-10-C numbers.
+
+    python -m noisymix_app.screen.validity --screen Cutout=DIR --screen AutoAugment=DIR \\
+        --screen "Adversarial Training=DIR" --out docs/screen-validity.json [--update-readme]
+
+**The published numbers** are one table of another paper (``figures/augmix_table1.json``: the AugMix paper's
+Table 1, CIFAR-10-C error of Standard training, Cutout, Mixup, CutMix, AutoAugment, adversarial training and
+AugMix, four architectures, one recipe each).  Its recipes are not the NoisyMix paper's, so its numbers are
+**rescaled** to the NoisyMix table (tab:results_cifar10, ResNet-18): each method's share of its own table's
+Baseline-to-AugMix gap, ``share = (E_standard - E_method) / (E_standard - E_augmix)`` on the Mean row, placed on
+the NoisyMix table's gap, ``published = A_baseline + share (A_augmix - A_baseline)`` (accuracy, %).  The same
+share on each architecture alone gives the range the rescaled value moves over (``range``).  The rescaling's own
+error is measured where it can be: Mixup and CutMix are in both tables, so their rescaled AugMix-table value is
+held against the NoisyMix table's own (``rescale_check``).
+
+**Each screen** is a finished ``noisymix screen`` folder of the committed eight-method summary (its
+``screen.json``: refused in one line if it was screened against another summary, or is not a screen's page).
+Its row: the prediction and its 95 % interval from the page, the rescaled published value and its error
+(prediction minus published), whether the interval holds it, and the error of the null prediction "no change
+from the Baseline" (the NoisyMix table's Baseline): a proxy that misses by more than that has told the reader
+nothing a guess of no effect would not.
+
+**The words** (``finding``) are made from those numbers alone: which methods the proxy placed (the interval
+holds the published value and the proxy beat the null prediction), which it did not, and of which kind each is
+(``KINDS``, the one input the numbers cannot give).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import noisymix_figures
+from noisymix_infra.io import printable, read_json
+
+__all__ = ["KINDS", "TABLE", "build", "finding", "published_table", "rescale_check", "rescaled"]
+
+#: the published table (package data of noisymix_figures, beside the NoisyMix paper's values)
+TABLE = Path(noisymix_figures.__file__).resolve().parent / "augmix_table1.json"
+#: what kind of method each screened column is: the one input of the words the numbers cannot give
+KINDS = {"Cutout": "occlusion (a square of each image erased, labels kept)",
+         "AutoAugment": "a learned policy of photometric and geometric operations, unmixed",
+         "Adversarial Training": "worst-case noise (L-infinity PGD, 8/255)"}
+#: the README's block this command writes
+README_BEGIN, README_END = "<!-- screen-validity:begin -->", "<!-- screen-validity:end -->"
+COMMAND = ("python -m noisymix_app.screen.validity --screen Cutout=DIR --screen AutoAugment=DIR "
+           "--screen \"Adversarial Training=DIR\" --out docs/screen-validity.json --update-readme")
+
+
+def published_table(path: Path = TABLE) -> dict:
+    """The published table, as the file has it."""
+    return json.loads(Path(path).read_text())
+
+
+def _noisymix_gap() -> tuple[float, float]:
+    """The NoisyMix table's Baseline and AugMix CIFAR-10-C accuracy (tab:results_cifar10), %."""
+    from noisymix_figures.paper import method_columns
+
+    cols = method_columns(["baseline", "augmix_jsd"])
+    return cols["baseline"]["corrupted"], cols["augmix_jsd"]["corrupted"]
+
+
+def rescaled(column: str, table: dict | None = None) -> dict:
+    """``column``'s published CIFAR-10-C number placed on the NoisyMix table (module docstring): its share of
+    its table's Baseline-to-AugMix gap (Mean row), the accuracy that share gives on the NoisyMix table, and the
+    range the per-architecture shares give."""
+    table = table or published_table()
+    cols = table["columns"]
+    if column not in cols:
+        raise ValueError(f"{printable(column)} is not a column of {table['source'].split(',')[0]}'s table: "
+                         f"{', '.join(c for c in cols if c not in (table['baseline'], table['augmix']))}")
+    base_a, augmix_a = _noisymix_gap()
+    sign = -1.0 if table["metric"] == "error" else 1.0
+
+    def share(i: int | None) -> float:
+        pick = (lambda c: cols[c]["mean"]) if i is None else (lambda c: cols[c]["per_architecture"][i])
+        return sign * (pick(column) - pick(table["baseline"])) / (sign * (pick(table["augmix"]) -
+                                                                          pick(table["baseline"])))
+
+    mean_share = share(None)
+    shares = [share(i) for i in range(len(table["architectures"]))]
+    place = [base_a + s * (augmix_a - base_a) for s in shares]
+    return {"column": column, "published_mean": cols[column]["mean"], "share": mean_share,
+            "value": base_a + mean_share * (augmix_a - base_a), "range": [min(place), max(place)],
+            "noisymix_baseline": base_a, "noisymix_augmix": augmix_a}
+
+
+def rescale_check(table: dict | None = None) -> list[dict]:
+    """The rescaling's own error, where a method is in both tables: its rescaled value minus the NoisyMix
+    table's own number."""
+    from noisymix_figures.paper import method_columns
+
+    table = table or published_table()
+    rows = []
+    for column, method in table.get("in_noisymix_table", {}).items():
+        found = rescaled(column, table)
+        own = method_columns([method])[method]["corrupted"]
+        rows.append({"column": column, "method": method, "rescaled": found["value"], "noisymix_table": own,
+                     "error": found["value"] - own})
+    return rows
+
+
+def _read_screen(path: Path, reference) -> dict:
+    """A finished screen's page (``screen.json``), of the committed summary; one line otherwise."""
+    page = Path(path) / "screen.json" if Path(path).is_dir() else Path(path)
+    if not page.is_file():
+        raise ValueError(f"{printable(str(path))}: no screen.json (a finished `noisymix screen` folder)")
+    record = read_json(page)
+    try:
+        prediction = record["maps"]["corrupted"]["prediction"]
+        sha = record["reference"]["sha256"]
+    except (KeyError, TypeError):
+        raise ValueError(f"{printable(str(page))} is not a screen's page (no prediction of CIFAR-10-C)") from None
+    if sha != reference.sha256:
+        raise ValueError(f"{printable(str(page))} was screened against another eight-method summary (sha256 "
+                         f"{str(sha)[:12]}..., the committed one {reference.sha256[:12]}...): screen it again")
+    return {"record": record, "prediction": prediction, "page": page}
+
+
+def build(screens: list[tuple[str, Path]], *, summary: Path | None = None, table: dict | None = None) -> dict:
+    """The validity record (module docstring) of ``screens``: (published column, screen folder) pairs."""
+    from noisymix_app.screen.reference import read_reference
+    from noisymix_infra.io import sha256_file
+    from noisymix_infra.provenance import provenance
+
+    table = table or published_table()
+    reference = read_reference(summary)
+    if not screens:
+        raise ValueError("no --screen COLUMN=DIR given")
+    names = [c for c, _ in screens]
+    if len(set(names)) != len(names):
+        raise ValueError(f"--screen {printable(next(c for c in names if names.count(c) > 1))} given twice")
+    for column, _ in screens:
+        if column in (table["baseline"], table["augmix"]) or column in table.get("in_noisymix_table", {}):
+            raise ValueError(f"--screen {printable(column)}: one of the NoisyMix paper's eight or the table's "
+                             "anchors; the check is of methods outside the eight")
+    base_a, _ = _noisymix_gap()
+    rows = []
+    for column, folder in screens:
+        published = rescaled(column, table)
+        found = _read_screen(folder, reference)
+        record, p = found["record"], found["prediction"]
+        gain = next((e["difference"] for e in record["paired"]
+                     if e["against"] == "baseline" and e["measure"] == "corrupted"), None)
+        family = record.get("by_family") or {}
+        rows.append({
+            "column": column, "kind": KINDS.get(column), "spec": record["spec"]["given"],
+            "source_sha256": record["spec"].get("source_sha256"), "seeds": record["seeds"],
+            "page": {"path": str(found["page"]), "sha256": sha256_file(found["page"])},
+            "proxy_corrupted": record["ours"]["corrupted"]["mean"],
+            "proxy_gain": None if gain is None else {"mean": gain["mean"], "half_width": gain["half_width"]},
+            "prediction": {k: p[k] for k in ("value", "low", "high", "half_width", "extrapolated")},
+            "published": published,
+            "error": p["value"] - published["value"],
+            "inside": p["low"] <= published["value"] <= p["high"],
+            "null_error": base_a - published["value"],
+            "scale_warning": bool((family.get("finding") or {}).get("words"))})
+    checks = rescale_check(table)
+    out = {"what": "the screen's predictions of methods outside the NoisyMix paper's eight against published "
+                   "CIFAR-10-C numbers rescaled to the NoisyMix table (issue 65, goal 5)",
+           "source": table["source"], "transcribed": table.get("transcribed"),
+           "summary": {"path": str(reference.path), "sha256": reference.sha256},
+           "rows": rows, "rescale_check": checks, "command": COMMAND, "provenance": provenance()}
+    out["finding"] = finding(out)
+    return out
+
+
+def _placed(row: dict) -> bool:
+    return row["inside"] and abs(row["error"]) < abs(row["null_error"])
+
+
+def finding(record: dict) -> str:
+    """The words (module docstring), every number the record's."""
+    rows = record["rows"]
+    placed = [r for r in rows if _placed(r)]
+    missed = [r for r in rows if not _placed(r)]
+    worst_rescale = max((abs(c["error"]) for c in record["rescale_check"]), default=None)
+
+    def one(r: dict) -> str:
+        why = []
+        if not r["inside"]:
+            why.append("outside its interval")
+        if abs(r["error"]) >= abs(r["null_error"]):
+            why.append(f"no closer than predicting no change ({r['null_error']:+.1f})")
+        p = r["prediction"]
+        return (f"{r['column']} ({r['kind'] or 'kind not given'}): predicted {p['value']:.1f} [{p['low']:.1f}, "
+                f"{p['high']:.1f}], published {r['published']['value']:.1f} (error {r['error']:+.1f}"
+                + (f"; {', '.join(why)}" if why else "") + ")")
+
+    parts = [f"Of {len(rows)} methods outside the eight, the proxy placed {len(placed)}"]
+    if placed:
+        parts[-1] += ": " + "; ".join(one(r) for r in placed)
+    if missed:
+        parts.append(f"it did not place {len(missed)}: " + "; ".join(one(r) for r in missed))
+    text = ". ".join(parts) + "."
+    widths = [r["prediction"]["half_width"] for r in rows]
+    spread = [r["published"]["value"] for r in rows]
+    text += (f"  Its intervals are ±{min(widths):.1f} to ±{max(widths):.1f} points wide, while the published values "
+             f"span {min(spread):.1f} to {max(spread):.1f}: an interval that holds the published value says little "
+             "by itself, so a method counts as placed only where the prediction is also closer than the guess of no "
+             "change from the Baseline.")
+    if worst_rescale is not None:
+        text += (f"  The rescaling itself misses the two methods in both tables by up to {worst_rescale:.1f} points "
+                 "(Mixup, CutMix).")
+    warned = [r["column"] for r in rows if r["scale_warning"]]
+    if warned:
+        text += (f"  The page of {', '.join(warned)} warned that the gain lies in corruptions the proxy scales far "
+                 "from CIFAR's strength.")
+    return text
+
+
+def render_markdown(record: dict) -> str:
+    lines = ["# The screen beyond the eight", "", f"**{record['finding']}**", "",
+             f"Published: {record['source']}; rescaled to the NoisyMix table by each method's share of its table's "
+             "Baseline-to-AugMix gap (`noisymix_app/screen/validity.py`).  " + (record.get("transcribed") or ""), "",
+             "| method | kind | seeds | proxy Digits-C | predicted CIFAR-10-C [95 %] | published, rescaled (range over "
+             "architectures) | error | no-change error |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in record["rows"]:
+        p, q = r["prediction"], r["published"]
+        lines.append(f"| {r['column']} | {r['kind'] or ''} | {len(r['seeds'])} | {r['proxy_corrupted']:.1f} | "
+                     f"{p['value']:.1f} [{p['low']:.1f}, {p['high']:.1f}] | {q['value']:.1f} ({q['range'][0]:.1f}–"
+                     f"{q['range'][1]:.1f}) | {r['error']:+.1f} | {r['null_error']:+.1f} |")
+    lines += ["", "The rescaling checked on the methods in both tables:", "",
+              "| method | rescaled from the AugMix table | the NoisyMix table | error |", "|---|---:|---:|---:|"]
+    for c in record["rescale_check"]:
+        lines.append(f"| {c['column']} | {c['rescaled']:.1f} | {c['noisymix_table']:.1f} | {c['error']:+.1f} |")
+    lines += ["", f"Made by `{record['command']}` from the screens' pages (each row's `page.sha256`).", ""]
+    return "\n".join(lines)
+
+
+def readme_block(record: dict) -> str:
+    return f"{record['finding']}  (docs/screen-validity.md)\n"
+
+
+def write(record: dict, out: Path, *, update_readme: bool = False) -> None:
+    """``out`` (JSON), its Markdown beside it and, with ``update_readme``, the README's block, all or none."""
+    import re
+
+    from noisymix_infra.io import write_files
+
+    files: dict = {out: record, out.with_suffix(".md"): render_markdown(record)}
+    if update_readme:
+        root = Path(__file__).resolve().parents[2]
+        readme = (root / "README.md").read_text()
+        pattern = re.compile(re.escape(README_BEGIN) + r".*?" + re.escape(README_END), flags=re.S)
+        if not pattern.search(readme):
+            raise ValueError(f"README.md has no {README_BEGIN} ... {README_END} markers")
+        files[root / "README.md"] = pattern.sub(lambda _: f"{README_BEGIN}\n{readme_block(record)}{README_END}",
+                                                readme)
+    write_files(files)
+
+
+def _screen_item(text: str) -> tuple[str, Path]:
+    column, sep, folder = text.partition("=")
+    if not sep or not column.strip() or not folder.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not COLUMN=DIR (a column of the published table, a screen)")
+    return column.strip(), Path(folder.strip())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m noisymix_app.screen.validity",
+                                     description="screens of methods outside the eight against published CIFAR-10-C "
+                                                 "numbers (docs/screen-validity.json; issue 65)")
+    parser.add_argument("--screen", action="append", type=_screen_item, default=[], metavar="COLUMN=DIR",
+                        help="a column of figures/augmix_table1.json and the folder of its noisymix screen")
+    parser.add_argument("--summary", default=None, help="the eight-method summary the screens were made against")
+    parser.add_argument("--out", required=True, help="the JSON file to write (its .md beside it)")
+    parser.add_argument("--update-readme", action="store_true", help="also write the README's block")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    if out.is_dir():
+        raise ValueError(f"--out {printable(str(out))} is a folder: give the JSON file to write")
+    record = build(args.screen, summary=args.summary)
+    write(record, out, update_readme=args.update_readme)
+    print(record["finding"])
+    print(f"wrote {out} and {out.with_suffix('.md')}" + (" and README.md" if args.update_readme else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    from noisymix_app.cli import main_in_one_line
+
+    sys.exit(main_in_one_line("python -m noisymix_app.screen.validity", main))

@@ -1,0 +1,230 @@
+"""Issue 65, goal 5: the screen beyond the eight.  The examples screened (docs/examples/autoaugment.py against
+PIL, the reference the project's ops are equal to, at torchvision's magnitudes; docs/examples/adversarial.py's
+PGD), the published table and its rescaling (hand arithmetic on the printed numbers), and the validity record
+built from screen pages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image, ImageEnhance, ImageOps
+
+from noisymix_app.screen.reference import DEFAULT_SUMMARY, read_reference
+from noisymix_app.screen.validity import build, published_table, rescale_check, rescaled
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def examples():
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(ROOT))  # the examples are imported as a user's are: from the checkout's root
+    try:
+        return (importlib.import_module("docs.examples.autoaugment"),
+                importlib.import_module("docs.examples.adversarial"))
+    finally:
+        sys.path.remove(str(ROOT))
+
+
+# ----------------------------------------------------------------------------- AutoAugment
+
+def _ours(autoaugment, name: str, m: int, sign: int, image: np.ndarray) -> np.ndarray:
+    """The example's op at bin ``m`` on one uint8 HWC image, through the project's op and ``level``."""
+    from fullscale.augment.ops import OPS
+
+    x = torch.from_numpy(image).permute(2, 0, 1).unsqueeze(0).contiguous()
+    side = image.shape[1]
+    value = autoaugment.magnitude(name, m, side)
+    s = torch.tensor([float(sign)], dtype=torch.float64)
+    level = torch.as_tensor(autoaugment.level(name, value, s, side), dtype=torch.float64).expand(1).clone()
+    return OPS[autoaugment.OP_NAMES[name]](x, level, s)[0].permute(1, 2, 0).numpy()
+
+
+def _image(seed: int, side: int = 16) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (side, side, 3), dtype=np.uint8)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**16), m=st.integers(0, 9), sign=st.sampled_from([-1, 1]))
+def test_autoaugment_point_ops_equal_pil_at_torchvisions_magnitudes(examples, seed, m, sign):
+    """Posterize's bits [8, 8, 7, 7, 6, 6, 5, 5, 4, 4][m], solarize at 256 (9 - m) / 9, and the enhancements
+    at 1 +- 0.9 m / 9 (torchvision's ``_get_magnitudes``), by PIL's own ImageOps and ImageEnhance."""
+    autoaugment, _ = examples
+    image = _image(seed)
+    pil = Image.fromarray(image)
+    bits = (8, 8, 7, 7, 6, 6, 5, 5, 4, 4)[m]
+    assert np.array_equal(_ours(autoaugment, "Posterize", m, 1, image), np.asarray(ImageOps.posterize(pil, bits)))
+    threshold = 256.0 * (9 - m) / 9
+    assert np.array_equal(_ours(autoaugment, "Solarize", m, 1, image),
+                          np.asarray(ImageOps.solarize(pil, threshold)))
+    factor = 1.0 + sign * 0.9 * m / 9
+    for name, enhance in (("Brightness", ImageEnhance.Brightness), ("Contrast", ImageEnhance.Contrast),
+                          ("Color", ImageEnhance.Color), ("Sharpness", ImageEnhance.Sharpness)):
+        assert np.array_equal(_ours(autoaugment, name, m, sign, image),
+                              np.asarray(enhance(pil).enhance(factor))), name
+
+
+@pytest.mark.parametrize("m", range(10))
+def test_autoaugment_translations_move_torchvisions_pixels(examples, m):
+    """TranslateX/Y by int(side x 150 / 331 x m / 9) whole pixels (torchvision's magnitude), both signs, as
+    PIL's affine transform by that many pixels."""
+    autoaugment, _ = examples
+    image = _image(m, side=32)
+    pixels = int(32 * 150.0 / 331.0 * m / 9)
+    for name, k in (("TranslateX", 2), ("TranslateY", 5)):
+        for sign in (-1, 1):
+            coefficients = [1, 0, 0, 0, 1, 0]
+            coefficients[k] = sign * pixels
+            want = Image.fromarray(image).transform((32, 32), Image.Transform.AFFINE, tuple(coefficients),
+                                                    resample=Image.Resampling.BILINEAR)
+            assert np.array_equal(_ours(autoaugment, name, m, sign, image), np.asarray(want)), (name, sign)
+
+
+def test_autoaugment_is_a_screenable_batch_function(examples):
+    """Shapes, range, labels kept, reproducible from its generator, another stream another draw, images that
+    changed; and the screen's dry call (the contract) takes it."""
+    from fullscale.augment import to_float
+    from fullscale.data import load_dataset
+    from fullscale.training.user_method import check_function, pin
+
+    autoaugment, _ = examples
+    images = torch.randint(0, 256, (64, 3, 32, 32), generator=torch.Generator().manual_seed(0)).float() / 255
+    labels = torch.arange(64) % 10
+    a, la = autoaugment.autoaugment(images, labels, torch.Generator().manual_seed(1))
+    b, _ = autoaugment.autoaugment(images, labels, torch.Generator().manual_seed(1))
+    c, _ = autoaugment.autoaugment(images, labels, torch.Generator().manual_seed(2))
+    assert a.shape == images.shape and a.dtype == torch.float32 and torch.equal(la, labels)
+    assert float(a.min()) >= 0 and float(a.max()) <= 1
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    changed = (a != images).flatten(1).any(1).float().mean()
+    assert 0.5 < float(changed) < 1.0  # most sub-policies change an image; some draws apply nothing
+    digits = load_dataset("digits", "train")
+    check_function(pin("docs.examples.autoaugment:autoaugment"), to_float(digits.images[:8]),
+                   digits.labels[:8].long(), 10)
+
+
+# ----------------------------------------------------------------------------- PGD
+
+def _model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 16), torch.nn.BatchNorm1d(16),
+                               torch.nn.ReLU(), torch.nn.Linear(16, 10))
+
+
+def test_pgd_stays_in_the_ball_raises_the_loss_and_leaves_the_model_as_it_was(examples):
+    _, adversarial = examples
+    model = _model().train()
+    images = torch.rand(32, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    labels = torch.arange(32) % 10
+    stats = model[2].running_mean.clone()
+    x = adversarial.pgd(model, images, labels, torch.Generator().manual_seed(3))
+    again = adversarial.pgd(model, images, labels, torch.Generator().manual_seed(3))
+    assert torch.equal(x, again)
+    assert float((x - images).abs().max()) <= adversarial.EPSILON + 1e-6
+    assert float(x.min()) >= 0 and float(x.max()) <= 1
+    model.eval()
+    with torch.no_grad():
+        clean = torch.nn.functional.cross_entropy(model(images), labels)
+        attacked = torch.nn.functional.cross_entropy(model(x), labels)
+    assert float(attacked) > float(clean)
+    model.train()
+    y = adversarial.pgd(model, images, labels, torch.Generator().manual_seed(4))
+    assert model.training and torch.equal(model[2].running_mean, stats)  # eval-mode attack: BN stats untouched
+    assert all(p.grad is None for p in model.parameters())  # gradients of the images only
+    assert not y.requires_grad
+
+
+def test_adversarial_example_loads_as_a_method_of_its_own_kind(examples):
+    from fullscale.training.user_method import load_method, pin
+
+    _, adversarial = examples
+    method = load_method(pin("docs.examples.adversarial:adversarial"))
+    assert method.kind.name == adversarial.KIND and method.kind.batch_op is not None
+    logits = torch.randn(4, 10)
+    labels = torch.tensor([1, 2, 3, 4])
+    parts = method.kind.loss(logits, None, labels, None)
+    assert float(parts.cross_entropy) == pytest.approx(float(torch.nn.functional.cross_entropy(logits, labels)),
+                                                       rel=1e-6)
+
+
+# ----------------------------------------------------------------------------- the published table
+
+def test_each_published_mean_is_the_mean_of_its_architectures():
+    """The transcription's check: every column's printed Mean is its four architectures' mean to the printed
+    precision (one decimal: within 0.05)."""
+    table = published_table()
+    for column, entry in table["columns"].items():
+        assert len(entry["per_architecture"]) == len(table["architectures"])
+        assert abs(float(np.mean(entry["per_architecture"])) - entry["mean"]) <= 0.05 + 1e-9, column
+
+
+def test_rescaling_by_hand():
+    """Cutout: 73.8 + (29.0 - 30.2) / (29.0 - 12.5) x (88.8 - 73.8) = 72.709...; the anchors map to the NoisyMix
+    table's own Baseline and AugMix; Mixup, in both tables, 73.8 + 5.5 / 16.5 x 15 = 78.8 against its 80.4."""
+    assert rescaled("Cutout")["value"] == pytest.approx(73.8 - 1.2 / 16.5 * 15.0, abs=1e-9)
+    assert rescaled("Standard")["value"] == pytest.approx(73.8, abs=1e-9)
+    assert rescaled("AugMix")["value"] == pytest.approx(88.8, abs=1e-9)
+    low, high = rescaled("AutoAugment")["range"]
+    wrn = 73.8 + (26.9 - 23.9) / (26.9 - 11.2) * 15.0
+    assert low <= wrn <= high
+    check = {c["column"]: c for c in rescale_check()}
+    assert check["Mixup"]["rescaled"] == pytest.approx(78.8, abs=1e-9)
+    assert check["Mixup"]["error"] == pytest.approx(78.8 - 80.4, abs=1e-9)
+    with pytest.raises(ValueError, match="not a column"):
+        rescaled("PixMix")
+
+
+# ----------------------------------------------------------------------------- the record
+
+def _page(folder: Path, sha: str, value: float, low: float, high: float, words: str | None = None) -> Path:
+    folder.mkdir(parents=True)
+    record = {"spec": {"given": "pkg.mod:fn", "source_sha256": "0" * 64}, "seeds": [10, 11, 12],
+              "reference": {"sha256": sha}, "ours": {"corrupted": {"mean": 80.0}},
+              "paired": [{"against": "baseline", "measure": "corrupted", "difference": {"mean": 1.0,
+                                                                                        "half_width": 0.5}}],
+              "maps": {"corrupted": {"prediction": {"value": value, "low": low, "high": high,
+                                                    "half_width": (high - low) / 2, "extrapolated": False}}},
+              "by_family": {"finding": {"words": words}}}
+    (folder / "screen.json").write_text(json.dumps(record))
+    return folder
+
+
+def test_the_record_counts_a_method_placed_only_where_it_beats_no_change(tmp_path):
+    reference = read_reference(DEFAULT_SUMMARY)
+    near = _page(tmp_path / "a", reference.sha256, 72.9, 63.0, 83.0)  # Cutout published 72.7: error +0.2
+    wide = _page(tmp_path / "b", reference.sha256, 71.0, 61.0, 81.0, words="noise")  # AutoAugment 76.5: -5.5
+    record = build([("Cutout", near), ("AutoAugment", wide)])
+    rows = {r["column"]: r for r in record["rows"]}
+    assert rows["Cutout"]["error"] == pytest.approx(72.9 - (73.8 - 1.2 / 16.5 * 15.0), abs=1e-9)
+    assert rows["Cutout"]["inside"] and rows["AutoAugment"]["inside"]
+    assert rows["AutoAugment"]["null_error"] == pytest.approx(73.8 - (73.8 + 3.0 / 16.5 * 15.0), abs=1e-9)
+    assert record["finding"].startswith("Of 2 methods outside the eight, the proxy placed 1: Cutout")
+    assert "it did not place 1: AutoAugment" in record["finding"]
+    assert "no closer than predicting no change" in record["finding"]
+    assert "The page of AutoAugment warned" in record["finding"]
+
+
+def test_the_record_refuses_other_summaries_anchors_and_pages_that_are_not_screens(tmp_path):
+    reference = read_reference(DEFAULT_SUMMARY)
+    other = _page(tmp_path / "a", "f" * 64, 72.9, 63.0, 83.0)
+    with pytest.raises(ValueError, match="another eight-method summary"):
+        build([("Cutout", other)])
+    ok = _page(tmp_path / "b", reference.sha256, 72.9, 63.0, 83.0)
+    with pytest.raises(ValueError, match="outside the eight"):
+        build([("Mixup", ok)])
+    with pytest.raises(ValueError, match="given twice"):
+        build([("Cutout", ok), ("Cutout", ok)])
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "screen.json").write_text("{}")
+    with pytest.raises(ValueError, match="not a screen's page"):
+        build([("Cutout", tmp_path / "c")])
+    with pytest.raises(ValueError, match=r"no screen\.json"):
+        build([("Cutout", tmp_path / "nothing")])
