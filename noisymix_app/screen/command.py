@@ -64,11 +64,13 @@ import sys
 import time
 from pathlib import Path
 
-from noisymix_app.screen.reference import DEFAULT_SEEDS, EXECUTION_FIELDS, PLAN, Reference, read_reference
+from noisymix_app.screen.plan import screen_plan, screen_seeds
+from noisymix_app.screen.reference import DEFAULT_SEEDS, read_reference
+from noisymix_app.screen.sets import check_sets, make_matched_sets, numbers_of
 from noisymix_app.screen.spec import Spec, checked_spec
 from noisymix_infra.io import printable, read_json, write_json
 
-__all__ = ["add_arguments", "run", "screen", "screen_plan", "screen_runs", "screen_seeds"]
+__all__ = ["add_arguments", "run", "screen", "screen_runs"]
 
 #: the record of the screen's steps and what it screens (``reproduce.json``'s role in a screen folder)
 LOG = "screen-log.json"
@@ -79,60 +81,6 @@ class MethodFailed(RuntimeError):
 
 
 # ----------------------------------------------------------------------------- the plan and its runs
-
-def screen_plan(reference: Reference, overrides: list[str] | tuple[str, ...] = ()):
-    """The plan the reference methods were trained with (``analogue-methods`` and the summary's ``--set``
-    items), on the summary's seeds, with ``overrides`` of execution fields only (``workers``); one line
-    for an override that changes the recipe."""
-    from noisymix_app.reproduce.plans import PLANS
-    from noisymix_infra.config import apply_overrides
-
-    try:
-        recipe = apply_overrides(PLANS[PLAN], list(reference.overrides))
-    except (ValueError, TypeError) as error:
-        raise ValueError(f"{printable(str(reference.path))}: its plan {printable(reference.plan_name)} is not one "
-                         f"this code resolves ({str(error).splitlines()[0]})") from None
-    plan = apply_overrides(recipe, list(overrides))
-    changed = sorted(f.name for f in dataclasses.fields(plan)
-                     if f.name not in EXECUTION_FIELDS and getattr(plan, f.name) != getattr(recipe, f.name))
-    if changed or any(o.partition("=")[0].strip() in EXECUTION_FIELDS - {"workers"} for o in overrides):
-        what = changed[0] if changed else next(o.partition("=")[0] for o in overrides)
-        raise ValueError(f"--set {printable(what)}: a screen trains the recipe of its reference methods "
-                         f"({printable(reference.plan_name)}) on their seeds, and takes --set workers=N only; for "
-                         "another recipe make its eight-method summary (noisymix reproduce --plan analogue-methods "
-                         "--set ..., then noisymix analogue --results DIR) and give it with --summary")
-    if not plan.perturbed_suite:
-        raise ValueError(f"{printable(reference.plan_name)} evaluates no -P set: a screen reads Digits-P")
-    return dataclasses.replace(plan, seeds=reference.seeds)
-
-
-def screen_seeds(reference: Reference, overrides: list[str] | tuple[str, ...] = ()) -> tuple[Reference, list[str]]:
-    """The seeds a screen trains (issue 65, goal 6) and the other overrides: ``--set seeds=10,12,...``, some of
-    the summary's seeds, or by default its first ``DEFAULT_SEEDS``; the reference returned is cut to them
-    (``Reference.on_seeds``: paired seed by seed with its runs of the same seeds).  One line for a seed the
-    summary has no run of, a seed named twice, or fewer than two (no interval)."""
-    from noisymix_infra.config import parse_value
-
-    rest, chosen = [], None
-    for item in overrides:
-        key, _, value = item.partition("=")
-        if key.strip() != "seeds":
-            rest.append(item)
-            continue
-        try:
-            chosen = tuple(parse_value(value.strip(), tuple[int, ...], "seeds"))
-        except (ValueError, TypeError) as error:
-            raise ValueError(f"--set seeds={printable(value)[:80]}: {str(error).splitlines()[0][:120]}") from None
-    if chosen is None:
-        return reference.on_seeds(reference.seeds[:DEFAULT_SEEDS]), rest
-    missing = [s for s in chosen if s not in reference.seeds]
-    if missing or len(set(chosen)) != len(chosen) or len(chosen) < 2:
-        why = (f"the summary has no runs of seed {missing[0]}" if missing else "a seed is named twice"
-               if len(set(chosen)) != len(chosen) else "a screen needs two seeds at least (an interval over them)")
-        raise ValueError(f"--set seeds={printable(value)[:80]}: {why}; a screen is paired seed by seed with the "
-                         f"summary's runs, of seeds {', '.join(map(str, reference.seeds))}")
-    return reference.on_seeds(chosen), rest
-
 
 def screen_runs(spec: Spec, plan, out: Path):
     """The runs of ``spec`` on ``plan``'s seeds as the sweep runs them (``noisymix_app.sweep.plan.Plan``),
@@ -242,44 +190,6 @@ def _clear(out: Path, names: list[str]) -> None:
 
 # ----------------------------------------------------------------------------- the sets
 
-def _make_sets(plan, out: Path, log: dict) -> list[str]:
-    """The -C and -P sets of the plan under ``out/data``, by ``noisymix corrupt`` with reproduce's argument
-    lines; a set made before with the same arguments and inputs is kept.  Returns the steps run now."""
-    from noisymix_app.reproduce.steps import _steps
-
-    return make_sets([s for s in _steps(plan, out, None)[0] if s.name in ("corrupt", "corrupt-p")], log, out / LOG)
-
-
-def make_sets(steps, log: dict, log_path: Path, prefix: str = "screen") -> list[str]:
-    """Run the ``noisymix corrupt`` ``steps`` not already made with the same arguments and inputs (``log``'s
-    ``steps``), recording each in ``log`` (written to ``log_path`` atomically); returns the steps run now.
-    The matched sets and, with ``--also-published``, the published ones (issue 65) go through here."""
-    from noisymix_app.cli import main as command
-    from noisymix_app.reproduce.steps import _clear_for_rerun, _output_of, _same_step
-    from noisymix_app.sweep.execute import ran_on
-
-    finished = {(e["name"], tuple(e.get("argv", ()))): tuple(e["inputs"]) if isinstance(e.get("inputs"), list)
-                else None for e in log["steps"]}
-    made = []
-    for step in steps:
-        if _same_step(step, finished):
-            print(f"{prefix}: {step.name}: done (kept)", flush=True)
-            continue
-        if _output_of(step).is_dir():
-            _clear_for_rerun(step)  # made with other arguments or inputs: never resumed from
-        t0 = time.perf_counter()
-        status = command(list(step.argv))
-        if status != 0 or not step.done.exists():
-            raise RuntimeError(f"step {step.name} failed (exit status {status}): noisymix {' '.join(step.argv)}")
-        log["steps"] = [e for e in log["steps"] if e["name"] != step.name]
-        log["steps"].append({"name": step.name, "argv": list(step.argv), "inputs": list(step.inputs),
-                             "seconds": round(time.perf_counter() - t0, 2), "ran_on": ran_on()})
-        write_json(log_path, log)
-        print(f"{prefix}: {step.name}: {time.perf_counter() - t0:.1f} s", flush=True)
-        made.append(step.name)
-    return made
-
-
 # ----------------------------------------------------------------------------- a failing method
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>.*)$')
@@ -366,36 +276,6 @@ def _ours(out: Path, runs, plan) -> dict:
     return numbers_of([out / "runs" / r.name / "eval" for r in runs.runs], plan)
 
 
-def numbers_of(folders: list[Path], plan, *, clean: bool = True) -> dict:
-    """``_ours`` of the evaluation ``folders`` (one per seed, in the seeds' order): ``clean`` (where asked),
-    ``corrupted``, ``mean_flip``, ``per_corruption`` ({corruption: per seed}) and ``per_family`` ({family:
-    per seed}, each the mean over its members the plan evaluates: ``families.fold``)."""
-    import numpy as np
-
-    from fullscale.vocabulary import CORRUPTIONS, P_COLUMNS
-    from noisymix_app.screen.families import family_members, fold
-
-    corruptions, perturbations = plan.corruptions or CORRUPTIONS, plan.perturbations or P_COLUMNS
-    members = family_members(corruptions)
-    names = list(corruptions)  # the plan's order: the mean over them is the summary's, to the last bit
-    found: dict = {"clean": [], "per_c": [], "per_p": []}
-    for folder in folders:
-        if clean:
-            found["clean"].append(100.0 * float(read_json(folder / "clean.json")["summary"]["accuracy"]))
-        c = read_json(folder / f"{plan.corrupted_suite}.json")["summary"]["per_corruption"]
-        found["per_c"].append([100.0 * float(c[name]) for name in names])
-        p = read_json(folder / f"{plan.perturbed_suite}.json")["results"]
-        found["per_p"].append([100.0 * float(p[name]["flip_probability"]) for name in perturbations])
-    per_c = np.array(found["per_c"])
-    per_corruption = {c: [float(v) for v in per_c[:, i]] for i, c in enumerate(names)}
-    out = {"corrupted": [float(v) for v in per_c.mean(1)],
-           "mean_flip": [float(v) for v in np.array(found["per_p"]).mean(1)],
-           "per_corruption": per_corruption, "per_family": fold(per_corruption, members)}
-    if clean:
-        out["clean"] = [float(v) for v in found["clean"]]
-    return out
-
-
 def screen(given: str, out: str | Path, *, summary: str | Path | None = None, overrides: list[str] | None = None,
            fresh: bool = False, also_published: bool = False, published_summary: str | Path | None = None) -> dict:
     """Screen ``given`` into ``out`` (see the module docstring); return the page's record.  ``also_published``
@@ -450,7 +330,7 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
         log = {"spec": dataclasses.asdict(spec), "summary": str(reference.path), "summary_sha256": reference.sha256,
                "plan": dataclasses.asdict(plan), "steps": old["steps"]}
         write_json(log_path, log)
-        made = _make_sets(plan, out, log)
+        made = make_matched_sets(plan, out, log, log_path)
         sets = check_sets(reference, plan, out)
         published_sets = None
         if also_published:  # made and checked before any training: a mismatch costs no run
@@ -486,7 +366,8 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
         ours = _ours(out, runs, plan)
         published = None
         if also_published:  # evaluation only: the same weights on the published sets
-            evaluate_published(plan, out, [(r.name, out / "runs" / r.name) for r in runs.runs])
+            evaluate_published(plan, out, [(r.name, out / "runs" / r.name) for r in runs.runs],
+                               workers=run_workers(plan, len(runs.runs)))
             published = {"published_ours": published_numbers(out, [r.name for r in runs.runs], plan),
                          "published_reference": published_ref, "sets": published_sets}
         timings = {}
@@ -532,20 +413,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "docs/published-strengths-summary.json; without it the page says how it is made)")
     add_set_argument(parser, "--set workers=1", "the plan's execution: workers=N, and seeds=A,B,... (some of the "
                      f"summary's seeds; default its first {DEFAULT_SEEDS}); the recipe is the summary's")
-
-
-def check_sets(reference: Reference, plan, out: Path) -> dict:
-    """The identity of the sets this screen made (``set_identity`` of their manifests, as the reproduce
-    summary's ``sets``), checked against the reference's ``sets`` where it has them (issue 64: after a refit
-    the screen compared new-set numbers with old-set ones and blamed another machine).  Returns
-    ``{"c": ..., "p": ..., "verified": bool}``."""
-    from noisymix_app.reproduce.steps import _corrupted, _perturbed
-    from noisymix_app.reproduce.summary import set_identity
-    from noisymix_app.screen.reference import compare_sets
-
-    ours = {"c": set_identity(_corrupted(plan, out)), "p": set_identity(_perturbed(plan, out))}
-    return compare_sets(ours, reference.sets, reference.path, "the reference was measured on other Digits-C/-P sets",
-                        "rerun the eight-method plan")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from fullscale.vocabulary import CATEGORIES, CORRUPTIONS
+from noisymix_app.screen.paired import interval_entry, paired_difference, reads
 
 __all__ = ["CONCENTRATED", "FAR_ABOVE", "FAR_BELOW", "analogue_scale", "breakdown", "family_members", "fold",
            "multiplier_text", "pretty", "scale_finding"]
@@ -112,13 +113,6 @@ def _multiplier(values: Mapping[str, float] | None, names: Sequence[str]) -> dic
     return {"low": min(found), "high": max(found), "geomean": float(math.exp(np.mean(np.log(found))))}
 
 
-def _interval(values: Sequence[float]) -> dict:
-    from noisymix_infra.stats import interval
-
-    found = interval(list(values))
-    return {"mean": found["mean"], "half_width": found["half_width"], "sd": found["sd"], "values": found["values"]}
-
-
 def reference_breakdown(row: Mapping, members: Mapping[str, Sequence[str]]) -> dict | None:
     """A reference row's per-seed numbers per corruption of ``members`` and per family, or None where its
     summary has no ``per_seed.per_corruption`` covering them (a summary written before issue 65).  A family
@@ -147,8 +141,6 @@ def breakdown(ours: Mapping[str, Mapping[str, Sequence[float]]], rows: Sequence[
     Returns ``{"scale", "reference": None or the line saying why there is none, "families": [...],
     "corruptions": [...], "finding": scale_finding(...)}``; each entry ``{"name", "members", "multiplier",
     "ours", "paired": {against: {"difference", "reads"}}, "reference": {method: mean}}``."""
-    from noisymix_app.screen.report import _paired, _reads
-
     theirs = {r["method"]: reference_breakdown(r, members) for r in rows}
     missing = [m for m, found in theirs.items() if found is None]
     why = None
@@ -161,15 +153,15 @@ def breakdown(ours: Mapping[str, Mapping[str, Sequence[float]]], rows: Sequence[
                               ("corruptions", "per_corruption", {c: (c,) for g in members.values() for c in g})):
         for name, group in groups.items():
             entry = {"name": name, "members": list(group), "multiplier": _multiplier(values, group),
-                     "ours": _interval(ours[key][name]), "paired": {}, "reference": {}}
+                     "ours": interval_entry(ours[key][name]), "paired": {}, "reference": {}}
             if why is None:
                 for m, found in theirs.items():
                     entry["reference"][m] = float(np.mean(found[key][name]))
                 for against in AGAINST:
                     if against == same or against not in theirs:
                         continue
-                    diff = _paired(list(ours[key][name]), list(theirs[against][key][name]), tuple(seeds))
-                    entry["paired"][against] = {"difference": diff, "reads": _reads(diff, False)}
+                    diff = paired_difference(list(ours[key][name]), list(theirs[against][key][name]), tuple(seeds))
+                    entry["paired"][against] = {"difference": diff, "reads": reads(diff, False)}
             entries[kind].append(entry)
     record = {"scale": scale, "reference": why, **entries}
     gains = {e["name"]: e["paired"]["baseline"]["difference"]["mean"] for e in entries["corruptions"]

@@ -94,7 +94,7 @@ def published_sets(plan, out: Path) -> tuple[Path, Path]:
 
 def make_published_sets(plan, out: Path, log: dict, log_path: Path) -> list[str]:
     """The published -C and -P sets under ``out/data`` (kept when made before with the same arguments)."""
-    from noisymix_app.screen.command import make_sets
+    from noisymix_app.screen.sets import make_sets
 
     return make_sets(published_steps(plan, out), log, log_path, prefix="screen")
 
@@ -114,45 +114,68 @@ def _done(target: Path, digest: str, root: Path) -> bool:
             and Path(used).resolve() == root.resolve() and record.get("data_fingerprint") == data_fingerprint(root))
 
 
-def evaluate_published(plan, out: Path, runs: list[tuple[str, Path]], *, device: str | None = None) -> list[str]:
+def evaluate_published(plan, out: Path, runs: list[tuple[str, Path]], *, device: str | None = None,
+                       workers: int = 1) -> list[str]:
     """Each run's ``final.pt`` (``runs``: (name, run folder)) on the published sets of ``out``, into
     ``out/published/<name>/eval/<suite>.json``; returns the evaluations made now.  Only the model is loaded
-    (``load_run_model``: the config's architecture and the weights): no user code runs here."""
+    (``load_run_model``: the config's architecture and the weights): no user code runs here.  On the CPU,
+    ``workers`` > 1 evaluates that many runs side by side, each in a spawned process of one torch thread, as the
+    screen's runs are (issue 65, goal 6: one run after another, the second view cost 17 s a run)."""
     import torch
 
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    jobs = [(plan, out, name, run_dir, device) for name, run_dir in runs]
+    count = min(workers, len(jobs))
+    if count <= 1 or device != "cpu":
+        return [m for job in jobs for m in _evaluate_one(job)]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_one_thread) as pool:
+        return [m for made in pool.map(_evaluate_one, jobs) for m in made]
+
+
+def _one_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _evaluate_one(job: tuple) -> list[str]:
+    """One run of ``evaluate_published``: its suites not already done for its weights and the sets as they are."""
     from fullscale.evaluation.context import EvalOptions
     from fullscale.evaluation.evaluate_run import evaluate_model
     from fullscale.run_model import load_run_model
     from noisymix_infra.io import sha256_file
 
+    plan, out, name, run_dir, device = job
     c_root, p_root = published_sets(plan, out)
     suites = [(plan.corrupted_suite, c_root, plan.corruptions is not None),
               (plan.perturbed_suite, p_root, plan.perturbations is not None)]
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    final = run_dir / "final.pt"
+    digest = sha256_file(final)
+    target = out / FOLDER / name
+    net = config = None
     made = []
-    for name, run_dir in runs:
-        final = run_dir / "final.pt"
-        digest = sha256_file(final)
-        target = out / FOLDER / name
-        net = config = None
-        for suite, root, partial in suites:
-            if _done(target / "eval" / f"{suite}.json", digest, root):
-                continue
-            if net is None:
-                net, config = load_run_model(run_dir, None, device)
-            target.mkdir(parents=True, exist_ok=True)
-            t0 = time.perf_counter()
-            evaluate_model(net, config, suite, target, weights=str(final), digest=digest, own_run=True,
-                           data_root=str(root), device=device, options=EvalOptions(partial=partial))
-            print(f"screen: {name}: {suite} at the published rows: {time.perf_counter() - t0:.1f} s", flush=True)
-            made.append(f"{name} {suite}")
+    for suite, root, partial in suites:
+        if _done(target / "eval" / f"{suite}.json", digest, root):
+            continue
+        if net is None:
+            net, config = load_run_model(run_dir, None, device)
+        target.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        evaluate_model(net, config, suite, target, weights=str(final), digest=digest, own_run=True,
+                       data_root=str(root), device=device, options=EvalOptions(partial=partial))
+        print(f"screen: {name}: {suite} at the published rows: {time.perf_counter() - t0:.1f} s", flush=True)
+        made.append(f"{name} {suite}")
     return made
 
 
 def published_numbers(out: Path, names: list[str], plan) -> dict:
     """Per seed (``names``, in the seeds' order): Digits-C accuracy (mean, per corruption, per family) and the
     Digits-P mean flip probability at the published rows, points (%), as ``command._ours`` computes them."""
-    from noisymix_app.screen.command import numbers_of
+    from noisymix_app.screen.sets import numbers_of
 
     return numbers_of([out / FOLDER / n / "eval" for n in names], plan, clean=False)
 
@@ -239,13 +262,13 @@ def compare_views(matched: dict, published: dict, seeds: tuple[int, ...]) -> dic
     """One family's two views: ``matched`` and ``published`` hold per-seed ``ours`` and ``baseline``
     (aligned with ``seeds``).  The gains over the Baseline in each, their change, and whether the views
     disagree, with why (module docstring)."""
-    from noisymix_app.screen.report import _paired
+    from noisymix_app.screen.paired import paired_difference
 
-    gain_m = _paired(matched["ours"], matched["baseline"], seeds)
-    gain_p = _paired(published["ours"], published["baseline"], seeds)
+    gain_m = paired_difference(matched["ours"], matched["baseline"], seeds)
+    gain_p = paired_difference(published["ours"], published["baseline"], seeds)
     per_seed_m = [a - b for a, b in zip(matched["ours"], matched["baseline"], strict=True)]
     per_seed_p = [a - b for a, b in zip(published["ours"], published["baseline"], strict=True)]
-    change = _paired(per_seed_p, per_seed_m, seeds)
+    change = paired_difference(per_seed_p, per_seed_m, seeds)
 
     def excludes_zero(d: dict) -> bool:
         hw = d["half_width"]
@@ -273,7 +296,7 @@ def build_published_summary(results: str | Path, out_file: str | Path, *, summar
 
     from noisymix_app.reproduce.plans import EIGHT_METHODS
     from noisymix_app.reproduce.steps import _corrupted, _perturbed
-    from noisymix_app.screen.command import screen_plan
+    from noisymix_app.screen.plan import screen_plan
     from noisymix_app.screen.reference import read_reference
     from noisymix_app.sweep.plan import plan_from_reproduce
     from noisymix_app.sweep.state import check_config

@@ -13,7 +13,7 @@ Issue 64: the paper's numbers are the package's (``noisymix_figures.paper.method
 them), never the summary's copy (a copy of +10 moved every prediction by 10); every count the page says is
 the summary's real count of methods; and a summary's ``sets`` (``{"c": sha256, "p": sha256}``: the identity
 of the Digits-C and -P sets its methods were evaluated on, as ``docs/reproduce-summary.json`` has them) is
-read, so the screen can refuse sets other than its own (``command.check_sets``).
+read, so the screen can refuse sets other than its own (``sets.check_sets``).
 """
 
 from __future__ import annotations

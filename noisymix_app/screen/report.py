@@ -39,6 +39,7 @@ from noisymix_app.screen.families import (
     pretty,
     reference_breakdown,
 )
+from noisymix_app.screen.paired import interval_entry, paired_difference, reads
 from noisymix_app.screen.predict import map_record, predict
 from noisymix_app.screen.reference import PER_SEED_ROUNDING, Reference
 from noisymix_infra.io import write_files
@@ -56,13 +57,6 @@ BENCHMARKS: dict[str, tuple[str, str, str, bool]] = {
 _NAMES = {"clean": "clean accuracy", "corrupted": "Digits-C accuracy", "mean_flip": "Digits-P mean flip probability"}
 
 
-def _interval(values: list[float]) -> dict:
-    from noisymix_infra.stats import interval
-
-    found = interval(values)
-    return {"mean": found["mean"], "half_width": found["half_width"], "sd": found["sd"], "values": found["values"]}
-
-
 def _pm(entry: dict, digits: int = 1) -> str:
     hw = entry.get("half_width")
     return f"{entry['mean']:.{digits}f}" + ("" if hw is None else f" ± {hw:.{digits}f}")
@@ -78,30 +72,6 @@ def _place(value: float, others: dict[str, float], lower_better: bool) -> dict:
             "below": worse[0] if worse else None}
 
 
-def _paired(ours: list[float], theirs: list[float], seeds: tuple[int, ...]) -> dict:
-    from noisymix_infra.stats import Seeds, paired
-
-    found = paired(Seeds(zip(seeds, ours, strict=True)), Seeds(zip(seeds, theirs, strict=True)))
-    return {k: found[k] for k in ("n", "mean", "sd", "half_width", "mdd80", "below_resolution", "values")}
-
-
-def _reads(diff: dict, lower_better: bool) -> str:
-    """A paired difference in words: which side its 95 % interval lies on, or that it lies across 0."""
-    from noisymix_infra.stats import UNJUDGED
-
-    if diff["below_resolution"]:
-        return UNJUDGED
-    hw = diff["half_width"]
-    if hw is None:
-        return "one seed: no interval"
-    if diff["mean"] - hw > 0:
-        return "higher (flips more)" if lower_better else "higher"
-    if diff["mean"] + hw < 0:
-        return "lower (flips less)" if lower_better else "lower"
-    return (f"not distinguishable with {diff['n']} seeds (80 % power from ±{diff['mdd80']:.1f})"
-            if diff["mdd80"] is not None else f"not distinguishable with {diff['n']} seeds")
-
-
 def page_record(spec, reference: Reference, ours: dict, *, plan: dict, runs: dict, wall_seconds: float | None,
                 scale: dict | object | None = _PLAN_SCALE, published: dict | None = None) -> dict:
     """Everything the page shows, as data: ``ours`` are the screened method's per-seed numbers (measure ->
@@ -111,7 +81,7 @@ def page_record(spec, reference: Reference, ours: dict, *, plan: dict, runs: dic
     ``corruption_params``, digits-matched where it does not say); ``published`` the second view's inputs
     (``published_view``'s keyword arguments but ``ours``/``reference``), None without ``--also-published``."""
     seeds = reference.seeds
-    own = {m: _interval(ours[m]) for m in ("clean", "corrupted", "mean_flip")}
+    own = {m: interval_entry(ours[m]) for m in ("clean", "corrupted", "mean_flip")}
     same = spec.method if spec.builtin and spec.method in reference.methods else None
     others = [r for r in reference.rows if r["method"] != same]
     record: dict = {
@@ -136,9 +106,9 @@ def page_record(spec, reference: Reference, ours: dict, *, plan: dict, runs: dic
             continue
         row = reference.row(against)
         for m in ("clean", "corrupted", "mean_flip"):
-            diff = _paired(ours[m], row["per_seed"][m], seeds)
+            diff = paired_difference(ours[m], row["per_seed"][m], seeds)
             record["paired"].append({"against": against, "row": row.get("row", against), "measure": m,
-                                     "difference": diff, "reads": _reads(diff, m == "mean_flip")})
+                                     "difference": diff, "reads": reads(diff, m == "mean_flip")})
     record["maps"] = {}
     for m, (_, _, paper_key, _) in BENCHMARKS.items():
         names = [r["method"] for r in reference.rows]
@@ -171,10 +141,10 @@ def published_view(*, ours: dict, published_ours: dict, published_reference, ref
     if scale_p is _PLAN_SCALE:
         scale_p = analogue_scale_p("digits-matched")
     view: dict = {
-        "ours": {"corrupted": _interval(published_ours["corrupted"]),
-                 "mean_flip": _interval(published_ours["mean_flip"]),
-                 "per_family": {f: _interval(v) for f, v in published_ours["per_family"].items()},
-                 "per_corruption": {c: _interval(v) for c, v in published_ours["per_corruption"].items()}},
+        "ours": {"corrupted": interval_entry(published_ours["corrupted"]),
+                 "mean_flip": interval_entry(published_ours["mean_flip"]),
+                 "per_family": {f: interval_entry(v) for f, v in published_ours["per_family"].items()},
+                 "per_corruption": {c: interval_entry(v) for c, v in published_ours["per_corruption"].items()}},
         "reference": None, "missing": None, "sets": sets, "scale_p": scale_p, "families": [], "disagree": []}
     if published_reference is None:
         view["missing"] = missing_line()
@@ -197,8 +167,8 @@ def published_view(*, ours: dict, published_ours: dict, published_reference, ref
         base_p = theirs_p.get("baseline")
         entry["published_gain"] = None
         if base_p is not None and same != "baseline":  # its gain at the published rows, with or without the other
-            entry["published_gain"] = _paired(list(published_ours["per_family"][f]), list(base_p["per_family"][f]),
-                                              seeds)
+            entry["published_gain"] = paired_difference(list(published_ours["per_family"][f]),
+                                                        list(base_p["per_family"][f]), seeds)
         if base_p is not None and base_m is not None and same != "baseline":
             entry["comparison"] = compare_views(
                 {"ours": list(ours["per_family"][f]), "baseline": list(base_m["per_family"][f])},

@@ -20,7 +20,8 @@ import pytest
 
 from noisymix_app.cli import main
 from noisymix_app.reproduce.plans import EIGHT_METHODS
-from noisymix_app.screen.command import method_frames, screen, screen_plan
+from noisymix_app.screen.command import method_frames, screen
+from noisymix_app.screen.plan import screen_plan
 from noisymix_app.screen.reference import DEFAULT_SUMMARY, read_reference
 from noisymix_figures.paper import method_columns
 

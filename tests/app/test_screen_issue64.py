@@ -21,9 +21,11 @@ import torch
 
 from noisymix_app.cli import main
 from noisymix_app.reproduce.plans import EIGHT_METHODS
-from noisymix_app.screen.command import MethodFailed, _check_folder, _failure, check_sets, screen_plan, screen_runs
+from noisymix_app.screen.command import MethodFailed, _check_folder, _failure, screen_runs
+from noisymix_app.screen.plan import screen_plan
 from noisymix_app.screen.reference import read_reference
 from noisymix_app.screen.report import page_record, render_markdown
+from noisymix_app.screen.sets import check_sets
 from noisymix_app.screen.spec import Spec, resolve_spec
 from noisymix_figures.paper import method_columns
 from tests.app.test_screen import make_summary, user_module  # noqa: F401 - a fixture of this module's tests too
