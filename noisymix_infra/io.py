@@ -32,6 +32,7 @@ __all__ = [
     "read_json",
     "read_json_object",
     "read_state_dict",
+    "replace_marked",
     "save_npy",
     "save_torch",
     "sha256_file",
@@ -177,6 +178,15 @@ def write_files(files: dict[str | os.PathLike[str], Any]) -> None:
         rendered.append((Path(path), data))
     for path, data in rendered:
         write_bytes(path, data)
+
+
+def replace_marked(text: str, begin: str, end: str, block: str, where: str = "README.md") -> str:
+    """``text`` with ``block`` between the marker lines ``begin`` and ``end`` (the README's generated blocks: every
+    writer of one goes through here); ValueError naming ``where`` when the markers are not there."""
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), flags=re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{where} has no {begin} ... {end} markers")
+    return pattern.sub(lambda _: f"{begin}\n{block}{end}", text)
 
 
 def sweep_orphans(directory: str | os.PathLike[str]) -> list[Path]:

@@ -40,7 +40,7 @@ from fullscale.vocabulary import CATEGORIES, CORRUPTIONS, P_COLUMNS
 from noisymix_app.analogue.figure import _order_cell
 from noisymix_app.reproduce.plans import EIGHT_METHODS
 from noisymix_app.reproduce.words import join, label, signed
-from noisymix_infra.io import read_json_object
+from noisymix_infra.io import read_json_object, replace_marked
 from noisymix_infra.stats import holm, kendall_tau_b, rank_correlation, spearman
 
 __all__ = ["BOOTSTRAP", "PER_SEED_DECIMALS", "PLAN", "analogue_summary", "bootstrap_interval", "finding",
@@ -473,7 +473,6 @@ def update_docs(results: Path, root: Path | None = None) -> None:
     and its lines into the README between the markers: only the ``analogue-methods`` plan's complete output (issue
     60: a 3-method, 2-seed, 1-epoch folder replaced them, still saying "the eight methods"); every input is read
     and checked before anything is written, and everything is written at once."""
-    import re
 
     from noisymix_infra.io import write_files
 
@@ -494,20 +493,16 @@ def update_docs(results: Path, root: Path | None = None) -> None:
         raise ValueError(f"{results}: run {missing[0]} has no config.json or final.pt: only runs that exist go into "
                          "the README and docs/")
     text, png = (source / "analogue.md").read_text(), (source / "analogue_methods.png").read_bytes()
-    readme = (root / "README.md").read_text()
-    pattern = re.compile(re.escape(README_BEGIN) + r".*?" + re.escape(README_END), flags=re.S)
-    if not pattern.search(readme):
-        raise ValueError(f"README.md has no {README_BEGIN} ... {README_END} markers")
+    readme = replace_marked((root / "README.md").read_text(), README_BEGIN, README_END, readme_block(summary))
     files: dict = {}
     robust_c = Path(results) / "figures" / "robust_c.png"  # the figures step's: the eight methods beside the paper's
     if robust_c.is_file():
         files[root / "docs" / "figures" / "analogue_robust_c.png"] = robust_c.read_bytes()
         text += "\n![the eight methods' robust accuracy beside the paper's](figures/analogue_robust_c.png)\n"
-    block = readme_block(summary)
     files.update({root / "docs" / "analogue-methods-summary.json": summary,
                   root / "docs" / "analogue-methods-summary.md": text,
                   root / "docs" / "figures" / "analogue_methods.png": png,
-                  root / "README.md": pattern.sub(lambda _: f"{README_BEGIN}\n{block}{README_END}", readme)})
+                  root / "README.md": readme})
     write_files(files)
 
 

@@ -9,7 +9,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from noisymix_infra.io import read_json, write_files
+from noisymix_infra.io import read_json, replace_marked, write_files
 
 __all__ = ["BEGIN", "BLOCK", "END", "FIGURE", "README_PLAN", "publishable", "readme_figures", "replace_block",
            "stale_figures", "update_readme"]
@@ -110,11 +110,8 @@ def update_readme(out: str | Path, root: Path = ROOT) -> None:
 
 
 def replace_block(readme: str, block: str) -> str:
-    """The README with ``block`` between the markers (ValueError without them)."""
-    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), flags=re.S)
-    if not pattern.search(readme):
-        raise ValueError(f"README.md has no {BEGIN} ... {END} markers")
-    return pattern.sub(lambda _: f"{BEGIN}\n{block}{END}", readme)
+    """The README with ``block`` between the main job's markers (ValueError without them)."""
+    return replace_marked(readme, BEGIN, END, block)
 
 
 def stale_figures(root: Path = ROOT) -> list[str]:

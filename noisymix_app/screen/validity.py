@@ -236,19 +236,13 @@ def readme_block(record: dict) -> str:
 
 def write(record: dict, out: Path, *, update_readme: bool = False) -> None:
     """``out`` (JSON), its Markdown beside it and, with ``update_readme``, the README's block, all or none."""
-    import re
-
-    from noisymix_infra.io import write_files
+    from noisymix_infra.io import replace_marked, write_files
 
     files: dict = {out: record, out.with_suffix(".md"): render_markdown(record)}
     if update_readme:
         root = Path(__file__).resolve().parents[2]
-        readme = (root / "README.md").read_text()
-        pattern = re.compile(re.escape(README_BEGIN) + r".*?" + re.escape(README_END), flags=re.S)
-        if not pattern.search(readme):
-            raise ValueError(f"README.md has no {README_BEGIN} ... {README_END} markers")
-        files[root / "README.md"] = pattern.sub(lambda _: f"{README_BEGIN}\n{readme_block(record)}{README_END}",
-                                                readme)
+        files[root / "README.md"] = replace_marked((root / "README.md").read_text(), README_BEGIN, README_END,
+                                                   readme_block(record))
     write_files(files)
 
 

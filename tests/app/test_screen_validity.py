@@ -228,3 +228,26 @@ def test_the_record_refuses_other_summaries_anchors_and_pages_that_are_not_scree
         build([("Cutout", tmp_path / "c")])
     with pytest.raises(ValueError, match=r"no screen\.json"):
         build([("Cutout", tmp_path / "nothing")])
+
+
+def test_the_committed_table_and_the_readme_block_are_the_commands_output():
+    """docs/screen-validity.{json,md} and the README's block are what `python -m noisymix_app.screen.validity`
+    writes from the committed record (no number typed by hand), and the record's rows are of the committed
+    eight-method summary and of the published table as it is now."""
+    import re
+
+    from noisymix_app.screen.validity import README_BEGIN, README_END, readme_block, render_markdown
+
+    path = ROOT / "docs" / "screen-validity.json"
+    if not path.is_file():
+        pytest.skip("no committed screen-validity record")
+    record = json.loads(path.read_text())
+    assert (ROOT / "docs" / "screen-validity.md").read_text() == render_markdown(record)
+    block = re.search(re.escape(README_BEGIN) + r"\n(.*?)" + re.escape(README_END), (ROOT / "README.md").read_text(),
+                      flags=re.S)
+    assert block is not None and block.group(1) == readme_block(record)
+    assert record["summary"]["sha256"] == read_reference(DEFAULT_SUMMARY).sha256
+    assert len(record["rows"]) >= 3
+    for row in record["rows"]:
+        assert row["published"]["value"] == pytest.approx(rescaled(row["column"])["value"], abs=1e-9)
+        assert row["error"] == pytest.approx(row["prediction"]["value"] - row["published"]["value"], abs=1e-9)
