@@ -443,3 +443,27 @@ def test_a_published_reference_beside_a_summary_without_per_family_numbers_gives
     assert noise["comparison"] is None and noise["published_gain"]["mean"] == pytest.approx(gain.mean())
     assert f"noise {gain.mean():+.1f}" in view["words"]
     assert "the eight-method summary has no per-family numbers" in view["words"] and view["disagree"] == []
+
+
+# ----------------------------------------------------------------------------- goal 6: five of the seeds
+
+def test_a_screen_trains_five_of_the_summarys_seeds_paired_with_the_same_seeds():
+    """By default the summary's first five seeds; ``--set seeds=...`` names others of them; every per-seed list
+    of the reference (per corruption and per family too) is cut to those seeds, in their order, its means kept."""
+    from noisymix_app.screen.plan import screen_plan, screen_seeds
+    from noisymix_app.screen.reference import DEFAULT_SUMMARY, read_reference
+
+    whole = read_reference(DEFAULT_SUMMARY)
+    reference, rest = screen_seeds(whole, ["workers=1"])
+    assert rest == ["workers=1"] and reference.seeds == whole.seeds[:5] and reference.summary_seeds == whole.seeds
+    assert screen_plan(reference, rest).seeds == whole.seeds[:5]
+    picked, _ = screen_seeds(whole, [f"seeds={whole.seeds[7]},{whole.seeds[2]}"])
+    for row, full in zip(picked.rows, whole.rows, strict=True):
+        assert row["per_seed"]["corrupted"] == [full["per_seed"]["corrupted"][7], full["per_seed"]["corrupted"][2]]
+        for name, values in row["per_seed"]["per_corruption"].items():
+            assert values == [full["per_seed"]["per_corruption"][name][i] for i in (7, 2)]
+        assert row["corrupted"] == full["corrupted"]  # the summary's mean over all its seeds
+    for bad, why in (("seeds=999", "no runs of seed 999"), (f"seeds={whole.seeds[0]}", "two seeds at least"),
+                     (f"seeds={whole.seeds[0]},{whole.seeds[0]}", "named twice"), ("seeds=x", "integer")):
+        with pytest.raises(ValueError, match=why):
+            screen_seeds(whole, [bad])
