@@ -251,3 +251,30 @@ def test_the_committed_table_and_the_readme_block_are_the_commands_output():
     for row in record["rows"]:
         assert row["published"]["value"] == pytest.approx(rescaled(row["column"])["value"], abs=1e-9)
         assert row["error"] == pytest.approx(row["prediction"]["value"] - row["published"]["value"], abs=1e-9)
+
+
+def test_the_gaussian_noise_example_adds_cifars_noise_and_keeps_the_labels():
+    """Each image's residual is Gaussian of one of CIFAR-10-C's five standard deviations or none (its sd over
+    the pixels that did not clip), the labels are kept, and the screen's dry call takes it."""
+    import importlib
+    import sys
+
+    from fullscale.augment import to_float
+    from fullscale.data import load_dataset
+    from fullscale.training.user_method import check_function, pin
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        example = importlib.import_module("docs.examples.gaussian_noise")
+    finally:
+        sys.path.remove(str(ROOT))
+    images = torch.full((60, 3, 32, 32), 0.5)
+    out, kept = example.gaussian_noise(images, torch.arange(60) % 10, torch.Generator().manual_seed(0))
+    assert torch.equal(kept, torch.arange(60) % 10)
+    sds = (out - images).flatten(1).std(1)
+    nearest = torch.tensor(example.SIGMAS)[(sds.unsqueeze(1) - torch.tensor(example.SIGMAS)).abs().argmin(1)]
+    assert torch.allclose(sds, nearest, atol=0.006)  # 3072 draws: the sd's own error ~ sigma / 78
+    assert len(set(nearest.tolist())) == len(example.SIGMAS)  # 60 images: every level drawn
+    digits = load_dataset("digits", "train")
+    check_function(pin("docs.examples.gaussian_noise:gaussian_noise"), to_float(digits.images[:8]),
+                   digits.labels[:8].long(), 10)
