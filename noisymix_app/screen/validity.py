@@ -156,7 +156,8 @@ def build(screens: list[tuple[str, Path]], *, summary: Path | None = None, table
             "error": p["value"] - published["value"],
             "inside": p["low"] <= published["value"] <= p["high"],
             "null_error": base_a - published["value"],
-            "scale_warning": bool((family.get("finding") or {}).get("words"))})
+            "scale_warning": bool((family.get("finding") or {}).get("words")),
+            "second_view": _second_view(record)})
     checks = rescale_check(table)
     out = {"what": "the screen's predictions of methods outside the NoisyMix paper's eight against published "
                    "CIFAR-10-C numbers rescaled to the NoisyMix table (issue 65, goal 5)",
@@ -165,6 +166,20 @@ def build(screens: list[tuple[str, Path]], *, summary: Path | None = None, table
            "rows": rows, "rescale_check": checks, "command": COMMAND, "provenance": provenance()}
     out["finding"] = finding(out)
     return out
+
+
+def _second_view(record: dict) -> dict | None:
+    """The page's second view (``--also-published``) in brief: per family, the gain over the Baseline in each
+    view (means, points) and whether the views disagree; None for a page without one, or without its
+    reference at the published rows."""
+    view = record.get("published")
+    if not view or not view.get("reference"):
+        return None
+    families = [{"name": e["name"], "matched_gain": e["comparison"]["matched_gain"]["mean"],
+                 "published_gain": e["comparison"]["published_gain"]["mean"], "disagree": e["comparison"]["disagree"],
+                 "why": e["comparison"]["why"]}
+                for e in view["families"] if e.get("comparison") is not None]
+    return {"corrupted": view["ours"]["corrupted"]["mean"], "families": families, "disagree": list(view["disagree"])}
 
 
 def _placed(row: dict) -> bool:
@@ -208,6 +223,14 @@ def finding(record: dict) -> str:
     if warned:
         text += (f"  The page of {', '.join(warned)} warned that the gain lies in corruptions the proxy scales far "
                  "from CIFAR's strength.")
+    seen = [r for r in rows if r.get("second_view")]
+    if seen:
+        parts = []
+        for r in seen:
+            where = [f"{f['name']} ({f['matched_gain']:+.1f} matched, {f['published_gain']:+.1f} published)"
+                     for f in r["second_view"]["families"] if f["disagree"]]
+            parts.append(f"{r['column']} on {', '.join(where)}" if where else f"{r['column']} on no family")
+        text += "  At the published CIFAR strengths the two views of the gain disagree for " + "; ".join(parts) + "."
     return text
 
 
@@ -222,6 +245,16 @@ def render_markdown(record: dict) -> str:
         lines.append(f"| {r['column']} | {r['kind'] or ''} | {len(r['seeds'])} | {r['proxy_corrupted']:.1f} | "
                      f"{p['value']:.1f} [{p['low']:.1f}, {p['high']:.1f}] | {q['value']:.1f} ({q['range'][0]:.1f}–"
                      f"{q['range'][1]:.1f}) | {r['error']:+.1f} | {r['null_error']:+.1f} |")
+    seen = [r for r in record["rows"] if r.get("second_view")]
+    if seen:
+        names = [f["name"] for f in seen[0]["second_view"]["families"]]
+        lines += ["", "The gain over the Baseline by family, on the difficulty-matched sets → at the published CIFAR "
+                  "strengths (the same models; `--also-published`; * the two views disagree):", "",
+                  "| method | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+        for r in seen:
+            cells = {f["name"]: f"{f['matched_gain']:+.1f} → {f['published_gain']:+.1f}"
+                     + (" *" if f["disagree"] else "") for f in r["second_view"]["families"]}
+            lines.append(f"| {r['column']} | " + " | ".join(cells.get(n, "") for n in names) + " |")
     lines += ["", "The rescaling checked on the methods in both tables:", "",
               "| method | rescaled from the AugMix table | the NoisyMix table | error |", "|---|---:|---:|---:|"]
     for c in record["rescale_check"]:
