@@ -280,8 +280,9 @@ def render_markdown(record: dict) -> str:
     rows_named = record["maps"]["corrupted"]["rows"]
     seed_words = f"{_count(len(seeds), 'seed')} ({', '.join(map(str, seeds))})"
     every = record["reference"].get("seeds", seeds)
-    share = (f" (of their {len(every)}: the others by `--set seeds=...`; their means below are over all "
-             f"{len(every)})") if len(every) != len(seeds) else ""
+    share = (f" (of their {len(every)}: the others by `--set seeds=...`; their overall means below are over all "
+             f"{len(every)}, their means per family and corruption over these {len(seeds)}, as every paired "
+             "difference)") if len(every) != len(seeds) else ""
     lines = [f"# Screen: {spec['title']} (`{spec['given']}`)", "", f"**{record['finding']}**", ""]
     what = {"built-in": "a built-in method, by name",
             "function": "an input-space batch function (images, labels, generator) -> (images, targets)",

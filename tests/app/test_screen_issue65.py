@@ -467,3 +467,21 @@ def test_a_screen_trains_five_of_the_summarys_seeds_paired_with_the_same_seeds()
                      (f"seeds={whole.seeds[0]},{whole.seeds[0]}", "named twice"), ("seeds=x", "integer")):
         with pytest.raises(ValueError, match=why):
             screen_seeds(whole, [bad])
+
+
+def test_the_committed_reference_at_the_published_rows_is_of_the_committed_summarys_runs():
+    """docs/published-strengths-summary.json (goal 3: made once from the eight-method plan's finished models)
+    reads as a reference of the committed summary: its plan and seeds, every method of it, a run per method and
+    seed, and the sha256 of the summary it was made from."""
+    from noisymix_app.screen.published import PUBLISHED_SUMMARY, read_published
+    from noisymix_app.screen.reference import DEFAULT_SUMMARY, read_reference
+
+    if not PUBLISHED_SUMMARY.is_file():
+        pytest.skip("no committed reference at the published rows")
+    reference = read_reference(DEFAULT_SUMMARY)
+    published = read_published(None, reference, given=False)
+    assert {r["method"] for r in published.rows} == set(reference.methods)
+    data = json.loads(PUBLISHED_SUMMARY.read_text())
+    assert data["analogue_summary"]["sha256"] == reference.sha256
+    assert set(data["runs"]) == {f"{m}-seed{s}" for m in reference.methods for s in reference.seeds}
+    assert published.sets is not None and published.sets != reference.sets  # other sets than the matched ones
