@@ -57,6 +57,7 @@ Issue 65 (the page says where it cannot see):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import re
 import shutil
@@ -66,7 +67,7 @@ from pathlib import Path
 
 from noisymix_app.screen.plan import screen_plan, screen_seeds
 from noisymix_app.screen.reference import DEFAULT_SEEDS, read_reference
-from noisymix_app.screen.sets import check_sets, make_matched_sets, numbers_of
+from noisymix_app.screen.sets import check_sets, make_sets, matched_steps, numbers_of
 from noisymix_app.screen.spec import Spec, checked_spec
 from noisymix_infra.io import printable, read_json, write_json
 
@@ -284,10 +285,11 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
     from noisymix_app.reproduce.command import run_workers
     from noisymix_app.reproduce.log import _progress_line
     from noisymix_app.screen.published import (
+        BesideTraining,
         check_published_sets,
         evaluate_published,
-        make_published_sets,
         published_numbers,
+        published_steps,
         read_published,
     )
     from noisymix_app.sweep.local import run_local
@@ -330,12 +332,11 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
         log = {"spec": dataclasses.asdict(spec), "summary": str(reference.path), "summary_sha256": reference.sha256,
                "plan": dataclasses.asdict(plan), "steps": old["steps"]}
         write_json(log_path, log)
-        made = make_matched_sets(plan, out, log, log_path)
+        # the matched sets and the published ones side by side, before any training: a mismatch costs no run
+        steps = matched_steps(plan, out) + (published_steps(plan, out) if also_published else [])
+        made = make_sets(steps, log, log_path, workers=run_workers(plan, len(steps)))
         sets = check_sets(reference, plan, out)
-        published_sets = None
-        if also_published:  # made and checked before any training: a mismatch costs no run
-            make_published_sets(plan, out, log, log_path)
-            published_sets = check_published_sets(published_ref, plan, out)
+        published_sets = check_published_sets(published_ref, plan, out) if also_published else None
         for step, suite in (("corrupt", plan.corrupted_suite), ("corrupt-p", plan.perturbed_suite)):
             if step in made:  # an evaluation of a set made anew is evaluated again
                 for r in runs.runs:
@@ -350,19 +351,26 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
         line = _progress_line(out, pending, time.perf_counter())
         ended: list[str] = []
 
+        beside = BesideTraining(plan, out) if also_published else None
+
         def after_run(name: str, state: str) -> None:
             ended.append(name)
             print(line(name, state, len(ended)), flush=True)
             if state != "done":
                 raise _Stop(name)
+            if beside is not None:  # its second view while the other runs train
+                beside.submit(name, out / "runs" / name)
 
-        try:
-            # retries=1: a run whose worker was killed gets a new worker once; a method's ValueError (its contract)
-            # is deterministic and never retried
-            run_local(runs, out, workers=workers, retries=1, tabulate=False, retry_failed=True, threads=1,
-                      after_run=after_run)
-        except _Stop as stop:
-            raise _failure(out, spec, runs, str(stop)) from None
+        with beside or contextlib.nullcontext():
+            try:
+                # retries=1: a run whose worker was killed gets a new worker once; a method's ValueError (its
+                # contract) is deterministic and never retried
+                run_local(runs, out, workers=workers, retries=1, tabulate=False, retry_failed=True, threads=1,
+                          after_run=after_run)
+            except _Stop as stop:
+                raise _failure(out, spec, runs, str(stop)) from None
+            if beside is not None:
+                beside.wait()
         ours = _ours(out, runs, plan)
         published = None
         if also_published:  # evaluation only: the same weights on the published sets

@@ -11,45 +11,80 @@ from pathlib import Path
 from noisymix_app.screen.reference import Reference
 from noisymix_infra.io import read_json, write_json
 
-__all__ = ["check_sets", "make_matched_sets", "make_sets", "numbers_of"]
+__all__ = ["check_sets", "make_sets", "matched_steps", "numbers_of"]
 
 
-def make_matched_sets(plan, out: Path, log: dict, log_path: Path) -> list[str]:
-    """The -C and -P sets of the plan under ``out/data``, by ``noisymix corrupt`` with reproduce's argument
-    lines; a set made before with the same arguments and inputs is kept.  Returns the steps run now."""
+def matched_steps(plan, out: Path) -> list:
+    """The ``noisymix corrupt`` steps of the plan's difficulty-matched -C and -P sets under ``out/data``, with
+    reproduce's argument lines."""
     from noisymix_app.reproduce.steps import _steps
 
-    return make_sets([s for s in _steps(plan, out, None)[0] if s.name in ("corrupt", "corrupt-p")], log, log_path)
+    return [s for s in _steps(plan, out, None)[0] if s.name in ("corrupt", "corrupt-p")]
 
 
-def make_sets(steps, log: dict, log_path: Path, prefix: str = "screen") -> list[str]:
+def make_sets(steps, log: dict, log_path: Path, prefix: str = "screen", workers: int = 1) -> list[str]:
     """Run the ``noisymix corrupt`` ``steps`` not already made with the same arguments and inputs (``log``'s
-    ``steps``), recording each in ``log`` (written to ``log_path`` atomically); returns the steps run now.
-    The matched sets and, with ``--also-published``, the published ones (issue 65) go through here."""
-    from noisymix_app.cli import main as command
+    ``steps``), recording each in ``log`` (written to ``log_path`` atomically, by this thread alone); returns the
+    steps run now.  The matched sets and, with ``--also-published``, the published ones (issue 65) go through
+    here.  ``workers`` > 1 makes that many side by side, each a ``noisymix corrupt`` process (one torch thread,
+    as the command defaults to: the same sets; issue 65, goal 6: the four sets of a screen with its second view
+    took 30 s one after another); one makes them one after another in this process."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     from noisymix_app.reproduce.steps import _clear_for_rerun, _output_of, _same_step
-    from noisymix_app.sweep.execute import ran_on
 
     finished = {(e["name"], tuple(e.get("argv", ()))): tuple(e["inputs"]) if isinstance(e.get("inputs"), list)
                 else None for e in log["steps"]}
-    made = []
+    todo = []
     for step in steps:
         if _same_step(step, finished):
             print(f"{prefix}: {step.name}: done (kept)", flush=True)
             continue
         if _output_of(step).is_dir():
             _clear_for_rerun(step)  # made with other arguments or inputs: never resumed from
-        t0 = time.perf_counter()
-        status = command(list(step.argv))
+        todo.append(step)
+    made = []
+
+    def record(step, status: int, seconds: float, why: str = "") -> None:
         if status != 0 or not step.done.exists():
-            raise RuntimeError(f"step {step.name} failed (exit status {status}): noisymix {' '.join(step.argv)}")
+            raise RuntimeError(f"step {step.name} failed (exit status {status}): noisymix {' '.join(step.argv)}"
+                               + (f": {why}" if why else ""))
+        from noisymix_app.sweep.execute import ran_on
+
         log["steps"] = [e for e in log["steps"] if e["name"] != step.name]
         log["steps"].append({"name": step.name, "argv": list(step.argv), "inputs": list(step.inputs),
-                             "seconds": round(time.perf_counter() - t0, 2), "ran_on": ran_on()})
+                             "seconds": round(seconds, 2), "ran_on": ran_on()})
         write_json(log_path, log)
-        print(f"{prefix}: {step.name}: {time.perf_counter() - t0:.1f} s", flush=True)
+        print(f"{prefix}: {step.name}: {seconds:.1f} s", flush=True)
         made.append(step.name)
+
+    if workers <= 1 or len(todo) <= 1:
+        from noisymix_app.cli import main as command
+
+        for step in todo:
+            t0 = time.perf_counter()
+            status = command(list(step.argv))
+            record(step, status, time.perf_counter() - t0)
+        return made
+    with ThreadPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+        futures = {pool.submit(_corrupt_process, step.argv): step for step in todo}
+        for future in as_completed(futures):
+            status, seconds, why = future.result()
+            record(futures[future], status, seconds, why)
     return made
+
+
+def _corrupt_process(argv) -> tuple[int, float, str]:
+    """``noisymix corrupt ...`` as a process of its own: its exit status, seconds and last line of errors."""
+    import os
+    import subprocess
+    import sys
+
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "noisymix_app.cli", *argv], capture_output=True, text=True,
+                          env={**os.environ, "NOISYMIX_PROGRESS": "0"}, check=False)
+    lines = done.stderr.strip().splitlines()
+    return done.returncode, time.perf_counter() - t0, lines[-1] if lines else ""
 
 
 def numbers_of(folders: list[Path], plan, *, clean: bool = True) -> dict:
