@@ -57,7 +57,6 @@ Issue 65 (the page says where it cannot see):
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import re
 import shutil
@@ -285,7 +284,6 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
     from noisymix_app.reproduce.command import run_workers
     from noisymix_app.reproduce.log import _progress_line
     from noisymix_app.screen.published import (
-        BesideTraining,
         check_published_sets,
         evaluate_published,
         published_numbers,
@@ -351,26 +349,19 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
         line = _progress_line(out, pending, time.perf_counter())
         ended: list[str] = []
 
-        beside = BesideTraining(plan, out) if also_published else None
-
         def after_run(name: str, state: str) -> None:
             ended.append(name)
             print(line(name, state, len(ended)), flush=True)
             if state != "done":
                 raise _Stop(name)
-            if beside is not None:  # its second view while the other runs train
-                beside.submit(name, out / "runs" / name)
 
-        with beside or contextlib.nullcontext():
-            try:
-                # retries=1: a run whose worker was killed gets a new worker once; a method's ValueError (its
-                # contract) is deterministic and never retried
-                run_local(runs, out, workers=workers, retries=1, tabulate=False, retry_failed=True, threads=1,
-                          after_run=after_run)
-            except _Stop as stop:
-                raise _failure(out, spec, runs, str(stop)) from None
-            if beside is not None:
-                beside.wait()
+        try:
+            # retries=1: a run whose worker was killed gets a new worker once; a method's ValueError (its contract)
+            # is deterministic and never retried
+            run_local(runs, out, workers=workers, retries=1, tabulate=False, retry_failed=True, threads=1,
+                      after_run=after_run)
+        except _Stop as stop:
+            raise _failure(out, spec, runs, str(stop)) from None
         ours = _ours(out, runs, plan)
         published = None
         if also_published:  # evaluation only: the same weights on the published sets

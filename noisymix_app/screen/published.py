@@ -54,7 +54,7 @@ from pathlib import Path
 
 from noisymix_infra.io import printable, read_json
 
-__all__ = ["COMMAND", "PUBLISHED_SUMMARY", "BesideTraining", "PublishedReference", "build_published_summary",
+__all__ = ["COMMAND", "PUBLISHED_SUMMARY", "PublishedReference", "build_published_summary",
            "check_published_sets", "compare_views", "evaluate_published", "make_published_sets", "missing_line",
            "published_numbers", "published_plan", "published_steps", "read_published"]
 
@@ -120,7 +120,8 @@ def evaluate_published(plan, out: Path, runs: list[tuple[str, Path]], *, device:
     ``out/published/<name>/eval/<suite>.json``; returns the evaluations made now.  Only the model is loaded
     (``load_run_model``: the config's architecture and the weights): no user code runs here.  On the CPU,
     ``workers`` > 1 evaluates that many runs side by side, each in a spawned process of one torch thread, as the
-    screen's runs are (issue 65, goal 6: one run after another, the second view cost 17 s a run)."""
+    screen's runs are (issue 65, goal 6: one run after another, the second view cost 17 s a run).  A run's two
+    sets are evaluated by one process: an evaluation holds its run's folder (``evaluate_model``'s lock)."""
     import torch
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -134,45 +135,6 @@ def evaluate_published(plan, out: Path, runs: list[tuple[str, Path]], *, device:
     with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_one_thread) as pool:
         return [m for made in pool.map(_evaluate_one, jobs) for m in made]
-
-
-class BesideTraining:
-    """The second view's evaluations started as each run ends (``submit``), in one spawned process of one torch
-    thread beside the runs still training; ``wait`` returns when all are made, raising the first failure.  Issue
-    65, goal 6: evaluated after the runs, the second view added 80 s to a five-run screen (22 s of one core a run,
-    three rounds on two cores); beside them it takes the core the last run leaves idle.  On an accelerator it does
-    nothing (``evaluate_published`` after the runs evaluates there)."""
-
-    def __init__(self, plan, out: Path, device: str | None = None):
-        import torch
-
-        self.plan, self.out = plan, out
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.pool = None
-        self.futures: list = []
-
-    def __enter__(self) -> BesideTraining:
-        return self
-
-    def submit(self, name: str, run_dir: Path) -> None:
-        if self.device != "cpu":
-            return
-        if self.pool is None:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            self.pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                            initializer=_one_thread)
-        self.futures.append(self.pool.submit(_evaluate_one, (self.plan, self.out, name, run_dir, self.device)))
-
-    def wait(self) -> None:
-        for future in self.futures:
-            future.result()
-
-    def __exit__(self, kind, value, trace) -> bool:
-        if self.pool is not None:  # a screen that stopped leaves no evaluation running
-            self.pool.shutdown(wait=True, cancel_futures=kind is not None)
-        return False
 
 
 def _one_thread() -> None:
