@@ -102,6 +102,15 @@ def rescale_check(table: dict | None = None) -> list[dict]:
     return rows
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the checkout where it lies inside it (a committed page), else as given."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        return str(Path(path).resolve().relative_to(root))
+    except ValueError:
+        return str(path)
+
+
 def _read_screen(path: Path, reference) -> dict:
     """A finished screen's page (``screen.json``), of the committed summary; one line otherwise."""
     page = Path(path) / "screen.json" if Path(path).is_dir() else Path(path)
@@ -148,7 +157,7 @@ def build(screens: list[tuple[str, Path]], *, summary: Path | None = None, table
         rows.append({
             "column": column, "kind": KINDS.get(column), "spec": record["spec"]["given"],
             "source_sha256": record["spec"].get("source_sha256"), "seeds": record["seeds"],
-            "page": {"path": str(found["page"]), "sha256": sha256_file(found["page"])},
+            "page": {"path": _shown(found["page"]), "sha256": sha256_file(found["page"])},
             "proxy_corrupted": record["ours"]["corrupted"]["mean"],
             "proxy_gain": None if gain is None else {"mean": gain["mean"], "half_width": gain["half_width"]},
             "prediction": {k: p[k] for k in ("value", "low", "high", "half_width", "extrapolated")},

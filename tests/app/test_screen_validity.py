@@ -251,6 +251,9 @@ def test_the_committed_table_and_the_readme_block_are_the_commands_output():
     for row in record["rows"]:
         assert row["published"]["value"] == pytest.approx(rescaled(row["column"])["value"], abs=1e-9)
         assert row["error"] == pytest.approx(row["prediction"]["value"] - row["published"]["value"], abs=1e-9)
+    # a referee's recomputation: the committed screens' pages give the committed rows and words
+    again = build([(row["column"], ROOT / row["page"]["path"]) for row in record["rows"]])
+    assert again["rows"] == record["rows"] and again["finding"] == record["finding"]
 
 
 def test_the_gaussian_noise_example_adds_cifars_noise_and_keeps_the_labels():
