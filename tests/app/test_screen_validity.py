@@ -207,9 +207,10 @@ def test_the_record_counts_a_method_placed_only_where_it_beats_no_change(tmp_pat
     assert rows["Cutout"]["inside"] and rows["AutoAugment"]["inside"]
     assert rows["AutoAugment"]["null_error"] == pytest.approx(73.8 - (73.8 + 3.0 / 16.5 * 15.0), abs=1e-9)
     assert record["finding"].startswith("Of 2 methods outside the eight, the proxy placed 1: Cutout")
-    assert "it did not place 1: AutoAugment" in record["finding"]
+    assert "; it did not place 1: AutoAugment" in record["finding"]
     assert "no closer than predicting no change" in record["finding"]
-    assert "The page of AutoAugment warned" in record["finding"]
+    assert "The page of AutoAugment warned" in record["finding"] and "(errors: AutoAugment -5.5)" in record["finding"]
+    assert "places none" not in record["finding"]
 
 
 def test_the_record_refuses_other_summaries_anchors_and_pages_that_are_not_screens(tmp_path):
@@ -281,3 +282,13 @@ def test_the_gaussian_noise_example_adds_cifars_noise_and_keeps_the_labels():
     digits = load_dataset("digits", "train")
     check_function(pin("docs.examples.gaussian_noise:gaussian_noise"), to_float(digits.images[:8]),
                    digits.labels[:8].long(), 10)
+
+
+def test_the_words_say_when_the_proxy_places_none_and_over_credits_the_warned(tmp_path):
+    reference = read_reference(DEFAULT_SUMMARY)
+    high = _page(tmp_path / "a", reference.sha256, 87.8, 78.6, 96.9, words="noise")  # Adversarial 75.4: +12.4
+    low = _page(tmp_path / "b", reference.sha256, 70.0, 60.8, 79.1)  # Cutout 72.7: inside, but -2.7 vs +1.1
+    record = build([("Adversarial Training", high), ("Cutout", low)])
+    assert record["finding"].startswith("Of 2 methods outside the eight, the proxy placed none: Adversarial")
+    assert "the proxy over-predicts it beyond its interval" in record["finding"]
+    assert "places none of the kinds of method tried" in record["finding"]
