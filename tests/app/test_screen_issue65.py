@@ -269,6 +269,8 @@ def test_the_published_view_says_where_the_two_views_disagree(tmp_path):
     assert not blur["disagree"] and "blur" not in view["disagree"]
     # said before any prediction
     assert record["finding"].index("The two views disagree on noise") < record["finding"].index("Predicted:")
+    span = f"{min(FIT[c] for c in FAMILIES['noise']):.1f}–{max(FIT[c] for c in FAMILIES['noise']):.1f}×"
+    assert f"disagree on noise ({span} CIFAR's strength on the matched sets; the gain's sign" in record["finding"]
     text = render_markdown(record)
     assert "## A second view at the published strengths" in text and "**disagree**" in text
 
@@ -485,3 +487,20 @@ def test_the_committed_reference_at_the_published_rows_is_of_the_committed_summa
     assert data["analogue_summary"]["sha256"] == reference.sha256
     assert set(data["runs"]) == {f"{m}-seed{s}" for m in reference.methods for s in reference.seeds}
     assert published.sets is not None and published.sets != reference.sets  # other sets than the matched ones
+
+
+def test_a_noise_augmentation_too_weak_for_the_proxys_noise_is_still_told_the_scale_before_any_prediction(tmp_path):
+    """The real screen of docs/examples/gaussian_noise.py (CIFAR-10-C's own sigmas) gained +4.9 on the matched
+    noise and more in weather: no concentration, so no warning; the page still says, before the prediction, each
+    family's multiplier and the share of the gain in the far corruptions, and the second view's disagreement on
+    noise names the multiplier."""
+    rows = _rows(2)
+    reference = read_reference(_summary(tmp_path, rows))
+    weak = {"gaussian_noise": 1.5, "shot_noise": 1.0, "snow": 4.0, "frost": 3.0, "elastic_transform": 3.0}
+    record = page_record(SPEC, reference, _ours(rows, weak), plan=PLAN, runs={}, wall_seconds=None, scale=SCALE)
+    scale = record["by_family"]["finding"]
+    assert scale["words"] is None and not scale["concentrated"]
+    finding = record["finding"]
+    noise = f"noise {min(FIT[c] for c in FAMILIES['noise']):.1f}–{max(FIT[c] for c in FAMILIES['noise']):.1f}×"
+    assert noise in finding and f"{round(100 * scale['share'])} % of its gain lies in those scaled" in finding
+    assert finding.index(noise) < finding.index("Predicted:")
