@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
 from pathlib import Path
 
 import noisymix_figures
@@ -40,9 +42,9 @@ __all__ = ["KINDS", "TABLE", "build", "finding", "published_table", "rescale_che
 #: the published table (package data of noisymix_figures, beside the NoisyMix paper's values)
 TABLE = Path(noisymix_figures.__file__).resolve().parent / "augmix_table1.json"
 #: what kind of method each screened column is: the one input of the words the numbers cannot give
-KINDS = {"Cutout": "occlusion (a square of each image erased, labels kept)",
+KINDS = {"Cutout": "occlusion: a square of each image erased, labels kept",
          "AutoAugment": "a learned policy of photometric and geometric operations, unmixed",
-         "Adversarial Training": "worst-case noise (L-infinity PGD, 8/255)"}
+         "Adversarial Training": "worst-case noise: L-infinity PGD at 8/255"}
 #: the README's block this command writes
 README_BEGIN, README_END = "<!-- screen-validity:begin -->", "<!-- screen-validity:end -->"
 COMMAND = ("python -m noisymix_app.screen.validity --screen Cutout=DIR --screen AutoAugment=DIR "
@@ -223,7 +225,9 @@ def finding(record: dict) -> str:
                 + "; ".join(one(r) for r in missed) + ".")
     widths = [r["prediction"]["half_width"] for r in rows]
     spread = [r["published"]["value"] for r in rows]
-    text += (f"  Its intervals are ±{min(widths):.1f} to ±{max(widths):.1f} points wide, while the published values "
+    wide = f"±{min(widths):.1f}" if f"{min(widths):.1f}" == f"{max(widths):.1f}" else \
+        f"±{min(widths):.1f} to ±{max(widths):.1f}"
+    text += (f"  Its intervals are {wide} points wide, while the published values "
              f"span {min(spread):.1f} to {max(spread):.1f}: an interval that holds the published value says little "
              "by itself, so a method counts as placed only where the prediction is also closer than the guess of no "
              "change from the Baseline.")
@@ -258,7 +262,8 @@ def finding(record: dict) -> str:
 def render_markdown(record: dict) -> str:
     lines = ["# The screen beyond the eight", "", f"**{record['finding']}**", "",
              f"Published: {record['source']}; rescaled to the NoisyMix table by each method's share of its table's "
-             "Baseline-to-AugMix gap (`noisymix_app/screen/validity.py`).  " + (record.get("transcribed") or ""), "",
+             "Baseline-to-AugMix gap (`noisymix_app/screen/validity.py`)."
+             + (f"  Transcribed {record['transcribed']}." if record.get("transcribed") else ""), "",
              "| method | kind | seeds | proxy Digits-C | predicted CIFAR-10-C [95 %] | published, rescaled (range over "
              "architectures) | error | no-change error |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in record["rows"]:
@@ -285,7 +290,23 @@ def render_markdown(record: dict) -> str:
 
 
 def readme_block(record: dict) -> str:
-    return f"{record['finding']}  (docs/screen-validity.md)\n"
+    """The README's few lines: each method's prediction against its published value, and what that says, by the
+    rules of ``finding``."""
+    rows = record["rows"]
+    placed = [r["column"] for r in rows if _placed(r)]
+    cells = "; ".join(f"{r['column']} {r['prediction']['value']:.1f} [{r['prediction']['low']:.1f}, "
+                      f"{r['prediction']['high']:.1f}] vs {r['published']['value']:.1f}" for r in rows)
+    text = (f"Of {len(rows)} methods outside the eight, the proxy placed "
+            + (f"{len(placed)} ({', '.join(placed)})" if placed else "none")
+            + f" (predicted CIFAR-10-C [95 %] vs published, rescaled): {cells}.")
+    over = [r["column"] for r in rows if r["scale_warning"] and not r["inside"] and r["error"] > 0]
+    if over:
+        text += (f"  It over-predicts beyond its interval {', '.join(over)}, whose pages warned that the gain lies in "
+                 "corruptions it scales far from CIFAR's strength.")
+    if not placed:
+        text += ("  Its prediction for a method outside the eight is a hypothesis to test on CIFAR-10-C, not an "
+                 "estimate.")
+    return text + "\n"
 
 
 def write(record: dict, out: Path, *, update_readme: bool = False) -> None:
@@ -321,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     if out.is_dir():
         raise ValueError(f"--out {printable(str(out))} is a folder: give the JSON file to write")
     record = build(args.screen, summary=args.summary)
+    record["command"] = "python -m noisymix_app.screen.validity " + shlex.join(argv if argv is not None
+                                                                             else sys.argv[1:])
     write(record, out, update_readme=args.update_readme)
     print(record["finding"])
     print(f"wrote {out} and {out.with_suffix('.md')}" + (" and README.md" if args.update_readme else ""))
@@ -328,8 +351,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     from noisymix_app.cli import main_in_one_line
 
     sys.exit(main_in_one_line("python -m noisymix_app.screen.validity", main))
