@@ -57,7 +57,6 @@ Issue 65 (the page says where it cannot see):
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import re
 import shutil
@@ -285,7 +284,6 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
     from noisymix_app.reproduce.command import run_workers
     from noisymix_app.reproduce.log import _progress_line
     from noisymix_app.screen.published import (
-        IdleCoreQueue,
         check_published_sets,
         evaluate_published,
         published_numbers,
@@ -351,28 +349,19 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
         line = _progress_line(out, pending, time.perf_counter())
         ended: list[str] = []
 
-        # the second view of each finished run on a core the training leaves idle (the last runs' cores); the
-        # rest after the training (issue 65, goal 6); on an accelerator, after the runs (evaluate_published)
-        queue = IdleCoreQueue(plan, out, count) if also_published and not _cuda() else None
-
         def after_run(name: str, state: str) -> None:
             ended.append(name)
             print(line(name, state, len(ended)), flush=True)
             if state != "done":
                 raise _Stop(name)
-            if queue is not None:
-                queue.ended(name, out / "runs" / name, training=min(count, len(pending) - len(ended)))
 
-        with queue or contextlib.nullcontext():
-            try:
-                # retries=1: a run whose worker was killed gets a new worker once; a method's ValueError (its
-                # contract) is deterministic and never retried
-                run_local(runs, out, workers=workers, retries=1, tabulate=False, retry_failed=True, threads=1,
-                          after_run=after_run)
-            except _Stop as stop:
-                raise _failure(out, spec, runs, str(stop)) from None
-            if queue is not None:
-                queue.drain()
+        try:
+            # retries=1: a run whose worker was killed gets a new worker once; a method's ValueError (its contract)
+            # is deterministic and never retried
+            run_local(runs, out, workers=workers, retries=1, tabulate=False, retry_failed=True, threads=1,
+                      after_run=after_run)
+        except _Stop as stop:
+            raise _failure(out, spec, runs, str(stop)) from None
         ours = _ours(out, runs, plan)
         published = None
         if also_published:  # evaluation only: the same weights on the published sets
@@ -401,12 +390,6 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
         text = write_page(out, record)
     print(text)
     return record
-
-
-def _cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

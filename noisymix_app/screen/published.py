@@ -54,7 +54,7 @@ from pathlib import Path
 
 from noisymix_infra.io import printable, read_json
 
-__all__ = ["COMMAND", "PUBLISHED_SUMMARY", "IdleCoreQueue", "PublishedReference", "build_published_summary",
+__all__ = ["COMMAND", "PUBLISHED_SUMMARY", "PublishedReference", "build_published_summary",
            "check_published_sets", "compare_views", "evaluate_published", "make_published_sets", "missing_line",
            "published_numbers", "published_plan", "published_steps", "read_published"]
 
@@ -135,78 +135,6 @@ def evaluate_published(plan, out: Path, runs: list[tuple[str, Path]], *, device:
     with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"),
                              initializer=_one_thread) as pool:
         return [m for made in pool.map(_evaluate_one, jobs) for m in made]
-
-
-class IdleCoreQueue:
-    """The second view's evaluations on the cores the training leaves idle (issue 65, goal 6).  A screen of five
-    runs on two workers trains its last run alone: a core waits for a minute.  ``ended(name, run_dir, training)``
-    queues a finished run and starts queued evaluations while fewer than ``workers`` processes are busy, counting
-    the ``training`` runs still going; ``drain()``, once the training is over, uses every worker until all are
-    made.  Each evaluation is a run's two sets in a spawned process of one torch thread (``_evaluate_one``): never
-    beside the runs when both cores train, where it measured the same wall time and more CPU (contention).  A run
-    is given to one process only (an evaluation holds its run's folder)."""
-
-    def __init__(self, plan, out: Path, workers: int):
-        import threading
-
-        self.plan, self.out, self.workers = plan, out, max(1, workers)
-        self.waiting: list[tuple[str, Path]] = []
-        self.running: set = set()
-        self.futures: list = []
-        self.training = 0
-        self.lock = threading.Lock()
-        self.pool = None
-
-    def __enter__(self) -> IdleCoreQueue:
-        return self
-
-    def ended(self, name: str, run_dir: Path, training: int) -> None:
-        with self.lock:
-            self.waiting.append((name, run_dir))
-            self.training = training
-        self._pump()
-
-    def _pump(self, future=None) -> None:
-        with self.lock:
-            if future is not None:
-                self.running.discard(future)
-            while self.waiting and len(self.running) + self.training < self.workers:
-                if self.pool is None:
-                    import multiprocessing
-                    from concurrent.futures import ProcessPoolExecutor
-
-                    self.pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_one_thread,
-                                                    mp_context=multiprocessing.get_context("spawn"))
-                name, run_dir = self.waiting.pop(0)
-                job = self.pool.submit(_evaluate_one, (self.plan, self.out, name, run_dir, "cpu"))
-                self.running.add(job)
-                self.futures.append(job)
-                job.add_done_callback(self._pump)
-
-    def drain(self) -> None:
-        """Every queued evaluation made, all workers at it; the first failure raised."""
-        with self.lock:
-            self.training = 0
-        self._pump()
-        import concurrent.futures
-
-        while True:
-            with self.lock:
-                pending = [f for f in self.futures if not f.done()]
-                left = bool(self.waiting)
-            if not pending and not left:
-                break
-            if pending:
-                concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
-        for future in self.futures:
-            future.result()
-
-    def __exit__(self, kind, value, trace) -> bool:
-        if self.pool is not None:  # a screen that stopped leaves no evaluation running
-            with self.lock:
-                self.waiting.clear()
-            self.pool.shutdown(wait=True, cancel_futures=True)
-        return False
 
 
 def _one_thread() -> None:
