@@ -306,7 +306,7 @@ def screen(given: str, out: str | Path, *, summary: str | Path | None = None, ov
     published_ref = (read_published(None if published_summary is None else Path(published_summary), whole,
                                     given=published_summary is not None) if also_published else None)
     if published_ref is not None:
-        published_ref = published_ref.on_seeds(whole.seeds, reference.seeds)
+        published_ref = published_ref.on_seeds(reference.seeds)
     made_runs = []
 
     def config_of(spec: Spec):

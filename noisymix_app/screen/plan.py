@@ -13,8 +13,8 @@ __all__ = ["screen_plan", "screen_seeds"]
 
 def screen_plan(reference: Reference, overrides: list[str] | tuple[str, ...] = ()):
     """The plan the reference methods were trained with (``analogue-methods`` and the summary's ``--set``
-    items), on the summary's seeds, with ``overrides`` of execution fields only (``workers``); one line
-    for an override that changes the recipe."""
+    items), on ``reference``'s seeds (``screen_seeds`` has cut them), with ``overrides`` of execution fields only
+    (``workers``); one line for an override that changes the recipe."""
     from noisymix_app.reproduce.plans import PLANS
     from noisymix_infra.config import apply_overrides
 
@@ -29,7 +29,8 @@ def screen_plan(reference: Reference, overrides: list[str] | tuple[str, ...] = (
     if changed or any(o.partition("=")[0].strip() in EXECUTION_FIELDS - {"workers"} for o in overrides):
         what = changed[0] if changed else next(o.partition("=")[0] for o in overrides)
         raise ValueError(f"--set {printable(what)}: a screen trains the recipe of its reference methods "
-                         f"({printable(reference.plan_name)}) on their seeds, and takes --set workers=N only; for "
+                         f"({printable(reference.plan_name)}) on their seeds, and takes --set workers=N only (besides "
+                         "seeds=A,B,..., some of theirs); for "
                          "another recipe make its eight-method summary (noisymix reproduce --plan analogue-methods "
                          "--set ..., then noisymix analogue --results DIR) and give it with --summary")
     if not plan.perturbed_suite:

@@ -196,11 +196,12 @@ class PublishedReference:
     def row(self, method: str) -> dict | None:
         return next((r for r in self.rows if r["method"] == method), None)
 
-    def on_seeds(self, have: tuple[int, ...], keep: tuple[int, ...]) -> PublishedReference:
-        """Cut to the screen's seeds ``keep``, as ``Reference.on_seeds`` (its rows aligned with ``have``)."""
+    def on_seeds(self, keep: tuple[int, ...]) -> PublishedReference:
+        """Cut to the screen's seeds ``keep``, as ``Reference.on_seeds``."""
         from noisymix_app.screen.reference import cut_per_seed
 
-        return dataclasses.replace(self, seeds=tuple(keep), rows=tuple(cut_per_seed(r, have, keep) for r in self.rows))
+        return dataclasses.replace(self, seeds=tuple(keep),
+                                   rows=tuple(cut_per_seed(r, self.seeds, keep) for r in self.rows))
 
 
 def read_published(path: Path | None, reference, *, given: bool) -> PublishedReference | None:
