@@ -307,6 +307,16 @@ def build_published_summary(results: str | Path, out_file: str | Path, *, summar
     from noisymix_infra.provenance import provenance
 
     results, out_file = Path(results), Path(out_file)
+    if out_file.is_dir():
+        raise ValueError(f"--out {printable(str(out_file))} is a folder: give the JSON file to write")
+    if out_file.exists():  # replaced only where it is such a reference (remade), never another file
+        try:
+            kept = read_json(out_file)
+        except ValueError:
+            kept = None
+        if not (isinstance(kept, dict) and kept.get("params") == "cifar" and isinstance(kept.get("table"), list)):
+            raise ValueError(f"--out {printable(str(out_file))} exists and is not a reference at the published rows: "
+                             "give a new file (nothing was written)")
     work = Path(work) if work is not None else results / "published-strengths"
     reference = read_reference(summary)
     plan = screen_plan(reference)
@@ -323,8 +333,6 @@ def build_published_summary(results: str | Path, out_file: str | Path, *, summar
         except ValueError as error:
             raise ValueError(f"{printable(str(run_dir))} is not a run of the summary's recipe "
                              f"({str(error).splitlines()[0][:160]})") from None
-    if out_file.is_dir():
-        raise ValueError(f"--out {printable(str(out_file))} is a folder: give the JSON file to write")
     log_path = work / "published-log.json"
     with directory_lock(work, "evaluating at the published rows"):
         log = read_json(log_path) if log_path.is_file() else {"steps": []}

@@ -39,6 +39,8 @@ from noisymix_infra.io import printable, read_json
 
 __all__ = ["KINDS", "TABLE", "build", "finding", "published_table", "rescale_check", "rescaled"]
 
+#: the checkout (a committed page's path is written relative to it; the README it writes the block of)
+ROOT = Path(__file__).resolve().parents[2]
 #: the published table (package data of noisymix_figures, beside the NoisyMix paper's values)
 TABLE = Path(noisymix_figures.__file__).resolve().parent / "augmix_table1.json"
 #: what kind of method each screened column is: the one input of the words the numbers cannot give
@@ -106,28 +108,40 @@ def rescale_check(table: dict | None = None) -> list[dict]:
 
 def _shown(path: Path) -> str:
     """``path`` relative to the checkout where it lies inside it (a committed page), else as given."""
-    root = Path(__file__).resolve().parents[2]
     try:
-        return str(Path(path).resolve().relative_to(root))
+        return str(Path(path).resolve().relative_to(ROOT))
     except ValueError:
         return str(path)
 
 
 def _read_screen(path: Path, reference) -> dict:
-    """A finished screen's page (``screen.json``), of the committed summary; one line otherwise."""
+    """What a row reads of a finished screen's page (``screen.json``), of the committed summary: one line for a
+    page that is no screen's, lacks a field a row reads, or was screened against another summary."""
     page = Path(path) / "screen.json" if Path(path).is_dir() else Path(path)
     if not page.is_file():
         raise ValueError(f"{printable(str(path))}: no screen.json (a finished `noisymix screen` folder)")
     record = read_json(page)
     try:
-        prediction = record["maps"]["corrupted"]["prediction"]
         sha = record["reference"]["sha256"]
-    except (KeyError, TypeError):
-        raise ValueError(f"{printable(str(page))} is not a screen's page (no prediction of CIFAR-10-C)") from None
+        p = record["maps"]["corrupted"]["prediction"]
+        found = {"prediction": {k: float(p[k]) for k in ("value", "low", "high", "half_width")}
+                 | {"extrapolated": bool(p["extrapolated"])},
+                 "spec": str(record["spec"]["given"]), "source_sha256": record["spec"].get("source_sha256"),
+                 "seeds": [int(x) for x in record["seeds"]],
+                 "proxy_corrupted": float(record["ours"]["corrupted"]["mean"]),
+                 "gain": next(({"mean": e["difference"]["mean"], "half_width": e["difference"]["half_width"]}
+                               for e in record.get("paired", ())
+                               if e["against"] == "baseline" and e["measure"] == "corrupted"), None),
+                 "scale_warning": bool(((record.get("by_family") or {}).get("finding") or {}).get("words")),
+                 "second_view": _second_view(record)}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise ValueError(f"{printable(str(page))} is not a screen's page (a field a row reads is missing or of "
+                         "another kind)") from None
     if sha != reference.sha256:
         raise ValueError(f"{printable(str(page))} was screened against another eight-method summary (sha256 "
-                         f"{str(sha)[:12]}..., the committed one {reference.sha256[:12]}...): screen it again")
-    return {"record": record, "prediction": prediction, "page": page}
+                         f"{printable(str(sha))[:12]}..., the committed one {reference.sha256[:12]}...): screen it "
+                         "again")
+    return {**found, "page": page}
 
 
 def build(screens: list[tuple[str, Path]], *, summary: Path | None = None, table: dict | None = None) -> dict:
@@ -152,23 +166,17 @@ def build(screens: list[tuple[str, Path]], *, summary: Path | None = None, table
     for column, folder in screens:
         published = rescaled(column, table)
         found = _read_screen(folder, reference)
-        record, p = found["record"], found["prediction"]
-        gain = next((e["difference"] for e in record["paired"]
-                     if e["against"] == "baseline" and e["measure"] == "corrupted"), None)
-        family = record.get("by_family") or {}
+        p = found["prediction"]
         rows.append({
-            "column": column, "kind": KINDS.get(column), "spec": record["spec"]["given"],
-            "source_sha256": record["spec"].get("source_sha256"), "seeds": record["seeds"],
+            "column": column, "kind": KINDS.get(column), "spec": found["spec"],
+            "source_sha256": found["source_sha256"], "seeds": found["seeds"],
             "page": {"path": _shown(found["page"]), "sha256": sha256_file(found["page"])},
-            "proxy_corrupted": record["ours"]["corrupted"]["mean"],
-            "proxy_gain": None if gain is None else {"mean": gain["mean"], "half_width": gain["half_width"]},
-            "prediction": {k: p[k] for k in ("value", "low", "high", "half_width", "extrapolated")},
-            "published": published,
+            "proxy_corrupted": found["proxy_corrupted"], "proxy_gain": found["gain"],
+            "prediction": p, "published": published,
             "error": p["value"] - published["value"],
             "inside": p["low"] <= published["value"] <= p["high"],
             "null_error": base_a - published["value"],
-            "scale_warning": bool((family.get("finding") or {}).get("words")),
-            "second_view": _second_view(record)})
+            "scale_warning": found["scale_warning"], "second_view": found["second_view"]})
     checks = rescale_check(table)
     out = {"what": "the screen's predictions of methods outside the NoisyMix paper's eight against published "
                    "CIFAR-10-C numbers rescaled to the NoisyMix table (issue 65, goal 5)",
@@ -315,10 +323,31 @@ def write(record: dict, out: Path, *, update_readme: bool = False) -> None:
 
     files: dict = {out: record, out.with_suffix(".md"): render_markdown(record)}
     if update_readme:
-        root = Path(__file__).resolve().parents[2]
-        files[root / "README.md"] = replace_marked((root / "README.md").read_text(), README_BEGIN, README_END,
+        files[ROOT / "README.md"] = replace_marked((ROOT / "README.md").read_text(), README_BEGIN, README_END,
                                                    readme_block(record))
     write_files(files)
+
+
+def check_out(out: Path) -> None:
+    """``--out`` before any work: a ``.json`` file (its Markdown is written beside it, the same name with
+    ``.md``), and where it or that Markdown exists, one this command wrote (a validity record and its page);
+    one line otherwise, nothing written."""
+    if out.suffix != ".json":
+        raise ValueError(f"--out {printable(str(out))}: give a .json file (its .md is written beside it)")
+    if out.is_dir():
+        raise ValueError(f"--out {printable(str(out))} is a folder: give the JSON file to write")
+    if out.exists():
+        try:
+            what = read_json(out).get("what", "")
+        except (ValueError, AttributeError):
+            what = ""
+        if not str(what).startswith("the screen's predictions of methods outside"):
+            raise ValueError(f"--out {printable(str(out))} exists and is not a record this command wrote: give a "
+                             "new file (nothing was written)")
+    md = out.with_suffix(".md")
+    if md.exists() and not md.read_text(errors="replace").startswith("# The screen beyond the eight"):
+        raise ValueError(f"{printable(str(md))} exists and is not a page this command wrote: give another --out "
+                         "(nothing was written)")
 
 
 def _screen_item(text: str) -> tuple[str, Path]:
@@ -339,8 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--update-readme", action="store_true", help="also write the README's block")
     args = parser.parse_args(argv)
     out = Path(args.out)
-    if out.is_dir():
-        raise ValueError(f"--out {printable(str(out))} is a folder: give the JSON file to write")
+    check_out(out)
     record = build(args.screen, summary=args.summary)
     record["command"] = "python -m noisymix_app.screen.validity " + shlex.join(argv if argv is not None
                                                                              else sys.argv[1:])

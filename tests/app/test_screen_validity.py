@@ -292,3 +292,60 @@ def test_the_words_say_when_the_proxy_places_none_and_over_credits_the_warned(tm
     assert record["finding"].startswith("Of 2 methods outside the eight, the proxy placed none: Adversarial")
     assert "the proxy over-predicts it beyond its interval" in record["finding"]
     assert "places none of the kinds of method tried" in record["finding"]
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda p: p.write_text(p.read_text()[:40]), "not a JSON file"),
+    (lambda p: p.write_text(json.dumps({k: v for k, v in json.loads(p.read_text()).items() if k != "spec"})),
+     "not a screen's page"),
+    (lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "seeds": "ten"})), "not a screen's page"),
+    (lambda p: p.write_text("[1, 2]"), "not a screen's page"),
+])
+def test_a_damaged_page_is_one_line_and_nothing_is_written(damage, words, tmp_path, capsys):
+    """A truncated page, one without the method it screened, with seeds of another kind, or of another shape:
+    the command's one line (status 2), and no record, page or README written."""
+    from noisymix_app.cli import main_in_one_line
+    from noisymix_app.screen.validity import main
+
+    reference = read_reference(DEFAULT_SUMMARY)
+    folder = _page(tmp_path / "a", reference.sha256, 72.9, 63.0, 83.0)
+    damage(folder / "screen.json")
+    readme = (ROOT / "README.md").read_bytes()
+    out = tmp_path / "v.json"
+    status = main_in_one_line("validity", lambda: main(["--screen", f"Cutout={folder}", "--out", str(out)]))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and words in err[0]
+    assert not out.exists() and not out.with_suffix(".md").exists() and (ROOT / "README.md").read_bytes() == readme
+
+
+@pytest.mark.parametrize("name, existing, words", [
+    ("notes", None, "give a .json file"),
+    ("v.json", "my own notes\n", "is not a record this command wrote"),
+    ("v.json", None, "is not a page this command wrote"),
+])
+def test_an_out_that_would_replace_a_users_file_is_refused_before_any_work(name, existing, words, tmp_path, capsys):
+    """``--out notes`` would have written ``notes.md`` beside it; an existing JSON, or a Markdown beside it, that
+    this command did not write is never replaced: one line, every file as it was."""
+    from noisymix_app.cli import main_in_one_line
+    from noisymix_app.screen.validity import main
+
+    out = tmp_path / name
+    if existing is not None:
+        out.write_text(existing)
+    else:
+        out.with_suffix(".md").write_text("# my notes\n")
+    before = {p: p.read_bytes() for p in tmp_path.iterdir()}
+    status = main_in_one_line("validity", lambda: main(["--screen", "Cutout=nowhere", "--out", str(out)]))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and words in err[0]
+    assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_the_published_builder_never_replaces_a_file_that_is_not_its_reference(tmp_path):
+    from noisymix_app.screen.published import build_published_summary
+
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps({"my": "results"}))
+    with pytest.raises(ValueError, match="exists and is not a reference at the published rows"):
+        build_published_summary(tmp_path / "results", mine)
+    assert json.loads(mine.read_text()) == {"my": "results"} and not (tmp_path / "results").exists()
